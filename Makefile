@@ -1,0 +1,105 @@
+# pyprof-bpf: a sampling profiler for CPython, assisted by eBPF.
+#
+#   make setup   install the Debian packages and test interpreters (root)
+#   make         build .output/*.bpf.o, their skeletons and ./pyprof-bpf
+#   make test    run every test (unit tests under ASan/UBSan, then pytest)
+#   make bench   side-by-side benchmark against the peers
+#   make V=1     show full commands
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+OUTPUT    := .output
+CLANG     ?= clang
+CC        ?= gcc
+BPFTOOL   ?= bpftool
+ARCH      := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+VMLINUX   := vmlinux/$(ARCH)/vmlinux.h
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+	     -D_GNU_SOURCE -Ibpf -Iuser -I$(OUTPUT)
+LDLIBS    := -lbpf -lelf -lz
+
+# clang's own system include dirs, for the BPF target (libbpf-bootstrap's way).
+CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
+	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+LIB_OBJS  := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.PHONY: all clean setup test unit bench
+all: pyprof-bpf
+
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+# vmlinux.h is generated from the running kernel's BTF when missing (see README).
+$(VMLINUX):
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/pyprof.h $(VMLINUX) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+		-Ivmlinux/$(ARCH) -Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pyprof.h $(SKELS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+pyprof-bpf: $(USER_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# Unit tests: every tests/unit/test_*.c is linked against the library objects,
+# rebuilt with ASan/UBSan in their own directory.
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_DIR   := $(OUTPUT)/san
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(SAN_DIR)/%,$(UNIT_SRCS))
+SAN_LIB   := $(patsubst $(OUTPUT)/%.o,$(SAN_DIR)/%.o,$(LIB_OBJS))
+
+$(SAN_DIR)/%.o: user/%.c $(wildcard user/*.h) bpf/pyprof.h $(SKELS)
+	$(Q)mkdir -p $(SAN_DIR)
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(SAN_DIR)/test_%: tests/unit/test_%.c $(SAN_LIB)
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+unit: $(UNIT_BINS)
+	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+setup:
+	scripts/install-deps.sh
+	scripts/provision-pythons.sh
+
+test: pyprof-bpf unit
+	scripts/provision-pythons.sh
+	python3 -m pytest -v tests
+
+bench: pyprof-bpf
+	scripts/bench
+
+clean:
+	$(call msg,CLEAN,)
+	$(Q)rm -rf $(OUTPUT) pyprof-bpf

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that the build and the tests need. Idempotent:
+# packages already present are not fetched again; apt-get update runs only
+# when something is missing.
+set -euo pipefail
+
+PKGS=(
+	# build
+	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config
+	# tests
+	python3 python3-pytest libcmocka-dev debootstrap util-linux procps perl
+	# real consumers of our output formats (issues #3, #5)
+	chromium
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: must run as root (apt-get install)" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+	case "$p" in \#*) continue ;; esac
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+# node and npm come with the machine image (NodeSource); Debian's npm would
+# conflict with it, so only install Debian's when node is absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A third-party list that cannot be reached must not stop the Debian ones.
+apt-get update -q || echo "install-deps: apt-get update reported errors; continuing" >&2
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * py_offsets.h - the flat table of CPython struct offsets the walkers use.
+ *
+ * One structure for every supported version: 3.13+ fill it from the target's
+ * own _Py_DebugOffsets (debug_offsets.c, validated as untrusted input), 3.11
+ * and 3.12 from our tables derived from those versions' headers
+ * (offsets_legacy.c). Nothing else in the project knows a CPython layout.
+ */
+#ifndef PYPROF_PY_OFFSETS_H
+#define PYPROF_PY_OFFSETS_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+/* Upper bound on any struct we copy whole into a local buffer. */
+#define PY_MAX_STRUCT_COPY 4096
+
+struct py_offsets {
+	uint32_t version_hex;		/* PY_VERSION_HEX of the target */
+
+	uint64_t runtime_interpreters_head;
+
+	uint64_t interp_size;		/* bytes we read of an interpreter state */
+	uint64_t interp_id;
+	uint64_t interp_next;
+	uint64_t interp_threads_head;
+
+	uint64_t tstate_size;		/* bytes we read of a thread state */
+	uint64_t tstate_next;
+	uint64_t tstate_interp;
+	/* 3.13+: tstate->current_frame. 3.11/3.12: tstate->cframe, then
+	 * cframe->current_frame (tstate_cframe != 0 says which). */
+	uint64_t tstate_current_frame;
+	uint64_t tstate_cframe;
+	uint64_t cframe_current_frame;
+	uint64_t tstate_thread_id;
+	uint64_t tstate_native_thread_id;
+	/* 3.15+ only (0 when absent): the frame cache protocol. */
+	uint64_t tstate_base_frame;
+	uint64_t tstate_last_profiled_frame;
+	uint64_t tstate_last_profiled_frame_seq;
+
+	uint64_t frame_size;		/* bytes we read of an interpreter frame */
+	uint64_t frame_previous;
+	uint64_t frame_executable;	/* f_code before 3.13 */
+	uint64_t frame_instr_ptr;	/* prev_instr before 3.13 */
+	uint64_t frame_owner;		/* one byte */
+	/* Frames whose owner is >= this value belong to the interpreter (C
+	 * entry/shim frames) and are skipped; 0 means no such frames (3.11). */
+	uint8_t frame_owner_interp_min;
+	/* 3.11 and 3.12: instr points at the last executed instruction. */
+	bool frame_instr_is_prev;
+	/* Bits to clear from f_executable (a tagged _PyStackRef since 3.14). */
+	uint64_t executable_tag_mask;
+
+	uint64_t code_size;		/* bytes we read of a code object */
+	uint64_t code_filename;
+	uint64_t code_name;
+	uint64_t code_qualname;
+	uint64_t code_linetable;
+	uint64_t code_firstlineno;	/* int */
+	uint64_t code_adaptive;		/* co_code_adaptive: first instruction */
+
+	uint64_t ob_type;
+
+	uint64_t unicode_state;		/* 32-bit bitfield word */
+	uint64_t unicode_length;
+	uint64_t unicode_ascii_data;	/* sizeof(PyASCIIObject) */
+	uint64_t unicode_compact_data;	/* sizeof(PyCompactUnicodeObject) */
+
+	uint64_t bytes_size;		/* ob_size */
+	uint64_t bytes_sval;
+};
+
+#endif

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "debug_offsets.h"
+#include "elf_symbols.h"
+#include "offsets_legacy.h"
+#include "procmaps.h"
+#include "pyproc.h"
+#include "remote_mem.h"
+
+/* Bounds on lists read from the target: a corrupt list must end somewhere. */
+#define MAX_INTERPRETERS 256
+#define MAX_THREADS_WALKED 65536
+/* Interpreter-owned frames are skipped without spending the depth budget,
+ * but the walk as a whole is bounded too. */
+#define WALK_BUDGET(max) ((max) * 4 + 64)
+
+struct tid_pair {
+	uint64_t ns_tid;
+	pid_t host_tid;
+};
+
+struct pyproc {
+	pid_t pid;
+	struct py_offsets off;
+	uint64_t runtime;
+	uint64_t code_type;
+	char version[32];
+	struct tid_pair *tids;		/* namespace tid -> host tid */
+	size_t ntids;
+};
+
+pid_t pyproc__pid(const struct pyproc *p) { return p->pid; }
+const struct py_offsets *pyproc__offsets(const struct pyproc *p) { return &p->off; }
+const char *pyproc__version(const struct pyproc *p) { return p->version; }
+uint64_t pyproc__runtime(const struct pyproc *p) { return p->runtime; }
+uint64_t pyproc__code_type(const struct pyproc *p) { return p->code_type; }
+
+void pyproc__free(struct pyproc *p)
+{
+	if (!p)
+		return;
+	free(p->tids);
+	free(p);
+}
+
+static void format_version(uint32_t hex, char *buf, size_t len)
+{
+	static const char *const level[] = { [0xa] = "a", [0xb] = "b", [0xc] = "rc" };
+	unsigned int lvl = (hex >> 4) & 0xf;
+
+	if (lvl == 0xf || lvl < 0xa)
+		snprintf(buf, len, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+	else
+		snprintf(buf, len, "%u.%u.%u%s%u", hex >> 24, (hex >> 16) & 0xff,
+			 (hex >> 8) & 0xff, level[lvl], hex & 0xf);
+}
+
+/* "3.10" out of ".../libpython3.10.so.1.0" or ".../python3.10". */
+static int version_from_name(const char *path, unsigned int *major, unsigned int *minor)
+{
+	const char *base = strrchr(path, '/');
+	const char *s;
+
+	base = base ? base + 1 : path;
+	s = strstr(base, "python");
+	if (!s)
+		return -ENOENT;
+	return sscanf(s, "python%u.%u", major, minor) == 2 ? 0 : -ENOENT;
+}
+
+static int exe_path(pid_t pid, char *buf, size_t len)
+{
+	char fn[64];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+	n = readlink(fn, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (n > 10 && strcmp(buf + n - 10, " (deleted)") == 0)
+		buf[n - 10] = '\0';
+	return 0;
+}
+
+static int is_libpython(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "libpython", 9) == 0;
+}
+
+struct runtime_loc {
+	const struct mapping *map;
+	struct elf_pyinfo info;
+	uint64_t bias;
+};
+
+/* Find the executable or libpython that holds _PyRuntime. */
+static int find_runtime(pid_t pid, const struct procmaps *maps, struct runtime_loc *loc,
+			char *err, size_t errlen)
+{
+	char exe[PATH_MAX] = "";
+	const char *seen[64];
+	size_t nseen = 0;
+	int err_open = 0;
+
+	exe_path(pid, exe, sizeof(exe));
+	/* The executable first, then every libpython*.so mapping. */
+	for (size_t i = 0; i <= maps->n; i++) {
+		const char *path = i == 0 ? exe : maps->maps[i - 1].path;
+		const struct mapping *first;
+		int fd, rc;
+
+		if (!path[0] || (i > 0 && !is_libpython(path)))
+			continue;
+		for (size_t k = 0; k < nseen; k++)
+			if (strcmp(seen[k], path) == 0)
+				goto next;
+		if (nseen < sizeof(seen) / sizeof(seen[0]))
+			seen[nseen++] = path;
+		first = procmaps__first(maps, path);
+		if (!first)
+			continue;
+		fd = procmaps__open_file(pid, first);
+		if (fd < 0) {
+			err_open = fd;
+			continue;
+		}
+		rc = elf_pyinfo__read(fd, &loc->info);
+		close(fd);
+		if (rc || !loc->info.runtime)
+			continue;
+		loc->map = first;
+		loc->bias = first->start - first->offset - loc->info.load_vaddr;
+		return 0;
+next:;
+	}
+	if (err_open == -EACCES || err_open == -EPERM) {
+		snprintf(err, errlen, "process %d: permission denied opening its executable", (int)pid);
+		return -EPERM;
+	}
+	snprintf(err, errlen, "process %d (%s) is not a Python process: no _PyRuntime in it or "
+		 "any libpython it maps", (int)pid, exe[0] ? exe : "?");
+	return -ENOEXEC;
+}
+
+static int read_version(struct pyproc *p, const struct runtime_loc *loc, char *err, size_t errlen)
+{
+	uint32_t hex = 0;
+	unsigned int major, minor;
+	int rc;
+
+	if (loc->info.py_version) {
+		rc = remote_read(p->pid, loc->bias + loc->info.py_version, &hex, sizeof(hex));
+		if (rc)
+			return rc;
+		if ((hex >> 24) == 3 && ((hex >> 16) & 0xff) >= 11)
+			return (int)(p->off.version_hex = hex, 0);
+	}
+	/* Py_Version appeared in 3.11: without it, name the version we can. */
+	if (hex && (hex >> 24) == 3)
+		minor = (hex >> 16) & 0xff, major = 3;
+	else if (version_from_name(loc->map->path, &major, &minor))
+		major = 0;
+	if (major)
+		snprintf(err, errlen, "unsupported Python %u.%u in process %d: pyprof-bpf reads 3.11 to 3.15",
+			 major, minor, (int)p->pid);
+	else
+		snprintf(err, errlen, "unsupported Python in process %d (older than 3.11): "
+			 "pyprof-bpf reads 3.11 to 3.15", (int)p->pid);
+	return -ENOTSUP;
+}
+
+static int load_offsets(struct pyproc *p, char *err, size_t errlen)
+{
+	uint32_t hex = p->off.version_hex;
+	unsigned char hdr[DEBUG_OFFSETS_HEADER], *buf;
+	long size;
+	int rc;
+
+	if (((hex >> 16) & 0xff) < 13) {
+		rc = offsets_legacy__get(hex, &p->off);
+		if (rc)
+			snprintf(err, errlen, "unsupported Python %u.%u", hex >> 24, (hex >> 16) & 0xff);
+		return rc;
+	}
+	rc = remote_read(p->pid, p->runtime, hdr, sizeof(hdr));
+	if (rc)
+		return rc;
+	if (memcmp(hdr, DEBUG_OFFSETS_COOKIE, 8) != 0) {
+		snprintf(err, errlen, "process %d: _PyRuntime does not start with the debug offsets "
+			 "cookie", (int)p->pid);
+		return -EPROTO;
+	}
+	{
+		uint64_t v;
+
+		memcpy(&v, hdr + 8, 8);
+		if ((uint32_t)v != hex) {
+			snprintf(err, errlen, "process %d: _Py_DebugOffsets says version 0x%llx but "
+				 "Py_Version is 0x%x", (int)p->pid, (unsigned long long)v, hex);
+			return -EPROTO;
+		}
+		size = debug_offsets__size(v);
+	}
+	if (size < 0) {
+		snprintf(err, errlen, "unsupported Python %u.%u in process %d: pyprof-bpf reads 3.11 to 3.15",
+			 hex >> 24, (hex >> 16) & 0xff, (int)p->pid);
+		return -ENOTSUP;
+	}
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	rc = remote_read(p->pid, p->runtime, buf, size);
+	if (!rc)
+		rc = debug_offsets__parse(buf, size, &p->off, err, errlen);
+	free(buf);
+	return rc;
+}
+
+/* Build the namespace-tid -> host-tid table from NSpid: lines. */
+static int load_tids(struct pyproc *p)
+{
+	char fn[64];
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task", (int)p->pid);
+	d = opendir(fn);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	p->ntids = 0;
+	while ((de = readdir(d))) {
+		char path[320], line[256];
+		unsigned long long inner = 0;
+		pid_t host = (pid_t)atoi(de->d_name);
+		FILE *f;
+
+		if (host <= 0)
+			continue;
+		inner = host;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)p->pid, host);
+		f = fopen(path, "re");
+		if (!f)
+			continue;	/* the thread just exited */
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "NSpid:", 6) == 0) {
+				/* the last id is the one in the innermost namespace */
+				char *tok, *save = NULL;
+
+				for (tok = strtok_r(line + 6, " \t\n", &save); tok;
+				     tok = strtok_r(NULL, " \t\n", &save))
+					inner = strtoull(tok, NULL, 10);
+				break;
+			}
+		}
+		fclose(f);
+		if (p->ntids == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct tid_pair *n = realloc(p->tids, ncap * sizeof(*n));
+
+			if (!n) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			p->tids = n;
+			cap = ncap;
+		}
+		p->tids[p->ntids++] = (struct tid_pair){ inner, host };
+	}
+	closedir(d);
+	return 0;
+}
+
+static pid_t host_tid(struct pyproc *p, uint64_t ns_tid, int reload)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < p->ntids; i++)
+			if (p->tids[i].ns_tid == ns_tid)
+				return p->tids[i].host_tid;
+		/* A thread started since we last looked: look again, once. */
+		if (pass || !reload || load_tids(p))
+			break;
+	}
+	return 0;
+}
+
+static uint64_t get_u64(const unsigned char *buf, uint64_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n)
+{
+	const struct py_offsets *o = &p->off;
+	unsigned char ts[PY_MAX_STRUCT_COPY];
+	uint64_t interp;
+	size_t count = 0, walked = 0;
+	int rc, reloaded = 0;
+
+	*n = 0;
+	rc = remote_read_u64(p->pid, p->runtime + o->runtime_interpreters_head, &interp);
+	if (rc)
+		return rc;
+	for (int ni = 0; interp && ni < MAX_INTERPRETERS; ni++) {
+		uint64_t tstate, next_interp;
+		struct remote_iov iov[2] = {
+			{ interp + o->interp_threads_head, &tstate, 8 },
+			{ interp + o->interp_next, &next_interp, 8 },
+		};
+
+		rc = remote_readv(p->pid, iov, 2);
+		if (rc)
+			return rc;
+		while (tstate) {
+			struct py_thread t;
+
+			if (++walked > MAX_THREADS_WALKED)
+				return -ELOOP;
+			rc = remote_read(p->pid, tstate, ts, o->tstate_size);
+			if (rc)
+				return rc;
+			/* Every thread state points back at its interpreter: a
+			 * cheap check that the offsets and the list are sane. */
+			if (get_u64(ts, o->tstate_interp) != interp)
+				return -EPROTO;
+			t.tstate = tstate;
+			t.interp = interp;
+			t.thread_id = get_u64(ts, o->tstate_thread_id);
+			t.native_tid = get_u64(ts, o->tstate_native_thread_id);
+			t.host_tid = host_tid(p, t.native_tid, !reloaded);
+			if (!t.host_tid)
+				reloaded = 1;
+			if (count < max)
+				out[count] = t;
+			count++;
+			tstate = get_u64(ts, o->tstate_next);
+		}
+		interp = next_interp;
+	}
+	*n = count < max ? count : max;
+	return count > max ? -E2BIG : 0;
+}
+
+static int check_readable(pid_t pid, char *err, size_t errlen)
+{
+	char fn[64];
+
+	snprintf(fn, sizeof(fn), "/proc/%d", (int)pid);
+	if (pid <= 0 || access(fn, F_OK) != 0) {
+		snprintf(err, errlen, "no such process: %d", (int)pid);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
+{
+	struct procmaps maps = { 0 };
+	struct runtime_loc loc = { 0 };
+	struct pyproc *p;
+	struct py_thread first;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	rc = check_readable(pid, err, errlen);
+	if (rc)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	rc = procmaps__read(pid, &maps);
+	if (rc == -EACCES || rc == -EPERM) {
+		snprintf(err, errlen, "permission denied reading process %d: run as root or as its "
+			 "owner (with ptrace allowed, see kernel.yama.ptrace_scope)", (int)pid);
+		rc = -EPERM;
+		goto fail;
+	}
+	if (rc == -ESRCH) {
+		snprintf(err, errlen, "process %d exited (or has no memory map)", (int)pid);
+		goto fail;
+	}
+	if (rc) {
+		snprintf(err, errlen, "reading /proc/%d/maps: %s", (int)pid, strerror(-rc));
+		goto fail;
+	}
+	rc = find_runtime(pid, &maps, &loc, err, errlen);
+	if (rc)
+		goto fail;
+	p->runtime = loc.bias + loc.info.runtime;
+	p->code_type = loc.info.code_type ? loc.bias + loc.info.code_type : 0;
+	rc = read_version(p, &loc, err, errlen);
+	if (rc)
+		goto fail_read;
+	rc = load_offsets(p, err, errlen);
+	if (rc)
+		goto fail_read;
+	format_version(p->off.version_hex, p->version, sizeof(p->version));
+	rc = load_tids(p);
+	if (rc)
+		goto fail_read;
+	/* The offsets must lead from the runtime to a thread and back. */
+	rc = pyproc__threads(p, &first, 1, &n);
+	if (rc == -EPROTO) {
+		snprintf(err, errlen, "process %d: Python %s's thread list does not match its offsets",
+			 (int)pid, p->version);
+		goto fail;
+	}
+	if (rc && rc != -E2BIG)
+		goto fail_read;
+	procmaps__free(&maps);
+	*out = p;
+	return 0;
+
+fail_read:
+	if (err[0] == '\0' || rc == -ESRCH || rc == -EPERM || rc == -EFAULT) {
+		if (rc == -EPERM)
+			snprintf(err, errlen, "permission denied reading the memory of process %d: run "
+				 "as root or with CAP_SYS_PTRACE", (int)pid);
+		else if (rc == -ESRCH || check_readable(pid, err, errlen))
+			snprintf(err, errlen, "process %d exited", (int)pid);
+		else if (rc == -EFAULT)
+			snprintf(err, errlen, "process %d: reading its runtime failed (exiting, or "
+				 "memory corrupt)", (int)pid);
+		else
+			snprintf(err, errlen, "process %d: %s", (int)pid, strerror(-rc));
+	}
+fail:
+	procmaps__free(&maps);
+	pyproc__free(p);
+	return rc;
+}
+
+int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
+		 size_t *n, int *truncated)
+{
+	const struct py_offsets *o = &p->off;
+	unsigned char fb[PY_MAX_STRUCT_COPY];
+	uint64_t frame;
+	size_t count = 0, budget = WALK_BUDGET(max);
+	int rc;
+
+	*n = 0;
+	*truncated = 0;
+	if (o->tstate_cframe) {
+		uint64_t cframe;
+
+		rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, &cframe);
+		if (rc)
+			return rc;
+		if (!cframe)
+			return 0;
+		rc = remote_read_u64(p->pid, cframe + o->cframe_current_frame, &frame);
+	} else {
+		rc = remote_read_u64(p->pid, tstate + o->tstate_current_frame, &frame);
+	}
+	if (rc)
+		return rc;
+	while (frame) {
+		uint8_t owner;
+
+		if (budget-- == 0 || count == max) {
+			*truncated = 1;
+			break;
+		}
+		rc = remote_read(p->pid, frame, fb, o->frame_size);
+		if (rc)
+			return rc;
+		owner = fb[o->frame_owner];
+		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
+			out[count].frame = frame;
+			out[count].code = get_u64(fb, o->frame_executable) & ~o->executable_tag_mask;
+			out[count].instr = get_u64(fb, o->frame_instr_ptr);
+			count++;
+		}
+		frame = get_u64(fb, o->frame_previous);
+	}
+	*n = count;
+	return 0;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyproc.h - an attached Python process: where its runtime is, which version
+ * it runs, the offsets to read it with, and its threads.
+ *
+ * pyproc__open() does all the one-time work (maps, ELF, debug offsets) and
+ * validates it; nothing on the sampling path re-reads /proc or ELF files.
+ */
+#ifndef PYPROF_PYPROC_H
+#define PYPROF_PYPROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "py_offsets.h"
+
+struct pyproc;
+
+/* Space for one clear error line, filled by functions that take it. */
+#define PYPROF_ERRLEN 512
+
+/*
+ * Attach to @pid. On failure returns -errno and writes one line saying what
+ * is wrong into @err: -ESRCH no such process, -EPERM no permission,
+ * -ENOEXEC not a Python process, -ENOTSUP unsupported Python version,
+ * -EPROTO the target's tables failed validation.
+ */
+int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen);
+void pyproc__free(struct pyproc *p);
+
+pid_t pyproc__pid(const struct pyproc *p);
+const struct py_offsets *pyproc__offsets(const struct pyproc *p);
+/* "3.14.10" */
+const char *pyproc__version(const struct pyproc *p);
+/* Address of PyCode_Type in the target (0 if unknown). */
+uint64_t pyproc__code_type(const struct pyproc *p);
+/* Address of _PyRuntime in the target. */
+uint64_t pyproc__runtime(const struct pyproc *p);
+
+struct py_thread {
+	uint64_t tstate;	/* PyThreadState address in the target */
+	uint64_t interp;	/* its interpreter */
+	uint64_t thread_id;	/* pthread id (threading.get_ident()) */
+	uint64_t native_tid;	/* tid as the target sees it (its PID namespace) */
+	pid_t host_tid;		/* tid in our namespace; 0 if not found */
+};
+
+/*
+ * Snapshot of every thread of every interpreter, at most @max. Sets *n to the
+ * number found; returns -E2BIG (with the first @max filled) when there were
+ * more, -EFAULT when the target's lists could not be read (it is exiting or
+ * its memory is corrupt), -ESRCH when it is gone.
+ */
+int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n);
+
+/* One frame of a raw stack: what the BPF side and the remote walker record. */
+struct py_rawframe {
+	uint64_t frame;		/* _PyInterpreterFrame address */
+	uint64_t code;		/* code object address */
+	uint64_t instr;		/* instruction pointer (instr_ptr / prev_instr) */
+};
+
+/*
+ * Walk @tstate's frame chain, innermost first, skipping interpreter-owned
+ * frames. Fills at most @max frames; *truncated says the chain went on.
+ */
+int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out,
+		 size_t max, size_t *n, int *truncated);
+
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <limits.h>
+#include <sys/uio.h>
+#include "remote_mem.h"
+
+/* The kernel takes at most IOV_MAX iovecs per call on each side. */
+#define BATCH 1024
+
+static uint64_t calls;
+
+uint64_t remote_mem__calls(void)
+{
+	return calls;
+}
+
+static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n)
+{
+	struct iovec local[BATCH], remote[BATCH];
+	size_t want = 0;
+	ssize_t got;
+
+	for (size_t i = 0; i < n; i++) {
+		local[i].iov_base = iov[i].buf;
+		local[i].iov_len = iov[i].len;
+		remote[i].iov_base = (void *)(uintptr_t)iov[i].addr;
+		remote[i].iov_len = iov[i].len;
+		want += iov[i].len;
+	}
+	calls++;
+	got = process_vm_readv(pid, local, n, remote, n, 0);
+	if (got < 0)
+		return errno == ENOMEM ? -EFAULT : -errno;
+	/* A fault stops the transfer part-way: the buffers hold garbage. */
+	return (size_t)got == want ? 0 : -EFAULT;
+}
+
+int remote_readv(pid_t pid, const struct remote_iov *iov, size_t n)
+{
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < BATCH ? n - done : BATCH;
+		int err = read_batch(pid, iov + done, k);
+
+		if (err)
+			return err;
+		done += k;
+	}
+	return 0;
+}
+
+int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct remote_iov v = { .addr = addr, .buf = buf, .len = len };
+
+	if (len == 0)
+		return 0;
+	return remote_readv(pid, &v, 1);
+}
+
+int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *val)
+{
+	return remote_read(pid, addr, val, sizeof(*val));
+}

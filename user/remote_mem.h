@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote_mem.h - the one module that reads the target's memory.
+ *
+ * Reads are exact: a short read is an error (-EFAULT), never a partly filled
+ * buffer. Many regions can be read in one process_vm_readv() call.
+ */
+#ifndef PYPROF_REMOTE_MEM_H
+#define PYPROF_REMOTE_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct remote_iov {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+};
+
+/* 0, or -ESRCH (gone), -EPERM (no permission), -EFAULT (unmapped/short). */
+int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int remote_readv(pid_t pid, const struct remote_iov *iov, size_t n);
+int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *val);
+
+/* Number of process_vm_readv() calls made so far (for benchmarks). */
+uint64_t remote_mem__calls(void);
+
+#endif

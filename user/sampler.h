@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.h - what both sampling backends (BPF: bpf_sampler.c, remote:
+ * remote_sampler.c) deliver: raw stacks, symbolized later by the caller.
+ */
+#ifndef PYPROF_SAMPLER_H
+#define PYPROF_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "pyproc.h"
+
+enum sample_status {
+	SAMPLE_COMPLETE = 0,
+	SAMPLE_TRUNCATED = 1,	/* deeper than the limit: innermost frames kept */
+	SAMPLE_NO_PYSTATE = 2,	/* thread has no Python thread state (yet) */
+	SAMPLE_READ_FAULT = 3,	/* a read of the target failed mid-walk */
+};
+
+struct raw_sample {
+	pid_t tid;		/* host tid */
+	uint32_t cpu;
+	uint64_t ts_ns;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
+	uint32_t status;	/* enum sample_status */
+	uint32_t nframes;
+	const struct py_rawframe *frames;	/* innermost first */
+};
+
+/* Called for every sample; a non-zero return stops the poll and is returned. */
+typedef int (*sample_fn)(void *ctx, const struct raw_sample *s);
+
+struct sampler_stats {
+	uint64_t samples;	/* records delivered */
+	uint64_t lost;		/* records the kernel could not deliver */
+	uint64_t truncated;
+	uint64_t errors;	/* no Python state + read faults */
+};
+
+struct sampler_opts {
+	unsigned int freq_hz;
+	unsigned int max_frames;	/* depth limit per sample */
+	int verbose;
+};
+
+#endif
