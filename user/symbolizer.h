@@ -25,6 +25,10 @@ struct py_sym {
 int symbolizer__new(struct pyproc *p, struct symbolizer **out);
 void symbolizer__free(struct symbolizer *s);
 
+/* Start a new sample: cached code objects are checked again (once each)
+ * for address reuse before they are trusted. */
+void symbolizer__next_sample(struct symbolizer *s);
+
 /* Resolve one raw frame. -EFAULT when the code object cannot be read. */
 int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f,
 			struct py_sym *out);

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* dump.h - `pyprof-bpf dump`: every thread's Python stack, now. */
+#ifndef PYPROF_DUMP_H
+#define PYPROF_DUMP_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct dump_opts {
+	pid_t pid;
+	int json;
+};
+
+/* 0, or -errno with one line in @err. */
+int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - the command line: `pyprof-bpf [record] -p PID ...`,
+ * `pyprof-bpf dump -p PID`, `pyprof-bpf report -i FILE`.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dump.h"
+#include "pyproc.h"
+#include "record.h"
+
+const char *argp_program_version = "pyprof-bpf 0.1";
+const char *argp_program_bug_address = "<https://github.com/pyprof-bpf/pyprof-bpf/issues>";
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v = 0;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ---- dump ---- */
+
+static const char dump_doc[] =
+"Print every thread's Python stack of a running process, now.\n"
+"\n"
+"USAGE: pyprof-bpf dump -p PID [--json]\n"
+"\v"
+"EXAMPLES:\n"
+"    pyprof-bpf dump -p 1234           # tracebacks of every thread\n"
+"    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n";
+
+enum { OPT_JSON = 1000 };
+
+static const struct argp_option dump_options[] = {
+	{ "pid", 'p', "PID", 0, "Process to read", 0 },
+	{ "json", OPT_JSON, NULL, 0, "Print JSON: {pid, python, threads: [{tid, name, frames}]}", 0 },
+	{ 0 },
+};
+
+static error_t dump_parse(int key, char *arg, struct argp_state *state)
+{
+	struct dump_opts *o = state->input;
+	long v = 0;
+
+	switch (key) {
+	case 'p':
+		if (parse_long(arg, 1, INT_MAX, &v))
+			argp_error(state, "invalid PID: %s", arg);
+		o->pid = (pid_t)v;
+		break;
+	case OPT_JSON:
+		o->json = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument: %s", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!o->pid)
+			argp_error(state, "a target is needed: -p PID");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = dump_options, .parser = dump_parse, .doc = dump_doc,
+	};
+	struct dump_opts o = { 0 };
+	char err[PYPROF_ERRLEN] = "";
+	int rc;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	rc = dump__run(&o, stdout, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f)
+{
+	fputs("Usage: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
+	      "       pyprof-bpf dump -p PID [--json]\n"
+	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE]\n"
+	      "\n"
+	      "A sampling profiler for CPython 3.11 to 3.15, assisted by eBPF.\n"
+	      "`pyprof-bpf COMMAND --help` describes each command.\n"
+	      "\n"
+	      "EXAMPLES:\n"
+	      "    sudo pyprof-bpf -p 1234 > out.perf          # 99 Hz until Ctrl-C, perf script text\n"
+	      "    sudo pyprof-bpf -p 1234 -F 999 -d 10 -o out.folded\n"
+	      "    pyprof-bpf dump -p 1234                     # every thread's stack now\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+		puts(argp_program_version);
+		return 0;
+	}
+	if (strcmp(cmd, "dump") == 0)
+		return cmd_dump(argc - 1, argv + 1);
+	if (strcmp(cmd, "record") == 0)
+		return record__main(argc - 1, argv + 1);
+	if (strcmp(cmd, "report") == 0)
+		return report__main(argc - 1, argv + 1);
+	if (cmd[0] == '-')
+		return record__main(argc, argv);
+	fprintf(stderr, "pyprof-bpf: unknown command '%s'\n\n", cmd);
+	usage(stderr);
+	return 2;
+}
