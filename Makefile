@@ -93,9 +93,14 @@ setup:
 	scripts/install-deps.sh
 	scripts/provision-pythons.sh
 
-test: pyprof-bpf unit
+# Self-sufficient on a fresh machine: the setup scripts are idempotent and
+# return at once when everything is there.
+test:
+	scripts/install-deps.sh
 	scripts/provision-pythons.sh
-	python3 -m pytest -v tests
+	$(MAKE) all
+	$(MAKE) unit
+	/usr/bin/python3 -m pytest -v -p no:cacheprovider tests
 
 bench: pyprof-bpf
 	scripts/bench
