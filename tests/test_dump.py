@@ -1,0 +1,577 @@
+"""End-to-end tests of `pyprof-bpf dump -p PID [--json]`.
+
+Each test starts tests/targets/parked.py on a real interpreter (every one that
+pyenvs.supported() lists: static builds in the Debian sid chroot, the debug
+build, pyenv shared builds, /usr/bin/python3.11), in a PID namespace, and from
+an executable that was deleted or replaced after start. The target records its
+own stacks with sys._current_frames(); `dump --json` must match them exactly,
+thread by thread (host tid), frame by frame (function, file, line).
+
+Run as root from the repository root:
+    /usr/bin/python3 -m pytest -v tests/test_dump.py </dev/null
+Nothing is skipped: a missing binary or interpreter is a failure.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import pyenvs
+
+TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
+PARKED = os.path.join(TARGETS, "parked.py")
+DUMP_TIMEOUT = 60
+START_TIMEOUT = 90
+
+SUPPORTED = pyenvs.supported()
+
+
+# --------------------------------------------------------------------------
+# helpers shared with test_errors.py
+
+
+def binary():
+    """The pyprof-bpf binary; a failure (not a skip) when it is missing."""
+    if not os.access(pyenvs.BINARY, os.X_OK):
+        pytest.fail(f"{pyenvs.BINARY} is missing: build it with `make`")
+    return pyenvs.BINARY
+
+
+def run_tool(args, timeout=DUMP_TIMEOUT, user_prefix=()):
+    """Runs pyprof-bpf with no standard input; a hang is a failure."""
+    cmd = list(user_prefix) + [binary()] + list(args)
+    try:
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"`{' '.join(cmd)}` hung for more than {timeout}s; "
+                    f"stderr so far: {e.stderr!r}")
+
+
+def by_label(label):
+    for i in pyenvs.load():
+        if i.label == label:
+            return i
+    pytest.fail(f"interpreter {label!r} is not in {pyenvs.LIST}: run "
+                f"scripts/provision-pythons.sh")
+
+
+def pick(pred, what):
+    for i in SUPPORTED:
+        if pred(i):
+            return i
+    raise RuntimeError(f"no test interpreter for {what} in {pyenvs.LIST}")
+
+
+class Procs:
+    """Processes started by a test; all killed (whole process group, so the
+    unshare/chroot wrappers and their children too) when the test ends."""
+
+    def __init__(self):
+        self.items = []
+        self.files = []
+
+    def start(self, argv, stderr_path):
+        err = open(stderr_path, "wb")
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=err, start_new_session=True)
+        err.close()
+        p.stderr_path = stderr_path
+        self.items.append(p)
+        return p
+
+    def cleanup_file(self, path):
+        self.files.append(path)
+
+    def close(self):
+        for p in self.items:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        for f in self.files:
+            try:
+                os.unlink(f)
+            except FileNotFoundError:
+                pass
+
+
+@pytest.fixture
+def procs():
+    ps = Procs()
+    yield ps
+    ps.close()
+
+
+def stderr_of(p):
+    try:
+        with open(p.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError as e:
+        return f"(no stderr: {e})"
+
+
+def stage_unique(interp, path, procs):
+    """Stages a script for interp under a unique name (chroot roots are
+    shared with other test runs); returns the path the interpreter sees."""
+    if not interp.root:
+        return os.path.abspath(path)
+    base, ext = os.path.splitext(os.path.basename(path))
+    tmp = os.path.join("/tmp", f"{base}_{uuid.uuid4().hex[:8]}{ext}")
+    shutil.copyfile(path, tmp)
+    try:
+        seen = interp.stage(tmp)
+    finally:
+        os.unlink(tmp)
+    procs.cleanup_file(interp.host_path(seen))
+    return seen
+
+
+def out_path(interp, procs, tmp_path, name):
+    """A path the target can write (seen, host)."""
+    if interp.root:
+        d = interp.host_path("/tmp/pyprof-tests")
+        os.makedirs(d, exist_ok=True)
+        seen = f"/tmp/pyprof-tests/{name}_{uuid.uuid4().hex[:8]}"
+    else:
+        seen = str(tmp_path / name)
+    host = interp.host_path(seen)
+    procs.cleanup_file(host)
+    procs.cleanup_file(host + ".tmp")
+    return seen, host
+
+
+def wait_file(p, host_path, what, timeout=START_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(host_path):
+        if p.poll() is not None:
+            pytest.fail(f"{what} exited with {p.returncode} before writing "
+                        f"{host_path}; stderr:\n{stderr_of(p)}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not write {host_path} within {timeout}s; "
+                        f"stderr:\n{stderr_of(p)}")
+        time.sleep(0.02)
+
+
+def host_pid_of(p, pidns):
+    """The host pid of the Python process (below unshare with pidns)."""
+    if not pidns:
+        return p.pid
+    pid = pyenvs.leaf_pid(p.pid)
+    assert pid != p.pid, f"no Python process below unshare {p.pid}"
+    return pid
+
+
+def ns_to_host_tids(pid):
+    """{tid as the process sees it: host tid} for every task of pid."""
+    out = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("NSpid:"):
+                        out[int(line.split()[-1])] = int(t)
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def comm(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/comm", "rb") as f:
+        return f.read().rstrip(b"\n")
+
+
+class Target:
+    def __init__(self, interp, popen, pid, expected, pidns):
+        self.interp, self.popen, self.pid = interp, popen, pid
+        self.expected, self.pidns = expected, pidns
+
+    def describe(self):
+        return (f"{self.interp.label}{' in a PID namespace' if self.pidns else ''} "
+                f"(pid {self.pid})")
+
+
+def start_parked(interp, procs, tmp_path, pidns=False, exe=None):
+    """Starts parked.py and returns a Target whose .expected is the target's
+    own record of its stacks, with host tids and pid, once the recorder
+    thread is gone. exe: another executable path for interp (as it sees it)."""
+    script = stage_unique(interp, PARKED, procs)
+    seen, host = out_path(interp, procs, tmp_path, "expected.json")
+    argv = interp.argv([script, seen], pidns=pidns)
+    if exe is not None:
+        argv[argv.index(interp.exe)] = exe
+    p = procs.start(argv, str(tmp_path / "target.stderr"))
+    what = f"parked.py on {interp.label}"
+    wait_file(p, host, what)
+    with open(host, encoding="utf-8") as f:
+        exp = json.load(f)
+    pid = host_pid_of(p, pidns)
+    # Wait for the recorder thread to be gone: the tasks must be exactly the
+    # recorded threads.
+    want = {t["tid"] for t in exp["threads"]}
+    deadline = time.monotonic() + 30
+    while True:
+        if p.poll() is not None:
+            pytest.fail(f"{what} died: stderr:\n{stderr_of(p)}")
+        m = ns_to_host_tids(pid)
+        if set(m) == want:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: tasks {sorted(m)} never became the recorded "
+                        f"threads {sorted(want)}")
+        time.sleep(0.02)
+    for t in exp["threads"]:
+        t["ns_tid"] = t["tid"]
+        t["tid"] = m[t["tid"]]
+        t["threading_name"] = t.pop("name")
+        t["comm"] = comm(pid, t["tid"])
+    exp["ns_pid"] = exp["pid"]
+    exp["pid"] = pid
+    return Target(interp, p, pid, exp, pidns)
+
+
+# --------------------------------------------------------------------------
+# comparing
+
+
+def fmt_frames(frames):
+    return "\n".join(f"      {f.get('function')!s:45} {f.get('file')}:{f.get('line')}"
+                     for f in frames) or "      (no frames)"
+
+
+def frames_diff(exp, got):
+    """A readable account of where two frame lists (innermost first) differ."""
+    lines = []
+    n = max(len(exp), len(got))
+    for i in range(n):
+        e = exp[i] if i < len(exp) else None
+        g = got[i] if i < len(got) else None
+        if e != g:
+            lines.append(f"      #{i}: expected {e}\n      #{i}:      got {g}")
+            if len(lines) >= 6:
+                lines.append("      ...")
+                break
+    return "\n".join(lines)
+
+
+def valid_utf8_prefix(b):
+    for cut in range(len(b), -1, -1):
+        try:
+            return b[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return ""
+
+
+def name_problem(target, t, got_name):
+    """None if got_name is right for thread t, else a description."""
+    if not isinstance(got_name, str):
+        return f"name is {got_name!r}, not a string"
+    if target.interp.version < (3, 14):
+        return None   # names are not set from threading before 3.14
+    raw = t["comm"]
+    try:
+        want = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        # The kernel's 15-byte cut fell inside a UTF-8 character: accept any
+        # faithful rendering of the valid prefix plus a marker for the rest.
+        prefix = valid_utf8_prefix(raw)
+        if got_name.startswith(prefix) and len(got_name) <= len(prefix) + 8:
+            return None
+        return f"name {got_name!r} does not render comm {raw!r}"
+    if got_name != want:
+        return f"name {got_name!r}, expected {want!r} (/proc/.../comm)"
+    return None
+
+
+def check_json(target, proc):
+    """Compares `dump --json` output with the target's own record."""
+    exp = target.expected
+    where = target.describe()
+    assert proc.returncode == 0, (
+        f"{where}: dump --json exited {proc.returncode}; stderr:\n"
+        f"{proc.stderr.decode('utf-8', 'replace')}")
+    try:
+        text = proc.stdout.decode("utf-8")
+    except UnicodeDecodeError as e:
+        pytest.fail(f"{where}: dump --json output is not UTF-8: {e}")
+    try:
+        got = json.loads(text)
+    except ValueError as e:
+        pytest.fail(f"{where}: dump --json output is not one JSON document: {e}\n"
+                    f"{text[:2000]}")
+    problems = []
+    if not isinstance(got, dict) or set(got) != {"pid", "python", "threads"}:
+        pytest.fail(f"{where}: top level must be exactly "
+                    f"{{pid, python, threads}}, got {str(got)[:500]}")
+    if got["pid"] != exp["pid"]:
+        problems.append(f"pid {got['pid']!r}, expected {exp['pid']}")
+    if got["python"] != exp["python"]:
+        problems.append(f"python {got['python']!r}, expected {exp['python']!r}")
+    if exp["python"] != target.interp.version_str:
+        problems.append(f"(target says {exp['python']}, interpreter "
+                        f"{target.interp.version_str})")
+    if not isinstance(got["threads"], list):
+        pytest.fail(f"{where}: threads is not a list: {got['threads']!r}")
+    got_by_tid = {}
+    for t in got["threads"]:
+        if not isinstance(t, dict) or set(t) != {"tid", "name", "frames"}:
+            problems.append(f"thread entry must have exactly tid, name, frames: "
+                            f"{str(t)[:300]}")
+            continue
+        if t["tid"] in got_by_tid:
+            problems.append(f"thread {t['tid']} listed twice")
+        got_by_tid[t["tid"]] = t
+        for f in t["frames"]:
+            if (not isinstance(f, dict) or set(f) != {"function", "file", "line"}
+                    or not isinstance(f["line"], int)):
+                problems.append(f"thread {t['tid']}: malformed frame {f!r}")
+                break
+    exp_by_tid = {t["tid"]: t for t in exp["threads"]}
+    for tid in sorted(set(got_by_tid) - set(exp_by_tid)):
+        problems.append(f"unexpected thread {tid} (not a thread of the target): "
+                        f"name {got_by_tid[tid].get('name')!r}\n"
+                        f"{fmt_frames(got_by_tid[tid]['frames'])}")
+    for tid, et in sorted(exp_by_tid.items()):
+        label = f"thread {tid} ({et['threading_name']}"
+        label += f", {et['ns_tid']} in its namespace)" if target.pidns else ")"
+        gt = got_by_tid.get(tid)
+        if gt is None:
+            problems.append(f"{label}: missing from the dump; expected\n"
+                            f"{fmt_frames(et['frames'])}")
+            continue
+        np = name_problem(target, et, gt["name"])
+        if np:
+            problems.append(f"{label}: {np}")
+        if gt["frames"] != et["frames"]:
+            problems.append(
+                f"{label}: frames differ ({len(et['frames'])} expected, "
+                f"{len(gt['frames'])} got), innermost first:\n"
+                f"{frames_diff(et['frames'], gt['frames'])}\n"
+                f"    expected:\n{fmt_frames(et['frames'])}\n"
+                f"    got:\n{fmt_frames(gt['frames'])}")
+    if problems:
+        pytest.fail(f"{where}: dump --json differs from sys._current_frames():\n"
+                    + "\n".join("  - " + p for p in problems), pytrace=False)
+
+
+FRAME_RES = [
+    re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+), in (?P<func>.+?)\s*$'),
+    re.compile(r'^\s*(?:at\s+)?(?P<func>\S.*?) \((?P<file>.*):(?P<line>\d+)\)\s*$'),
+]
+
+
+def parse_frame(line):
+    for r in FRAME_RES:
+        m = r.match(line)
+        if m:
+            return (m["func"], m["file"], int(m["line"]))
+    return None
+
+
+def check_text(target, proc):
+    """The text form: a header per thread naming its tid, then its frames
+    outermost first (most recent call last), each either
+    `File "F", line N, in FUNC` or `FUNC (F:N)`."""
+    exp = target.expected
+    where = target.describe()
+    assert proc.returncode == 0, (
+        f"{where}: dump exited {proc.returncode}; stderr:\n"
+        f"{proc.stderr.decode('utf-8', 'replace')}")
+    text = proc.stdout.decode("utf-8")   # must be UTF-8
+    lines = text.splitlines()
+    tids = [t["tid"] for t in exp["threads"]]
+    blocks = []        # (gap lines, frames)
+    gap, frames = [], []
+    for line in lines:
+        fr = parse_frame(line)
+        if fr:
+            frames.append(fr)
+            continue
+        if frames:
+            blocks.append((gap, frames))
+            gap, frames = [], []
+        gap.append(line)
+    if frames:
+        blocks.append((gap, frames))
+    problems = []
+    seen = {}
+    for gap, frames in blocks:
+        g = "\n".join(gap)
+        found = [t for t in tids if re.search(rf"(?<!\d){t}(?!\d)", g)]
+        if len(found) > 1 and exp["pid"] in found:
+            found.remove(exp["pid"])     # a process header above a thread's
+        if len(found) != 1:
+            problems.append(f"cannot tell which thread these frames belong to "
+                            f"(tids named above them: {found}):\n  " + "\n  ".join(gap[-3:]))
+            continue
+        seen[found[0]] = (g, frames)
+    for t in exp["threads"]:
+        want = [(f["function"], f["file"], f["line"]) for f in reversed(t["frames"])]
+        if t["tid"] not in seen:
+            problems.append(f"thread {t['tid']} ({t['threading_name']}): no header "
+                            f"naming its tid followed by frame lines")
+            continue
+        header, frames = seen[t["tid"]]
+        if frames == list(reversed(want)) and len(want) > 1:
+            problems.append(f"thread {t['tid']} ({t['threading_name']}): frames are "
+                            f"innermost first; a traceback is most recent call last")
+        elif frames != want:
+            i = next((i for i, (a, b) in enumerate(zip(want, frames)) if a != b),
+                     min(len(want), len(frames)))
+            problems.append(
+                f"thread {t['tid']} ({t['threading_name']}): text frames differ "
+                f"({len(want)} expected, {len(frames)} got); first difference at "
+                f"#{i} counting from the outermost:\n"
+                f"    expected: {want[i] if i < len(want) else None}\n"
+                f"    got:      {frames[i] if i < len(frames) else None}")
+        if target.interp.version >= (3, 14):
+            try:
+                name = t["comm"].decode("utf-8")
+            except UnicodeDecodeError:
+                name = valid_utf8_prefix(t["comm"])
+            if name not in header:
+                problems.append(f"thread {t['tid']}: name {name!r} not in its "
+                                f"header {header!r}")
+    if problems:
+        pytest.fail(f"{where}: text dump is wrong:\n"
+                    + "\n".join("  - " + p for p in problems)
+                    + "\n--- output ---\n" + text[:4000], pytrace=False)
+
+
+def dump_and_check(target):
+    proc = run_tool(["dump", "-p", str(target.pid), "--json"])
+    check_json(target, proc)
+    proc = run_tool(["dump", "-p", str(target.pid)])
+    check_text(target, proc)
+
+
+# --------------------------------------------------------------------------
+# the target itself: these run without the binary and guard the expectations
+
+
+def check_expectations(target):
+    """What parked.py recorded has the shapes the target is meant to create;
+    if this fails the target is broken on this interpreter, not the dump."""
+    exp = target.expected
+    by_name = {t["threading_name"]: t for t in exp["threads"]}
+    assert exp["python"] == target.interp.version_str
+    assert exp["ns_pid"] == (1 if target.pidns else target.pid)
+    assert len(exp["threads"]) == 17, sorted(by_name)
+    funcs = {n: [f["function"] for f in t["frames"]] for n, t in by_name.items()}
+    script = by_name["MainThread"]["frames"][-1]["file"]
+    assert funcs["MainThread"] == ["sleep_forever", "main", "<module>"]
+    assert funcs["method"][:4] == ["Condition.wait", "Event.wait", "wait_forever",
+                                   "Parker.wait_here"]
+    assert "Outer.Inner.meth" in funcs["nested-class"]
+    assert "make_closure.<locals>.closure" in funcs["closure"]
+    assert funcs["lambda"][1:3] == ["<lambda>", "t_lambda.<locals>.<lambda>"]
+    assert funcs["generator"][1:4] == ["inner_gen", "outer_gen", "t_generator"]
+    assert funcs["coroutine"][1:4] == ["coro_inner", "coro_outer", "t_coroutine"]
+    assert funcs["recursion-30"].count("recurse") == 30
+    assert funcs["deep-recursion-200"].count("recurse") == 200
+    assert funcs["c-callback"][1:4] == ["t_c_callback.<locals>.<lambda>.<locals>.<lambda>",
+                                        "t_c_callback.<locals>.<lambda>", "t_c_callback"]
+    assert funcs["init-shim"][1:3] == ["Widget.__init__", "t_init"]
+    assert funcs["property"][1:3] == ["Holder.value", "t_property"]
+    assert funcs["größe-ünï"][1:4] == ["Ünïcødé.方法.<locals>.ß_inner", "Ünïcødé.方法",
+                                       "größe"]
+    gen = by_name["exec-generated"]["frames"]
+    assert [(f["function"], f["file"]) for f in gen[1:4]] == [
+        ("generated_leaf", "<generated>"), ("generated_mid", "<generated>"),
+        ("<module>", "<generated>")]
+    assert all(f["line"] > 3000 for f in gen[1:4])
+    mod = by_name["処理スレッド"]["frames"]
+    assert [f["function"] for f in mod[1:4]] == ["𠀀𠀁", "処理.実行", "run"]
+    assert all(f["file"] == "/opt/app/модуль_𝄞.py" and f["line"] > 2000
+               for f in mod[1:4])
+    for t in exp["threads"]:
+        if t["threading_name"] != "MainThread":
+            assert t["frames"][-1]["function"] in ("Thread._bootstrap", "_bootstrap")
+        assert all(isinstance(f["line"], int) for f in t["frames"]), t
+        assert any(f["file"] == script for f in t["frames"])
+    if target.interp.version >= (3, 14):
+        # the names the dump will be checked against are the threading names
+        for n, t in by_name.items():
+            if n != "MainThread":
+                assert t["comm"] == n.encode()[:15], (n, t["comm"])
+
+
+def check_stable(target):
+    """The stacks do not move: the target is still alive and its tasks are
+    exactly the recorded threads."""
+    assert target.popen.poll() is None, stderr_of(target.popen)
+    m = ns_to_host_tids(target.pid)
+    assert sorted(m.values()) == sorted(t["tid"] for t in target.expected["threads"])
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+@pytest.mark.parametrize("pidns", [False, True], ids=["host", "pidns"])
+def test_target_records_its_stacks(interp, pidns, procs, tmp_path):
+    target = start_parked(interp, procs, tmp_path, pidns=pidns)
+    check_expectations(target)
+    time.sleep(0.5)
+    check_stable(target)
+
+
+# --------------------------------------------------------------------------
+# the dump
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_dump_matches_current_frames(interp, procs, tmp_path):
+    target = start_parked(interp, procs, tmp_path)
+    dump_and_check(target)
+    check_stable(target)
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_dump_in_pid_namespace(interp, procs, tmp_path):
+    target = start_parked(interp, procs, tmp_path, pidns=True)
+    assert target.expected["ns_pid"] == 1
+    dump_and_check(target)
+    check_stable(target)
+
+
+def test_pid_namespace_cases_cover_required_interpreters():
+    """The PID-namespace cases must include 3.14, 3.15 and a pyenv build."""
+    labels = [i.label for i in SUPPORTED]
+    assert any(i.version[:2] == (3, 14) for i in SUPPORTED), labels
+    assert any(i.version[:2] == (3, 15) for i in SUPPORTED), labels
+    assert any(i.label.startswith("pyenv-") for i in SUPPORTED), labels
+    assert any(i.label.startswith("sid-") and i.version[:2] == (3, 14)
+               and i.exe.endswith("d") for i in SUPPORTED), f"no debug build: {labels}"
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_dump_deleted_executable(how, procs, tmp_path):
+    """The target's executable is a copy of sid's python3.14 that is deleted
+    (or deleted and replaced by python3.13 under the same name) after start:
+    the dump must read the running image (/proc/PID/map_files), not the path."""
+    interp = by_label("sid-3.14")
+    other = by_label("sid-3.13")
+    assert interp.root, "sid-3.14 must be a chroot interpreter"
+    name = f"/tmp/pyprof-tests/python3.14-{how}-{uuid.uuid4().hex[:8]}"
+    host = interp.host_path(name)
+    os.makedirs(os.path.dirname(host), exist_ok=True)
+    procs.cleanup_file(host)
+    shutil.copy2(interp.host_path(interp.exe), host)
+    target = start_parked(interp, procs, tmp_path, exe=name)
+    os.unlink(host)
+    if how == "replaced":
+        shutil.copy2(other.host_path(other.exe), host)
+    with open(f"/proc/{target.pid}/maps") as f:
+        maps = f.read()
+    assert "(deleted)" in maps, "the executable should show as deleted"
+    dump_and_check(target)
+    check_stable(target)
