@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * output.h - writers for the profile formats: perf-script, collapsed,
+ * speedscope, pprof, flamegraph (HTML or SVG) and a terminal summary (top).
+ *
+ * One output writes one format to one file (or stdout). Samples go in one by
+ * one with output__add(); streaming formats (perf-script) write them at once,
+ * the others keep interned aggregates (frames, call-tree nodes, per-thread
+ * totals) and write everything in output__finish(). Repeated stacks cost no
+ * allocation. The output copies every string it keeps: the caller's sample,
+ * frames and strings need only live for the output__add() call.
+ *
+ * Every writer sees the same stack for a sample, root first:
+ *
+ *   [process root]  only with opts.comm_root:   "[<comm>:<pid>]"
+ *   [thread root]   only with opts.per_thread_roots: "[<thread name>:<tid>]"
+ *   [status frame]  when the sample is not a whole Python stack:
+ *                   "[truncated]", "[no-python-state]", "[read-fault]",
+ *                   "[no-python-frames]" (complete but empty), "[status-N]"
+ *   Python frames   outermost first
+ *
+ * so every format shows the same profile, and no sample is ever dropped.
+ * How frames are named in text formats is documented in output_perf.c.
+ */
+#ifndef PYPROF_OUTPUT_H
+#define PYPROF_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "symbolizer.h"		/* struct py_sym */
+
+struct output;
+
+/* One sample as the recorder hands it over. */
+struct out_sample {
+	const char *comm;		/* process name; NULL or "" -> "unknown" */
+	pid_t pid;
+	pid_t tid;
+	const char *thread_name;	/* Python or OS thread name; may be NULL */
+	uint32_t cpu;
+	uint64_t ts_ns;			/* CLOCK_MONOTONIC */
+	uint64_t period_ns;		/* weight of this sample; 0 counts as 1 */
+	uint32_t status;		/* enum sample_status (sampler.h) */
+	uint32_t nframes;
+	const struct py_sym *frames;	/* innermost first */
+};
+
+struct output_opts {
+	int per_thread_roots;	/* --threads: a root frame per thread */
+	int no_lines;		/* --no-lines: a frame's line is its function's first line */
+	int comm_root;		/* an outermost frame naming the process */
+	const char *event;	/* perf-script event name; NULL -> "cpu-clock" */
+	const char *title;	/* flamegraph/speedscope title; NULL -> derived from the comm */
+	uint64_t start_time_ns;	/* wall-clock start (CLOCK_REALTIME) for pprof; 0: omit */
+	unsigned int top_rows;	/* rows in the top table; 0 -> 30 */
+};
+
+/*
+ * Create an output. @format: a name from output__format_names() or NULL to
+ * infer it from @path's extension (.txt/.perf -> perf-script, .folded/
+ * .collapsed -> collapsed, .speedscope.json/.json -> speedscope, .pb.gz/
+ * .pprof/.pb -> pprof, .html/.htm/.svg -> flamegraph, anything else or no
+ * path -> perf-script). @path NULL or "-" writes to stdout; a file is created
+ * (truncated) now so that a bad path fails before recording starts. @o may be
+ * NULL for the defaults. On failure returns -errno and writes one line into
+ * @err: -EINVAL unknown format (the line lists the valid ones), -ENOMEM, or
+ * the error of opening @path.
+ */
+int output__new(const char *format, const char *path, const struct output_opts *o,
+		struct output **out, char *err, size_t errlen);
+/* Add one sample. Returns 0, -ENOMEM, or a write error (-ENOSPC, -EIO...). */
+int output__add(struct output *o, const struct out_sample *s);
+/*
+ * Write what is aggregated, flush and close the file (stdout is flushed, not
+ * closed). Returns 0 or -errno of the first write error. Call it once; after
+ * it, output__add() returns -EINVAL.
+ */
+int output__finish(struct output *o);
+/* Frees everything; closes the file if output__finish() was not called. Accepts NULL. */
+void output__free(struct output *o);
+
+/* Name of the format @o writes ("perf-script", ...). */
+const char *output__format(const struct output *o);
+/* "perf-script, collapsed, speedscope, pprof, flamegraph, top", for --help. */
+const char *output__format_names(void);
+/* Canonical name of the format @path's extension selects, NULL when none does. */
+const char *output__format_for_path(const char *path);
+
+/*
+ * ---- For the format writers only (output_*.c); not part of the API. ----
+ *
+ * output.c turns every sample into a list of interned frame ids, root first
+ * (struct out_frame), interns the thread, and for aggregating formats interns
+ * the stack as a node of a call tree (a trie of (parent, frame) pairs) and adds
+ * the sample's count and weight to its (node, thread) aggregate. Writers read
+ * these tables and keep their own maps (struct out_map, struct out_strtab);
+ * nothing allocates per sample once the stacks repeat.
+ */
+#define OUT_NONE UINT32_MAX
+
+/* A hash map from a pair of 64-bit keys to a 32-bit value. */
+struct out_map {
+	struct out_map_ent *ents;
+	uint32_t cap;		/* power of two, 0 until the first insert */
+	uint32_t count;
+};
+/* The value of (a, b), or OUT_NONE. */
+uint32_t out_map__get(const struct out_map *m, uint64_t a, uint64_t b);
+/* Insert (a, b) -> val; the key must not be present. 0 or -ENOMEM. */
+int out_map__put(struct out_map *m, uint64_t a, uint64_t b, uint32_t val);
+void out_map__clear(struct out_map *m);
+
+/* Interned strings with dense ids and stable pointers. */
+struct out_strtab {
+	char **strs;		/* by id */
+	uint32_t n, cap;
+	uint32_t *slots;	/* id + 1, 0 = empty */
+	uint32_t nslots;
+};
+/* Id of @s (interned on first use) or -ENOMEM. */
+int64_t out_strtab__id(struct out_strtab *t, const char *s);
+void out_strtab__clear(struct out_strtab *t);
+
+/* Grow an array of @size-byte items to hold at least @need; 0 or -ENOMEM. */
+int out_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+
+enum out_frame_kind {
+	OUT_FRAME_PYTHON = 0,
+	OUT_FRAME_STATUS,	/* [truncated], [no-python-state], ... */
+	OUT_FRAME_PROCESS,	/* [comm:pid] */
+	OUT_FRAME_THREAD,	/* [thread:tid] */
+};
+
+struct out_frame {
+	enum out_frame_kind kind;
+	uint32_t fn_id, file_id;	/* in the model's strtab */
+	const char *function;	/* qualname (Python) or the whole "[...]" text */
+	const char *file;	/* "" for synthetic frames and unknown files */
+	int line;		/* line shown: executing line, or firstlineno with no_lines; >= 0 */
+	int firstlineno;	/* >= 0; the first one seen for this frame */
+	char *text;		/* perf-script symbol = collapsed frame (output_perf.c) */
+	char *dso;		/* perf-script dso field */
+	uint64_t addr;		/* perf-script address: hash of text */
+};
+
+struct out_node {		/* call-tree node: a stack prefix */
+	uint32_t parent;	/* OUT_NONE for the roots */
+	uint32_t frame;
+	uint32_t depth;		/* 0 for the roots */
+};
+
+struct out_thread {
+	pid_t pid;
+	pid_t tid;
+	uint32_t comm_id;
+	const char *comm;	/* as in perf-script headers: no whitespace */
+	const char *name;	/* thread name; comm when unknown (latest seen) */
+	uint64_t count;		/* samples */
+	uint64_t weight;	/* sum of weights */
+	uint64_t first_ts, last_ts;
+};
+
+struct out_agg {		/* samples of one (node, thread) */
+	uint32_t node;
+	uint32_t thread;
+	uint64_t count;
+	uint64_t weight;
+};
+
+struct out_model {
+	struct out_strtab strs;
+	struct out_frame *frames;
+	uint32_t nframes, frames_cap;
+	struct out_node *nodes;
+	uint32_t nnodes, nodes_cap;
+	struct out_thread *threads;
+	uint32_t nthreads, threads_cap;
+	struct out_agg *aggs;	/* in order of first appearance */
+	uint32_t naggs, aggs_cap;
+	struct out_map frame_map, node_map, thread_map, agg_map;
+	uint64_t total_count;
+	uint64_t total_weight;
+	uint64_t first_period;	/* first non-zero period seen */
+	uint64_t first_ts, last_ts;
+};
+
+struct output_ops {
+	int aggregate;		/* build nodes and aggregates in output__add() */
+	/* Called for every sample after interning: @stack root first, @n ids. */
+	int (*add)(struct output *o, const struct out_sample *s, uint32_t thread,
+		   const uint32_t *stack, uint32_t n);
+	int (*finish)(struct output *o);
+	void (*free_priv)(struct output *o);
+};
+
+struct output_fmt {
+	const char *name;
+	const char *const *aliases;	/* NULL-terminated */
+	const char *const *exts;	/* NULL-terminated, lower case, with the dot */
+	const struct output_ops *ops;
+	int svg;			/* flamegraph as SVG rather than HTML */
+};
+
+struct output {
+	const struct output_fmt *fmt;
+	struct output_opts opts;
+	FILE *f;
+	int close_f;		/* we opened f */
+	int finished;
+	int err;		/* first write error, -errno */
+	int svg;		/* flamegraph: write SVG */
+	struct out_model m;
+	void *priv;		/* the writer's own state */
+	uint32_t *stack;	/* scratch: frame ids of the sample being added */
+	uint32_t stack_cap;
+};
+
+extern const struct output_ops output_perf_ops;
+extern const struct output_ops output_collapsed_ops;
+extern const struct output_ops output_speedscope_ops;
+extern const struct output_ops output_pprof_ops;
+extern const struct output_ops output_flamegraph_ops;
+extern const struct output_ops output_top_ops;
+
+/* Record the first write error of o->f (from errno) and return it; 0 if none. */
+int output__check_io(struct output *o);
+
+/* Weight of a sample: its period, or 1 when the period is 0 (as FlameGraph does). */
+static inline uint64_t out_weight(const struct out_sample *s)
+{
+	return s->period_ns ? s->period_ns : 1;
+}
+
+/* Frame ids of the stack ending at @node, root first, into @buf (depth + 1 ids). */
+uint32_t output__node_path(const struct out_model *m, uint32_t node, uint32_t *buf);
+
+/*
+ * Collapsed stacks, merged and sorted as stackcollapse-perf.pl prints them:
+ * "<comm>;<frame>;...;<frame>" in byte order with summed count and weight.
+ * Built at finish time; free with output__free_folded().
+ */
+struct out_folded {
+	char *text;
+	uint64_t count;
+	uint64_t weight;
+};
+int output__build_folded(struct output *o, struct out_folded **out, size_t *n);
+void output__free_folded(struct out_folded *v, size_t n);
+
+/* The perf-script naming rule (output_perf.c): sets fr->text, fr->dso, fr->addr. */
+int output_perf__name_frame(struct out_frame *fr);
+
+#endif

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * output_perf.c - `perf script` text, and the frame naming rule that every
+ * text format (perf-script, collapsed, the flame graph's search) shares.
+ *
+ * THE PERF-SCRIPT OUTPUT
+ *
+ * One block per sample, exactly as `perf script` prints a callchain:
+ *
+ *   python3    1234/1240    [001]  5273.112233:   10101010 cpu-clock: 
+ *   	d81f2ac02b9a7e63 py::Worker.hot:/app/work.py:42 (/app/work.py)
+ *   	5ab15cd05f3d9e11 py::Worker.run:/app/work.py:30 (/app/work.py)
+ *   	0f6e21a9f0c3b1d4 py::<module>:/app/work.py:77 (/app/work.py)
+ *   (empty line)
+ *
+ * - Header: `%s %7d/%-7d [%03d] %12s: %10lu %s: `: comm, pid/tid, cpu, the
+ *   sample's CLOCK_MONOTONIC time as secs.usecs, the period (nanoseconds of CPU
+ *   the sample stands for; 1 when the recorder gave 0), the event name
+ *   (cpu-clock). Times never go backwards: a sample older than the previous one
+ *   is printed with the previous time (perf sorts its output; speedscope throws
+ *   on time going backwards within a thread).
+ * - The comm: every byte outside printable ASCII, and ';', becomes '_'; an
+ *   empty comm is "unknown".
+ * - Frames, leaf first: TAB, the address as 16-wide hex without 0x, a space,
+ *   the symbol, a space, "(dso)". An empty line ends every sample, the last too.
+ *
+ * FRAME NAMES
+ *
+ * A Python frame's symbol is
+ *
+ *   py::<qualname>:<filename>:<line>
+ *
+ * the shape CPython's own `-X perf` uses (py::<qualname>:<filename>) with the
+ * line appended. <line> is the executing line (0 when unknown); with
+ * --no-lines it is the function's first line (co_firstlineno), so that all
+ * samples of a function share one frame. The dso is <filename> ("[python]"
+ * when there is none). Parse a symbol back by taking the qualname up to the
+ * first ':' after "py::", the line after the last ':', the filename between.
+ *
+ * To survive FlameGraph's stackcollapse-perf.pl (strips a trailing "+0x..",
+ * cuts a symbol at its first '(', turns ';' into ':', deletes quotes, splits
+ * on "->"), speedscope's importer (drops a frame whose dso has whitespace) and
+ * the Firefox Profiler (a dso ends at the first ')'), <qualname> and
+ * <filename> are percent-encoded (%XX, upper-case hex, as in URLs) where they
+ * contain:
+ *   - '%' itself, '(', ')', ';', '"', '\''
+ *   - ASCII whitespace and control characters (0x00-0x20, 0x7f)
+ *   - Unicode whitespace and C1 controls (U+0080-U+009F, U+00A0, U+1680,
+ *     U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF)
+ *   - bytes that are not valid UTF-8
+ *   - a '>' right after a '-' (FlameGraph reads "->" as an inlining arrow)
+ *   - ':' in <qualname> only (it ends the qualname)
+ * Everything else, UTF-8 names included, is kept as is. The symbol never ends
+ * in "+0x<hex>" (it ends in ":<line>"), so every consumer above shows exactly
+ * this text, and decoding %XX gives back the original names.
+ *
+ * Frames that are not Python code are in brackets, with dso "[pyprof-bpf]",
+ * escaped the same way (':' kept):
+ *   [truncated]         outermost: the stack was deeper than the depth limit
+ *   [read-fault]        outermost: reading the rest of the stack failed
+ *   [no-python-state]   the thread had no Python thread state
+ *   [no-python-frames]  the thread had a state but no Python frame
+ *   [status-N]          a status this version does not know
+ *   [<comm>:<pid>]      with comm_root: the process, outermost
+ *   [<thread>:<tid>]    with --threads: the thread, below the process
+ *
+ * The address is the 64-bit FNV-1a hash of the symbol text: stable for a
+ * (qualname, file, line) across runs and machines, and distinct in practice.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output.h"
+
+/* Length of the valid UTF-8 sequence at @s (1-4), 0 if invalid; sets *cp. */
+static int utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t c = s[0], min;
+	int len;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		c &= 0x1f;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		c &= 0x0f;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		c &= 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (int i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;	/* also stops at the NUL */
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+static int unicode_space(uint32_t c)
+{
+	return (c >= 0x80 && c <= 0xa0) || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+	       c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000 ||
+	       c == 0xfeff;
+}
+
+/*
+ * Percent-encode @s as documented above into @out (NULL: only measure).
+ * Returns the length written (without a NUL).
+ */
+static size_t escape(const char *s, int esc_colon, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0;
+	unsigned char prev = 0;
+
+	while (*p) {
+		uint32_t cp;
+		int len = utf8_seq(p, &cp), enc;
+
+		if (!len) {
+			len = 1;
+			enc = 1;
+		} else if (len > 1) {
+			enc = unicode_space(cp);
+		} else {
+			unsigned char c = *p;
+
+			enc = c <= 0x20 || c == 0x7f || c == '%' || c == '(' || c == ')' ||
+			      c == ';' || c == '"' || c == '\'' || (c == ':' && esc_colon) ||
+			      (c == '>' && prev == '-');
+		}
+		for (int i = 0; i < len; i++) {
+			if (enc) {
+				if (out) {
+					out[n] = '%';
+					out[n + 1] = hex[p[i] >> 4];
+					out[n + 2] = hex[p[i] & 15];
+				}
+				n += 3;
+			} else {
+				if (out)
+					out[n] = (char)p[i];
+				n++;
+			}
+		}
+		prev = p[len - 1];
+		p += len;
+	}
+	return n;
+}
+
+static char *escape_dup(const char *prefix, const char *s, int esc_colon, const char *suffix)
+{
+	size_t pl = strlen(prefix), sl = strlen(suffix), n = escape(s, esc_colon, NULL);
+	char *r = malloc(pl + n + sl + 1);
+
+	if (!r)
+		return NULL;
+	memcpy(r, prefix, pl);
+	escape(s, esc_colon, r + pl);
+	memcpy(r + pl + n, suffix, sl + 1);
+	return r;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+int output_perf__name_frame(struct out_frame *fr)
+{
+	char line[16];
+	char *fn = NULL;
+
+	fr->text = fr->dso = NULL;
+	if (fr->kind == OUT_FRAME_PYTHON) {
+		size_t a, b;
+
+		fn = escape_dup("py::", fr->function, 1, ":");
+		snprintf(line, sizeof(line), ":%d", fr->line);
+		fr->dso = *fr->file ? escape_dup("", fr->file, 0, "") : strdup("[python]");
+		if (!fn || !fr->dso)
+			goto err;
+		a = strlen(fn);
+		b = escape(fr->file, 0, NULL);
+		fr->text = malloc(a + b + strlen(line) + 1);
+		if (!fr->text)
+			goto err;
+		memcpy(fr->text, fn, a);
+		escape(fr->file, 0, fr->text + a);
+		strcpy(fr->text + a + b, line);
+		free(fn);
+	} else {
+		fr->text = escape_dup("", fr->function, 0, "");
+		fr->dso = strdup("[pyprof-bpf]");
+		if (!fr->text || !fr->dso)
+			goto err;
+	}
+	fr->addr = fnv1a(fr->text);
+	return 0;
+err:
+	free(fn);
+	free(fr->text);
+	free(fr->dso);
+	fr->text = fr->dso = NULL;
+	return -ENOMEM;
+}
+
+struct perf_state {
+	uint64_t last_ts;
+	const char *event;
+};
+
+static int perf_add(struct output *o, const struct out_sample *s, uint32_t thread,
+		    const uint32_t *stack, uint32_t n)
+{
+	struct perf_state *st = o->priv;
+	const struct out_thread *t = &o->m.threads[thread];
+	char ts[32];
+	uint64_t when;
+
+	if (!st) {
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		st->event = o->opts.event && *o->opts.event ? o->opts.event : "cpu-clock";
+		o->priv = st;
+	}
+	when = s->ts_ns / 1000 < st->last_ts ? st->last_ts : s->ts_ns / 1000;
+	st->last_ts = when;
+	snprintf(ts, sizeof(ts), "%" PRIu64 ".%06" PRIu64, when / 1000000, when % 1000000);
+	fprintf(o->f, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm, (int)s->pid,
+		(int)s->tid, s->cpu, ts, out_weight(s), st->event);
+	for (uint32_t i = n; i-- > 0;) {
+		const struct out_frame *fr = &o->m.frames[stack[i]];
+
+		fprintf(o->f, "\t%16" PRIx64 " %s (%s)\n", fr->addr, fr->text, fr->dso);
+	}
+	fputc('\n', o->f);
+	return output__check_io(o);
+}
+
+static void perf_free(struct output *o)
+{
+	free(o->priv);
+	o->priv = NULL;
+}
+
+const struct output_ops output_perf_ops = {
+	.aggregate = 0,
+	.add = perf_add,
+	.finish = NULL,
+	.free_priv = perf_free,
+};

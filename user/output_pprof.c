@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * output_pprof.c - pprof's profile.proto, gzipped, encoded by hand.
+ *
+ * Sample types [samples/count, cpu/nanoseconds] (cpu is the default), period
+ * type cpu/nanoseconds with the recording's period. One sample per distinct
+ * (stack, thread) with labels pid, thread_id and thread_name. One function
+ * per (name, file, first line), one location per frame with its line; frame
+ * names are the qualnames (synthetic frames keep their bracketed text). Read
+ * by `go tool pprof`, Pyroscope, Parca, Grafana, speedscope, pprof-format.
+ *
+ * profile.proto field numbers used (github.com/google/pprof proto/profile.proto):
+ *   Profile: 1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
+ *            6 string_table, 10 duration_nanos, 9 time_nanos, 11 period_type,
+ *            12 period, 14 default_sample_type
+ *   ValueType: 1 type, 2 unit         Sample: 1 location_id, 2 value, 3 label
+ *   Label: 1 key, 2 str, 3 num        Mapping: 1 id, 5 filename, 7-9 has_*
+ *   Location: 1 id, 2 mapping_id, 4 line     Line: 1 function_id, 2 line
+ *   Function: 1 id, 2 name, 3 system_name, 4 filename, 5 start_line
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "output.h"
+
+struct pbuf {
+	uint8_t *p;
+	size_t n, cap;
+	int err;
+};
+
+static void pb_bytes(struct pbuf *b, const void *d, size_t len)
+{
+	if (b->err)
+		return;
+	if (b->n + len > b->cap) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		uint8_t *np;
+
+		while (ncap < b->n + len)
+			ncap *= 2;
+		np = realloc(b->p, ncap);
+		if (!np) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->n, d, len);
+	b->n += len;
+}
+
+static void pb_varint(struct pbuf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	pb_bytes(b, tmp, n);
+}
+
+enum { WT_VARINT = 0, WT_LEN = 2 };
+
+static void pb_key(struct pbuf *b, unsigned int field, unsigned int wt)
+{
+	pb_varint(b, (uint64_t)field << 3 | wt);
+}
+
+/* A varint field, skipped when zero (proto3 default). */
+static void pb_uint(struct pbuf *b, unsigned int field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_key(b, field, WT_VARINT);
+	pb_varint(b, v);
+}
+
+/* Append @sub as a length-delimited field and empty it. */
+static void pb_sub(struct pbuf *b, unsigned int field, struct pbuf *sub)
+{
+	if (sub->err && !b->err)
+		b->err = sub->err;
+	pb_key(b, field, WT_LEN);
+	pb_varint(b, sub->n);
+	pb_bytes(b, sub->p, sub->n);
+	sub->n = 0;
+}
+
+struct pprof_ctx {
+	struct out_strtab strs;	/* string_table; id 0 is "" */
+	int err;
+};
+
+static uint64_t str(struct pprof_ctx *c, const char *s)
+{
+	int64_t id = out_strtab__id(&c->strs, s);
+
+	if (id < 0) {
+		c->err = (int)id;
+		return 0;
+	}
+	return (uint64_t)id;
+}
+
+static void value_type(struct pprof_ctx *c, struct pbuf *b, struct pbuf *sub,
+		       unsigned int field, const char *type, const char *unit)
+{
+	pb_uint(sub, 1, str(c, type));
+	pb_uint(sub, 2, str(c, unit));
+	pb_sub(b, field, sub);
+}
+
+static int gzip_out(struct output *o, const struct pbuf *b)
+{
+	uint8_t chunk[16384];
+	z_stream zs;
+	int zr;
+
+	memset(&zs, 0, sizeof(zs));
+	/* windowBits 15 + 16: a gzip wrapper (mtime 0, so the output is reproducible). */
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = b->p;
+	zs.avail_in = (uInt)b->n;
+	do {
+		zs.next_out = chunk;
+		zs.avail_out = sizeof(chunk);
+		zr = deflate(&zs, Z_FINISH);
+		if (zr == Z_STREAM_ERROR)
+			break;
+		if (fwrite(chunk, 1, sizeof(chunk) - zs.avail_out, o->f) !=
+		    sizeof(chunk) - zs.avail_out)
+			break;
+	} while (zr != Z_STREAM_END);
+	deflateEnd(&zs);
+	if (output__check_io(o))
+		return o->err;
+	return zr == Z_STREAM_END ? 0 : -EIO;
+}
+
+static int pprof_finish(struct output *o)
+{
+	const struct out_model *m = &o->m;
+	struct pprof_ctx c = { 0 };
+	struct pbuf b = { 0 }, sub = { 0 }, sub2 = { 0 };
+	struct out_map fn_map = { 0 };
+	uint32_t *fn_of = NULL, *path = NULL, maxdepth = 0, nfn = 0;
+	int err;
+
+	str(&c, "");
+	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
+	for (uint32_t i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].depth > maxdepth)
+			maxdepth = m->nodes[i].depth;
+	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	if (!fn_of || !path) {
+		err = -ENOMEM;
+		goto out;
+	}
+
+	value_type(&c, &b, &sub, 1, "samples", "count");
+	value_type(&c, &b, &sub, 1, "cpu", "nanoseconds");
+
+	/* Samples: location ids leaf first; location id = frame id + 1. */
+	for (uint32_t i = 0; i < m->naggs && !b.err; i++) {
+		const struct out_agg *a = &m->aggs[i];
+		const struct out_thread *t = &m->threads[a->thread];
+		uint32_t n = output__node_path(m, a->node, path);
+
+		pb_key(&sub, 1, WT_LEN);
+		for (uint32_t j = 0; j < n; j++)
+			pb_varint(&sub2, (uint64_t)path[n - 1 - j] + 1);
+		pb_varint(&sub, sub2.n);
+		pb_bytes(&sub, sub2.p, sub2.n);
+		sub2.n = 0;
+		pb_key(&sub, 2, WT_LEN);
+		pb_varint(&sub2, a->count);
+		pb_varint(&sub2, a->weight);
+		pb_varint(&sub, sub2.n);
+		pb_bytes(&sub, sub2.p, sub2.n);
+		sub2.n = 0;
+		/* Labels; a label's num may be 0, so it is written even when 0. */
+		pb_uint(&sub2, 1, str(&c, "pid"));
+		pb_key(&sub2, 3, WT_VARINT);
+		pb_varint(&sub2, (uint64_t)(int64_t)t->pid);
+		pb_sub(&sub, 3, &sub2);
+		pb_uint(&sub2, 1, str(&c, "thread_id"));
+		pb_key(&sub2, 3, WT_VARINT);
+		pb_varint(&sub2, (uint64_t)(int64_t)t->tid);
+		pb_sub(&sub, 3, &sub2);
+		pb_uint(&sub2, 1, str(&c, "thread_name"));
+		pb_uint(&sub2, 2, str(&c, t->name));
+		pb_sub(&sub, 3, &sub2);
+		pb_sub(&b, 2, &sub);
+	}
+
+	/* One mapping, fully symbolized: tools must not try to symbolize it. */
+	pb_uint(&sub, 1, 1);
+	pb_uint(&sub, 5, str(&c, m->nthreads ? m->threads[0].comm : "python"));
+	pb_uint(&sub, 7, 1);
+	pb_uint(&sub, 8, 1);
+	pb_uint(&sub, 9, 1);
+	pb_sub(&b, 3, &sub);
+
+	/* Functions: one per (name, file, first line, kind). */
+	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+		const struct out_frame *fr = &m->frames[i];
+		uint64_t ka = (uint64_t)fr->fn_id << 32 | fr->file_id;
+		uint64_t kb = (uint64_t)fr->kind << 32 | (uint32_t)fr->firstlineno;
+		uint32_t id = out_map__get(&fn_map, ka, kb);
+
+		if (id == OUT_NONE) {
+			id = ++nfn;
+			err = out_map__put(&fn_map, ka, kb, id);
+			if (err)
+				goto out;
+			pb_uint(&sub, 1, id);
+			pb_uint(&sub, 2, str(&c, fr->function));
+			pb_uint(&sub, 3, str(&c, fr->function));
+			pb_uint(&sub, 4, str(&c, fr->file));
+			pb_uint(&sub, 5, (uint64_t)fr->firstlineno);
+			pb_sub(&b, 5, &sub);
+		}
+		fn_of[i] = id;
+	}
+	/* Locations: one per frame, its line. */
+	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+		pb_uint(&sub, 1, (uint64_t)i + 1);
+		pb_uint(&sub, 2, 1);
+		pb_uint(&sub2, 1, fn_of[i]);
+		pb_uint(&sub2, 2, (uint64_t)m->frames[i].line);
+		pb_sub(&sub, 4, &sub2);
+		pb_sub(&b, 4, &sub);
+	}
+
+	pb_uint(&b, 9, o->opts.start_time_ns);
+	pb_uint(&b, 10, m->last_ts - m->first_ts);
+	value_type(&c, &b, &sub, 11, "cpu", "nanoseconds");
+	pb_uint(&b, 12, m->first_period);
+	pb_uint(&b, 14, str(&c, "cpu"));
+	/* The string table last: every string is known by now. */
+	for (uint32_t i = 0; i < c.strs.n; i++) {
+		size_t len = strlen(c.strs.strs[i]);
+
+		pb_key(&b, 6, WT_LEN);
+		pb_varint(&b, len);
+		pb_bytes(&b, c.strs.strs[i], len);
+	}
+	err = c.err ? c.err : b.err ? b.err : sub.err ? sub.err : sub2.err;
+	if (!err)
+		err = gzip_out(o, &b);
+out:
+	free(fn_of);
+	free(path);
+	free(b.p);
+	free(sub.p);
+	free(sub2.p);
+	out_map__clear(&fn_map);
+	out_strtab__clear(&c.strs);
+	return err;
+}
+
+const struct output_ops output_pprof_ops = {
+	.aggregate = 1,
+	.finish = pprof_finish,
+};

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/*
+ * output_top.c - a terminal summary: the hottest functions by own samples
+ * (the function was running) and total samples (it was on the stack; a
+ * recursive function counts once per sample), as an aligned table.
+ *
+ * Functions are (qualname, file, first line); lines are not split. Status
+ * frames ([no-python-state], [truncated], ...) are listed like functions so
+ * that the own column adds up to every sample. Control characters in names
+ * are shown as '?', so a name cannot drive the terminal.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output.h"
+
+struct top_fn {
+	uint32_t frame;		/* a frame of this function, for its names */
+	uint64_t own, total;
+	uint32_t stamp;		/* last aggregate that counted it in total */
+};
+
+static int cmp_fn(const void *a, const void *b)
+{
+	const struct top_fn *x = a, *y = b;
+
+	if (x->own != y->own)
+		return x->own < y->own ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+/* Print @s with control characters (C0, DEL, C1) and bad UTF-8 as '?'. */
+static void put_clean(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned char c = *p;
+
+		if (c < 0x20 || c == 0x7f) {
+			fputc('?', f);
+			p++;
+		} else if (c < 0x80) {
+			fputc(c, f);
+			p++;
+		} else {
+			int len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+			int ok = len > 0 && c < 0xf5;
+
+			for (int i = 1; ok && i < len; i++)
+				ok = (p[i] & 0xc0) == 0x80;
+			if (ok && c == 0xc2 && p[1] < 0xa0)
+				ok = 0;		/* C1 control */
+			if (!ok) {
+				fputc('?', f);
+				p++;
+				continue;
+			}
+			fwrite(p, 1, (size_t)len, f);
+			p += len;
+		}
+	}
+}
+
+static int digits(uint64_t v)
+{
+	int n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+static int top_finish(struct output *o)
+{
+	const struct out_model *m = &o->m;
+	struct out_map fmap = { 0 };
+	struct top_fn *fns = NULL;
+	uint32_t *fn_of = NULL, *path = NULL, nfn = 0, fcap = 0, maxdepth = 0, rows;
+	uint64_t total = m->total_count;
+	int err = 0, w;
+	FILE *f = o->f;
+
+	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
+	for (uint32_t i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].depth > maxdepth)
+			maxdepth = m->nodes[i].depth;
+	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	if (!fn_of || !path) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < m->nframes; i++) {
+		const struct out_frame *fr = &m->frames[i];
+		uint64_t ka = (uint64_t)fr->fn_id << 32 | fr->file_id;
+		uint64_t kb = (uint64_t)fr->kind << 32 | (uint32_t)fr->firstlineno;
+		uint32_t id;
+
+		if (fr->kind == OUT_FRAME_PROCESS || fr->kind == OUT_FRAME_THREAD) {
+			fn_of[i] = OUT_NONE;
+			continue;
+		}
+		id = out_map__get(&fmap, ka, kb);
+		if (id == OUT_NONE) {
+			err = out_grow((void **)&fns, &fcap, nfn + 1, sizeof(*fns));
+			if (!err)
+				err = out_map__put(&fmap, ka, kb, nfn);
+			if (err)
+				goto out;
+			id = nfn++;
+			fns[id] = (struct top_fn){ .frame = i, .stamp = OUT_NONE };
+		}
+		fn_of[i] = id;
+	}
+	for (uint32_t i = 0; i < m->naggs; i++) {
+		const struct out_agg *a = &m->aggs[i];
+		uint32_t n = output__node_path(m, a->node, path);
+
+		if (fn_of[path[n - 1]] != OUT_NONE)
+			fns[fn_of[path[n - 1]]].own += a->count;
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t id = fn_of[path[j]];
+
+			if (id == OUT_NONE || fns[id].stamp == i)
+				continue;
+			fns[id].stamp = i;
+			fns[id].total += a->count;
+		}
+	}
+	if (nfn)
+		qsort(fns, nfn, sizeof(*fns), cmp_fn);
+
+	fprintf(f, "%" PRIu64 " samples in %u thread%s, %.3f s of CPU\n", total, m->nthreads,
+		m->nthreads == 1 ? "" : "s", (double)m->total_weight / 1e9);
+	if (!nfn) {
+		fputs("(no samples)\n", f);
+		goto io;
+	}
+	w = digits(total) > 5 ? digits(total) : 5;
+	fprintf(f, "%*s %7s %*s %7s  %s\n", w, "OWN", "OWN%", w, "TOTAL", "TOTAL%",
+		"FUNCTION (FILE:LINE)");
+	rows = o->opts.top_rows ? o->opts.top_rows : 30;
+	for (uint32_t i = 0; i < nfn && i < rows; i++) {
+		const struct out_frame *fr = &m->frames[fns[i].frame];
+
+		fprintf(f, "%*" PRIu64 " %6.2f%% %*" PRIu64 " %6.2f%%  ", w, fns[i].own,
+			total ? 100.0 * (double)fns[i].own / (double)total : 0.0, w, fns[i].total,
+			total ? 100.0 * (double)fns[i].total / (double)total : 0.0);
+		put_clean(f, fr->function);
+		if (fr->kind == OUT_FRAME_PYTHON) {
+			fputs(" (", f);
+			put_clean(f, *fr->file ? fr->file : "?");
+			fprintf(f, ":%d)", fr->firstlineno);
+		}
+		fputc('\n', f);
+	}
+	if (nfn > rows)
+		fprintf(f, "(%u more functions)\n", nfn - rows);
+io:
+	err = output__check_io(o);
+out:
+	free(fns);
+	free(fn_of);
+	free(path);
+	out_map__clear(&fmap);
+	return err;
+}
+
+const struct output_ops output_top_ops = {
+	.aggregate = 1,
+	.finish = top_finish,
+};
