@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bpf_sampler.c - load bpf/pyprof.bpf.c, attach it to the target's threads
+ * and turn its ring-buffer records into struct raw_sample.
+ *
+ * Lifecycle: open the skeleton, write the target's offsets into its
+ * read-only config, size the maps, load, then attach one software cpu-clock
+ * event per thread (perf_event_open + a BPF perf link). Events are opened
+ * with inherit=1 and inherit_thread=1: the kernel copies an event, with its
+ * BPF program, into every thread its thread creates, so new threads are
+ * sampled from their first tick without us racing to find them. Closing the
+ * original event removes every inherited copy, which is why the events of
+ * exited threads are kept until bpf_sampler__free().
+ *
+ * The kernel swaps the perf contexts of a parent thread and its inherited
+ * children at context switches, so an event's bpf_cookie does not say which
+ * thread it runs on; the program attributes samples by the current tid only
+ * and the loader never opens a second event on a thread that has one (that
+ * would double its samples). A thread is known to have an event once the
+ * program has counted a sample for it in the threads map.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pyprof.h"
+#include "pyprof.skel.h"
+#include "bpf_sampler.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+/* Inode number of the initial PID namespace (the kernel's PROC_PID_INIT_INO). */
+#define INIT_PID_NS_INO 0xEFFFFFFCUL
+
+#define DEFAULT_MAX_FRAMES	2048
+#define THREADS_MAP_ENTRIES	16384
+/*
+ * The ring holds this much of records at the asked rate on every online CPU
+ * at a typical depth: the record loop drains it every ~100 ms, so a slow
+ * round has slack before records are lost (and counted).
+ */
+#define RING_SLACK_MS		500
+#define RING_TYPICAL_FRAMES	128
+#define RING_MIN		(8UL << 20)
+#define RING_MAX		(64UL << 20)
+/*
+ * A thread that appeared after attach and ran this many sampling periods of
+ * CPU time without a single sample has no inherited event (it was created
+ * while we were attaching): it gets its own.
+ */
+#define UNCOVERED_PERIODS	5
+
+_Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
+	       offsetof(struct pyprof_frame, frame) == offsetof(struct py_rawframe, frame) &&
+	       offsetof(struct pyprof_frame, code) == offsetof(struct py_rawframe, code) &&
+	       offsetof(struct pyprof_frame, instr) == offsetof(struct py_rawframe, instr),
+	       "records are handed out without copying");
+_Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
+	       (int)PYPROF_TRUNCATED == (int)SAMPLE_TRUNCATED &&
+	       (int)PYPROF_NO_PYSTATE == (int)SAMPLE_NO_PYSTATE &&
+	       (int)PYPROF_READ_FAULT == (int)SAMPLE_READ_FAULT,
+	       "one status vocabulary");
+
+enum thread_kind {
+	THREAD_OWN,		/* has (or is to get) an event we opened */
+	THREAD_PENDING,		/* appeared after attach, no sample seen yet */
+	THREAD_INHERITED,	/* sampled through an inherited event */
+};
+
+struct bpf_thread {
+	pid_t tid;
+	enum thread_kind kind;
+	bool in_map;		/* has an entry in the threads map */
+	uint64_t tstate;	/* as written to the map */
+	uint64_t next_tstate;	/* what this refresh found */
+	uint64_t runtime0;	/* CPU ns when first seen (THREAD_PENDING) */
+	struct bpf_link *link;	/* THREAD_OWN: owns the perf event fd */
+};
+
+struct bpf_sampler {
+	struct pyproc *proc;
+	pid_t pid;
+	struct pyprof_bpf *skel;
+	struct ring_buffer *rb;
+	int threads_fd;
+	int counters_fd;
+	int ncpus;		/* possible CPUs: per-CPU map values */
+	unsigned int freq_hz;
+	bool inherit;		/* new threads inherit their creator's event */
+	bool attached;		/* the first scan is done */
+
+	struct bpf_thread *th;	/* live threads, sorted by tid */
+	size_t nth;
+	/* Events of exited threads: inherited copies in threads they created
+	 * live only as long as these. */
+	struct bpf_link **retired;
+	size_t nretired, cap_retired;
+
+	/* Scratch reused by every refresh. */
+	pid_t *tids;
+	size_t cap_tids;
+	struct py_thread *pyth;
+	size_t cap_pyth;
+
+	/* The poll in progress. */
+	sample_fn fn;
+	void *fn_ctx;
+	int fn_ret;
+
+	uint64_t samples, truncated, errors;
+};
+
+static int print_nothing(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static int print_warnings(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int print_all(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static bool has_cap(const struct __user_cap_data_struct data[2], unsigned int cap)
+{
+	return data[cap / 32].effective & (1U << (cap % 32));
+}
+
+static int check_privileges(char *why, size_t len)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+	struct stat st;
+
+	if (syscall(SYS_capget, &hdr, data)) {
+		snprintf(why, len, "cannot read capabilities: %s", strerror(errno));
+		return -errno;
+	}
+	if (!has_cap(data, CAP_SYS_ADMIN) &&
+	    !(has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON))) {
+		snprintf(why, len, "BPF needs root, or CAP_BPF and CAP_PERFMON");
+		return -EPERM;
+	}
+	/* The program sees host tids; ours must be the same numbers. */
+	if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != INIT_PID_NS_INO) {
+		snprintf(why, len, "BPF backend must run in the host's PID namespace");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int bpf_sampler__available(char *why, size_t len)
+{
+	int err;
+
+	err = check_privileges(why, len);
+	if (err)
+		return err;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(why, len, "kernel has no BTF (/sys/kernel/btf/vmlinux)");
+		return -ENOTSUP;
+	}
+	/* The probes load tiny programs: they also catch a seccomp filter or
+	 * a lockdown that forbids bpf() despite the capabilities. */
+	libbpf_print_fn_t old = libbpf_set_print(print_nothing);
+
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1)
+		snprintf(why, len, "kernel cannot load perf_event BPF programs"), err = -ENOTSUP;
+	else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
+		snprintf(why, len, "kernel has no BPF ring buffer (needs 5.8+)"), err = -ENOTSUP;
+	else if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) != 1)
+		snprintf(why, len, "kernel has no bpf_loop (needs 5.17+)"), err = -ENOTSUP;
+	libbpf_set_print(old);
+	return err;
+}
+
+static long read_long(const char *path)
+{
+	char buf[32];
+	FILE *f = fopen(path, "re");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtol(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* The walk's config from the flat offsets table, checked against what the
+ * BPF program can read. */
+static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
+		       unsigned int max_frames, pid_t pid, char *err, size_t errlen)
+{
+	uint64_t need = 0, end;
+
+	const struct { const char *name; uint64_t off, len; } fields[] = {
+		{ "previous", o->frame_previous, 8 },
+		{ "executable", o->frame_executable, 8 },
+		{ "instr_ptr", o->frame_instr_ptr, 8 },
+		{ "owner", o->frame_owner, o->frame_owner_interp_min ? 1 : 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		end = fields[i].off + fields[i].len;
+		if (fields[i].off > PYPROF_FRAME_READ_MAX || end > PYPROF_FRAME_READ_MAX) {
+			snprintf(err, errlen, "frame field %s at offset %llu is beyond the %d bytes "
+				 "the BPF walk reads", fields[i].name,
+				 (unsigned long long)fields[i].off, PYPROF_FRAME_READ_MAX);
+			return -EPROTO;
+		}
+		if (end > need)
+			need = end;
+	}
+	if (o->frame_size < need) {
+		snprintf(err, errlen, "interpreter frame size %llu smaller than its fields",
+			 (unsigned long long)o->frame_size);
+		return -EPROTO;
+	}
+	if (o->tstate_current_frame >= PY_MAX_STRUCT_COPY || o->tstate_cframe >= PY_MAX_STRUCT_COPY ||
+	    o->cframe_current_frame >= PY_MAX_STRUCT_COPY) {
+		snprintf(err, errlen, "thread state offsets out of range");
+		return -EPROTO;
+	}
+
+	memset(c, 0, sizeof(*c));
+	c->tstate_current_frame = o->tstate_current_frame;
+	c->tstate_cframe = o->tstate_cframe;
+	c->cframe_current_frame = o->cframe_current_frame;
+	c->frame_previous = o->frame_previous;
+	c->frame_executable = o->frame_executable;
+	c->frame_instr_ptr = o->frame_instr_ptr;
+	c->frame_owner = o->frame_owner;
+	/* Only the prefix holding the fields: one read per frame. */
+	c->frame_size = (need + 7) & ~7ULL;
+	c->frame_owner_interp_min = o->frame_owner_interp_min;
+	c->executable_tag_mask = o->executable_tag_mask;
+	c->max_frames = max_frames;
+	c->max_walk = max_frames * PYPROF_WALK_FACTOR;
+	c->tgid = pid;
+	return 0;
+}
+
+static size_t ring_size(unsigned int freq_hz)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t want;
+	size_t size = RING_MIN;
+
+	if (cpus < 1)
+		cpus = 1;
+	want = (uint64_t)freq_hz * cpus * RING_SLACK_MS / 1000 *
+	       PYPROF_SAMPLE_SIZE(RING_TYPICAL_FRAMES);
+	while (size < want && size < RING_MAX)
+		size <<= 1;
+	return size;
+}
+
+static int open_event(struct bpf_sampler *s, pid_t tid, struct bpf_link **out)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = s->freq_hz,
+		.freq = 1,
+		.inherit = s->inherit,
+		/* Threads, not fork()ed children; and nothing survives an
+		 * exec(), which replaces the interpreter we know. */
+		.inherit_thread = s->inherit,
+		.remove_on_exec = s->inherit,
+	};
+	struct bpf_link *link;
+	int fd, err;
+
+	fd = syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	link = bpf_program__attach_perf_event(s->skel->progs.pyprof_sample, fd);
+	if (!link) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	*out = link;
+	return 0;
+}
+
+/* Nanoseconds @tid has spent on a CPU; 0 when unknown. */
+static uint64_t thread_runtime(pid_t pid, pid_t tid)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return ns;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_thread(const void *key, const void *elem)
+{
+	pid_t x = *(const pid_t *)key, y = ((const struct bpf_thread *)elem)->tid;
+
+	return (x > y) - (x < y);
+}
+
+static struct bpf_thread *find_thread(struct bpf_thread *th, size_t n, pid_t tid)
+{
+	return bsearch(&tid, th, n, sizeof(*th), cmp_thread);
+}
+
+static int grow(void *pp, size_t *cap, size_t want, size_t elem)
+{
+	void *p;
+	size_t n = *cap ? *cap : 64;
+
+	if (want <= *cap)
+		return 0;
+	while (n < want)
+		n *= 2;
+	p = realloc(*(void **)pp, n * elem);
+	if (!p)
+		return -ENOMEM;
+	*(void **)pp = p;
+	*cap = n;
+	return 0;
+}
+
+/* Sorted tids of the target's live threads into s->tids. */
+static int scan_tasks(struct bpf_sampler *s, size_t *n)
+{
+	char path[64], state = 0, buf[512], *p;
+	struct dirent *e;
+	size_t cnt = 0;
+	FILE *f;
+	DIR *d;
+	int err = 0;
+
+	/* A zombie still lists its main thread: it is gone all the same. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", s->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
+		state = p[2];
+	fclose(f);
+	if (state == 'Z' || state == 'X')
+		return -ESRCH;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((e = readdir(d))) {
+		long tid = strtol(e->d_name, &p, 10);
+
+		if (*p || tid <= 0)
+			continue;
+		err = grow(&s->tids, &s->cap_tids, cnt + 1, sizeof(*s->tids));
+		if (err)
+			break;
+		s->tids[cnt++] = tid;
+	}
+	closedir(d);
+	if (err)
+		return err;
+	qsort(s->tids, cnt, sizeof(*s->tids), cmp_tid);
+	*n = cnt;
+	return 0;
+}
+
+/* The target's tid -> tstate pairs into s->pyth; -EFAULT when unreadable. */
+static int scan_pythreads(struct bpf_sampler *s, size_t *n)
+{
+	size_t want = s->cap_pyth ? s->cap_pyth : 256;
+	int err;
+
+	for (;;) {
+		err = grow(&s->pyth, &s->cap_pyth, want, sizeof(*s->pyth));
+		if (err)
+			return err;
+		err = pyproc__threads(s->proc, s->pyth, s->cap_pyth, n);
+		/* More threads than the map holds: the first ones will do. */
+		if (err != -E2BIG || s->cap_pyth >= THREADS_MAP_ENTRIES)
+			return err == -E2BIG ? 0 : err;
+		want = s->cap_pyth * 2;
+	}
+}
+
+static void retire_thread(struct bpf_sampler *s, struct bpf_thread *t)
+{
+	__u32 key = t->tid;
+
+	if (t->in_map)
+		bpf_map_delete_elem(s->threads_fd, &key);
+	if (!t->link)
+		return;
+	if (grow(&s->retired, &s->cap_retired, s->nretired + 1, sizeof(*s->retired))) {
+		/* Out of memory: closing it may cost inherited copies their
+		 * event for a refresh or two, leaking it would cost more. */
+		bpf_link__destroy(t->link);
+		return;
+	}
+	s->retired[s->nretired++] = t->link;
+}
+
+/* Write @t's thread state to the map, keeping the program's sample count. */
+static int update_map(struct bpf_sampler *s, struct bpf_thread *t, uint64_t tstate)
+{
+	struct pyprof_thread v = {};
+	__u32 key = t->tid;
+
+	if (t->in_map && t->tstate == tstate)
+		return 0;
+	if (t->in_map)
+		bpf_map_lookup_elem(s->threads_fd, &key, &v);
+	v.tstate = tstate;
+	if (bpf_map_update_elem(s->threads_fd, &key, &v, BPF_ANY))
+		return -errno;
+	t->in_map = true;
+	t->tstate = tstate;
+	return 0;
+}
+
+/* Does pending thread @t need an event of its own? */
+static bool uncovered(struct bpf_sampler *s, struct bpf_thread *t)
+{
+	struct pyprof_thread v = {};
+	__u32 key = t->tid;
+	uint64_t now;
+
+	if (t->in_map && !bpf_map_lookup_elem(s->threads_fd, &key, &v) && v.samples) {
+		t->kind = THREAD_INHERITED;
+		return false;
+	}
+	now = thread_runtime(s->pid, t->tid);
+	return now && t->runtime0 &&
+	       now - t->runtime0 >= UNCOVERED_PERIODS * (1000000000ULL / s->freq_hz);
+}
+
+int bpf_sampler__refresh(struct bpf_sampler *s)
+{
+	struct bpf_thread *next = NULL, *t;
+	size_t ntids, npy = 0, i;
+	bool have_py;
+	int err, first_err = 0;
+
+	err = scan_tasks(s, &ntids);
+	if (err)
+		return err;
+	err = scan_pythreads(s, &npy);
+	if (err == -ESRCH)
+		return err;
+	/* A torn read of the target's lists: keep the states we had. */
+	have_py = !err;
+
+	next = calloc(ntids ? ntids : 1, sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	/* Both lists are sorted: carry known threads over, add new ones. */
+	for (i = 0; i < ntids; i++) {
+		t = find_thread(s->th, s->nth, s->tids[i]);
+		if (t) {
+			next[i] = *t;
+			t->tid = 0;	/* carried over */
+			continue;
+		}
+		next[i].tid = s->tids[i];
+		if (!s->attached || !s->inherit) {
+			next[i].kind = THREAD_OWN;
+		} else {
+			next[i].kind = THREAD_PENDING;
+			next[i].runtime0 = thread_runtime(s->pid, s->tids[i]);
+		}
+	}
+	for (i = 0; i < s->nth; i++)
+		if (s->th[i].tid)
+			retire_thread(s, &s->th[i]);
+	free(s->th);
+	s->th = next;
+	s->nth = ntids;
+
+	/* Thread states before events, so the first samples find them. */
+	for (i = 0; i < s->nth; i++)
+		s->th[i].next_tstate = have_py ? 0 : s->th[i].tstate;
+	for (i = 0; have_py && i < npy; i++) {
+		t = find_thread(s->th, s->nth, s->pyth[i].host_tid);
+		if (t)
+			t->next_tstate = s->pyth[i].tstate;
+	}
+	for (i = 0; i < s->nth; i++) {
+		err = update_map(s, &s->th[i], s->th[i].next_tstate);
+		if (err && !first_err)
+			first_err = err;
+	}
+
+	for (i = 0; i < s->nth; i++) {
+		t = &s->th[i];
+		if (t->kind == THREAD_PENDING && uncovered(s, t))
+			t->kind = THREAD_OWN;
+		if (t->kind != THREAD_OWN || t->link)
+			continue;
+		err = open_event(s, t->tid, &t->link);
+		/* A thread that exited meanwhile goes at the next scan. */
+		if (err && err != -ESRCH && !first_err)
+			first_err = err;
+	}
+	s->attached = true;
+	return first_err;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct bpf_sampler *s = ctx;
+	const struct pyprof_sample *r = data;
+	struct raw_sample rs;
+	int ret;
+
+	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
+	    size < PYPROF_SAMPLE_SIZE(r->nframes)) {
+		s->errors++;
+		return 0;
+	}
+	s->samples++;
+	if (r->status == PYPROF_TRUNCATED)
+		s->truncated++;
+	else if (r->status != PYPROF_COMPLETE)
+		s->errors++;
+
+	rs.tid = r->tid;
+	rs.cpu = r->cpu;
+	rs.ts_ns = r->ts_ns;
+	rs.status = r->status;
+	rs.nframes = r->nframes;
+	rs.frames = (const struct py_rawframe *)r->frames;
+	ret = s->fn(s->fn_ctx, &rs);
+	if (ret) {
+		/* libbpf stops consuming on a negative return only. */
+		s->fn_ret = ret;
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx)
+{
+	int n;
+
+	s->fn = fn;
+	s->fn_ctx = ctx;
+	s->fn_ret = 0;
+	n = ring_buffer__consume(s->rb);
+	if (s->fn_ret)
+		return s->fn_ret;
+	return n;
+}
+
+void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st)
+{
+	__u32 key = PYPROF_CNT_LOST;
+	__u64 *v;
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	st->samples = s->samples;
+	st->truncated = s->truncated;
+	st->errors = s->errors;
+	v = calloc(s->ncpus, sizeof(*v));
+	if (v && !bpf_map_lookup_elem(s->counters_fd, &key, v))
+		for (i = 0; i < s->ncpus; i++)
+			st->lost += v[i];
+	free(v);
+}
+
+void bpf_sampler__free(struct bpf_sampler *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	/* Closing an original event also removes its inherited copies. */
+	for (i = 0; i < s->nth; i++)
+		bpf_link__destroy(s->th[i].link);
+	for (i = 0; i < s->nretired; i++)
+		bpf_link__destroy(s->retired[i]);
+	ring_buffer__free(s->rb);
+	pyprof_bpf__destroy(s->skel);
+	free(s->th);
+	free(s->retired);
+	free(s->tids);
+	free(s->pyth);
+	free(s);
+}
+
+static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	unsigned int max_frames = o->max_frames ? o->max_frames : DEFAULT_MAX_FRAMES;
+	struct pyprof_bpf *skel;
+	int ret;
+
+	skel = pyprof_bpf__open();
+	if (!skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+		return ret;
+	}
+	s->skel = skel;
+	ret = fill_config(&skel->rodata->cfg, pyproc__offsets(s->proc), max_frames, s->pid,
+			  err, errlen);
+	if (ret)
+		return ret;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus < 1) {
+		snprintf(err, errlen, "cannot count possible CPUs");
+		return -EINVAL;
+	}
+	if (bpf_map__set_max_entries(skel->maps.scratch, s->ncpus) ||
+	    bpf_map__set_max_entries(skel->maps.threads, THREADS_MAP_ENTRIES) ||
+	    bpf_map__set_max_entries(skel->maps.samples, ring_size(o->freq_hz))) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot size the BPF maps: %s", strerror(-ret));
+		return ret;
+	}
+
+	ret = pyprof_bpf__load(skel);
+	if (ret == -EPERM) {
+		snprintf(err, errlen, "loading the BPF program: permission denied "
+			 "(needs root, or CAP_BPF and CAP_PERFMON)");
+		return ret;
+	}
+	if (ret) {
+		snprintf(err, errlen, "the kernel's BPF verifier rejected the program (%s)%s",
+			 strerror(-ret), o->verbose ? "" : "; rerun with -v for its log");
+		return ret;
+	}
+	s->threads_fd = bpf_map__fd(skel->maps.threads);
+	s->counters_fd = bpf_map__fd(skel->maps.counters);
+	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.samples), on_record, s, NULL);
+	if (!s->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot map the BPF ring buffer: %s", strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/* The first event decides whether this kernel lets new threads inherit. */
+static int probe_inherit(struct bpf_sampler *s, char *err, size_t errlen)
+{
+	struct bpf_link *link = NULL;
+	int ret;
+
+	s->inherit = true;
+	ret = open_event(s, s->pid, &link);
+	if (ret == -EINVAL) {
+		s->inherit = false;
+		ret = open_event(s, s->pid, &link);
+	}
+	bpf_link__destroy(link);
+	if (ret == -ESRCH)
+		snprintf(err, errlen, "process %d is gone", s->pid);
+	else if (ret == -EACCES || ret == -EPERM)
+		snprintf(err, errlen, "perf_event_open: permission denied (needs CAP_PERFMON)");
+	else if (ret)
+		snprintf(err, errlen, "cannot attach a cpu-clock event: %s", strerror(-ret));
+	return ret;
+}
+
+int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
+		      struct bpf_sampler **out, char *err, size_t errlen)
+{
+	struct bpf_sampler *s;
+	long max_rate;
+	int ret;
+
+	*out = NULL;
+	libbpf_set_print(o->verbose > 1 ? print_all : o->verbose ? print_warnings : print_nothing);
+	ret = check_privileges(err, errlen);
+	if (ret)
+		return ret;
+	max_rate = read_long("/proc/sys/kernel/perf_event_max_sample_rate");
+	if (!o->freq_hz || (max_rate > 0 && o->freq_hz > max_rate)) {
+		snprintf(err, errlen, "sampling rate %u Hz outside 1..%ld "
+			 "(kernel.perf_event_max_sample_rate)", o->freq_hz, max_rate);
+		return -EINVAL;
+	}
+	if (o->max_frames > PYPROF_MAX_FRAMES) {
+		snprintf(err, errlen, "max frames %u above the BPF record's %d",
+			 o->max_frames, PYPROF_MAX_FRAMES);
+		return -EINVAL;
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->proc = p;
+	s->pid = pyproc__pid(p);
+	s->freq_hz = o->freq_hz;
+
+	ret = load(s, o, err, errlen);
+	if (ret)
+		goto err_free;
+	ret = probe_inherit(s, err, errlen);
+	if (ret)
+		goto err_free;
+	ret = bpf_sampler__refresh(s);
+	if (ret == -ESRCH) {
+		snprintf(err, errlen, "process %d is gone", s->pid);
+		goto err_free;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot attach to the threads of %d: %s", s->pid,
+			 strerror(-ret));
+		goto err_free;
+	}
+	*out = s;
+	return 0;
+
+err_free:
+	bpf_sampler__free(s);
+	return ret;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bpf_sampler.h - the BPF sampling backend: the only module that talks to
+ * libbpf.
+ *
+ * It loads bpf/pyprof.bpf.c configured with the target's offsets, opens a
+ * software cpu-clock perf event on every thread of the target, keeps the
+ * kernel's tid -> thread-state map current, and hands the raw stacks the
+ * kernel recorded to a callback. Names and lines are the caller's business.
+ *
+ * Threads created after attach: every event is opened with inherit=1 (and
+ * inherit_thread=1), so the kernel gives a new thread a copy of its
+ * creator's event, program included, from its first instruction. The
+ * thread's thread state reaches the map at the next bpf_sampler__refresh();
+ * samples taken before that say SAMPLE_NO_PYSTATE. A new thread that shows
+ * CPU time but no samples (created while we were attaching) gets an event of
+ * its own. Call bpf_sampler__refresh() about every 100 ms.
+ *
+ * Not thread-safe: one thread drives a sampler.
+ */
+#ifndef PYPROF_BPF_SAMPLER_H
+#define PYPROF_BPF_SAMPLER_H
+
+#include <stddef.h>
+#include "pyproc.h"
+#include "sampler.h"
+
+struct bpf_sampler;
+
+/*
+ * Can this process use the BPF backend here? 0 if so; otherwise -EPERM (no
+ * CAP_BPF + CAP_PERFMON, nor CAP_SYS_ADMIN) or -ENOTSUP (no BTF, or a kernel
+ * without perf_event programs, ring buffers or bpf_loop), with one line in
+ * @why that the CLI can print before falling back to the remote backend.
+ */
+int bpf_sampler__available(char *why, size_t len);
+
+/*
+ * Load and attach to @p's threads at o->freq_hz; o->max_frames = 0 means
+ * the default (2,048). @p must outlive the sampler. On failure returns
+ * -errno with one line in @err: -EPERM (privileges), -ENOTSUP (kernel
+ * feature missing), -EINVAL (options, or a rate above the kernel's
+ * perf_event_max_sample_rate), -EPROTO (offsets unusable), -EACCES (the
+ * verifier rejected the program; libbpf's log is printed only when
+ * o->verbose), -ESRCH (the target is gone).
+ */
+int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
+		      struct bpf_sampler **out, char *err, size_t errlen);
+
+/*
+ * Rescan the target's threads: refresh the tid -> thread-state map, give an
+ * event to threads that have none, forget exited ones. Returns 0, -ESRCH
+ * when the target has exited, or another -errno.
+ */
+int bpf_sampler__refresh(struct bpf_sampler *s);
+
+/*
+ * Hand every record the kernel has produced so far to @fn, without
+ * blocking. Returns the number of records consumed, @fn's non-zero return
+ * value (which stops the poll; the record it was given is consumed), or
+ * -errno.
+ */
+int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx);
+
+void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st);
+
+/* Detach and unload; no program, map, link or event remains. Accepts NULL. */
+void bpf_sampler__free(struct bpf_sampler *s);
+
+#endif
