@@ -90,6 +90,7 @@ struct bpf_thread {
 	uint64_t tstate;	/* as written to the map */
 	uint64_t next_tstate;	/* what this refresh found */
 	uint64_t runtime0;	/* CPU ns when first seen (THREAD_PENDING) */
+	bool runtime_known;	/* runtime0 could be read */
 	struct bpf_link *link;	/* THREAD_OWN: owns the perf event fd */
 };
 
@@ -177,6 +178,8 @@ static int check_privileges(char *why, size_t len)
 
 int bpf_sampler__available(char *why, size_t len)
 {
+	libbpf_print_fn_t old;
+	const char *missing = NULL;
 	int err;
 
 	err = check_privileges(why, len);
@@ -188,16 +191,19 @@ int bpf_sampler__available(char *why, size_t len)
 	}
 	/* The probes load tiny programs: they also catch a seccomp filter or
 	 * a lockdown that forbids bpf() despite the capabilities. */
-	libbpf_print_fn_t old = libbpf_set_print(print_nothing);
-
+	old = libbpf_set_print(print_nothing);
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1)
-		snprintf(why, len, "kernel cannot load perf_event BPF programs"), err = -ENOTSUP;
+		missing = "perf_event BPF programs";
 	else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
-		snprintf(why, len, "kernel has no BPF ring buffer (needs 5.8+)"), err = -ENOTSUP;
+		missing = "BPF ring buffers (5.8+)";
 	else if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) != 1)
-		snprintf(why, len, "kernel has no bpf_loop (needs 5.17+)"), err = -ENOTSUP;
+		missing = "bpf_loop (5.17+)";
 	libbpf_set_print(old);
-	return err;
+	if (missing) {
+		snprintf(why, len, "kernel cannot run the BPF sampler: no %s", missing);
+		return -ENOTSUP;
+	}
+	return 0;
 }
 
 static long read_long(const char *path)
@@ -219,21 +225,20 @@ static long read_long(const char *path)
 static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
 		       unsigned int max_frames, pid_t pid, char *err, size_t errlen)
 {
-	uint64_t need = 0, end;
-
 	const struct { const char *name; uint64_t off, len; } fields[] = {
 		{ "previous", o->frame_previous, 8 },
 		{ "executable", o->frame_executable, 8 },
 		{ "instr_ptr", o->frame_instr_ptr, 8 },
 		{ "owner", o->frame_owner, o->frame_owner_interp_min ? 1 : 0 },
 	};
+	uint64_t need = 0, end;
 	size_t i;
 
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		end = fields[i].off + fields[i].len;
 		if (fields[i].off > PYPROF_FRAME_READ_MAX || end > PYPROF_FRAME_READ_MAX) {
-			snprintf(err, errlen, "frame field %s at offset %llu is beyond the %d bytes "
-				 "the BPF walk reads", fields[i].name,
+			snprintf(err, errlen, "frame field %s at offset %llu is beyond the "
+				 "%d bytes the BPF walk reads", fields[i].name,
 				 (unsigned long long)fields[i].off, PYPROF_FRAME_READ_MAX);
 			return -EPROTO;
 		}
@@ -245,7 +250,8 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
 			 (unsigned long long)o->frame_size);
 		return -EPROTO;
 	}
-	if (o->tstate_current_frame >= PY_MAX_STRUCT_COPY || o->tstate_cframe >= PY_MAX_STRUCT_COPY ||
+	if (o->tstate_current_frame >= PY_MAX_STRUCT_COPY ||
+	    o->tstate_cframe >= PY_MAX_STRUCT_COPY ||
 	    o->cframe_current_frame >= PY_MAX_STRUCT_COPY) {
 		snprintf(err, errlen, "thread state offsets out of range");
 		return -EPROTO;
@@ -314,21 +320,24 @@ static int open_event(struct bpf_sampler *s, pid_t tid, struct bpf_link **out)
 	return 0;
 }
 
-/* Nanoseconds @tid has spent on a CPU; 0 when unknown. */
-static uint64_t thread_runtime(pid_t pid, pid_t tid)
+/* Nanoseconds @tid has spent on a CPU (needs CONFIG_SCHED_INFO). */
+static int thread_runtime(pid_t pid, pid_t tid, uint64_t *ns)
 {
+	unsigned long long v;
 	char path[64];
-	unsigned long long ns = 0;
 	FILE *f;
+	int err = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &ns) != 1)
-		ns = 0;
+		return -errno;
+	if (fscanf(f, "%llu", &v) == 1)
+		*ns = v;
+	else
+		err = -EIO;
 	fclose(f);
-	return ns;
+	return err;
 }
 
 static int cmp_tid(const void *a, const void *b)
@@ -474,9 +483,14 @@ static bool uncovered(struct bpf_sampler *s, struct bpf_thread *t)
 		t->kind = THREAD_INHERITED;
 		return false;
 	}
-	now = thread_runtime(s->pid, t->tid);
-	return now && t->runtime0 &&
-	       now - t->runtime0 >= UNCOVERED_PERIODS * (1000000000ULL / s->freq_hz);
+	if (thread_runtime(s->pid, t->tid, &now))
+		return false;
+	if (!t->runtime_known) {
+		t->runtime0 = now;
+		t->runtime_known = true;
+		return false;
+	}
+	return now - t->runtime0 >= UNCOVERED_PERIODS * (1000000000ULL / s->freq_hz);
 }
 
 int bpf_sampler__refresh(struct bpf_sampler *s)
@@ -498,7 +512,7 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 	next = calloc(ntids ? ntids : 1, sizeof(*next));
 	if (!next)
 		return -ENOMEM;
-	/* Both lists are sorted: carry known threads over, add new ones. */
+	/* Carry known threads over (s->th stays sorted), add new ones. */
 	for (i = 0; i < ntids; i++) {
 		t = find_thread(s->th, s->nth, s->tids[i]);
 		if (t) {
@@ -511,7 +525,8 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 			next[i].kind = THREAD_OWN;
 		} else {
 			next[i].kind = THREAD_PENDING;
-			next[i].runtime0 = thread_runtime(s->pid, s->tids[i]);
+			next[i].runtime_known = !thread_runtime(s->pid, s->tids[i],
+								&next[i].runtime0);
 		}
 	}
 	for (i = 0; i < s->nth; i++)

@@ -37,12 +37,14 @@ int bpf_sampler__available(char *why, size_t len);
 
 /*
  * Load and attach to @p's threads at o->freq_hz; o->max_frames = 0 means
- * the default (2,048). @p must outlive the sampler. On failure returns
- * -errno with one line in @err: -EPERM (privileges), -ENOTSUP (kernel
- * feature missing), -EINVAL (options, or a rate above the kernel's
- * perf_event_max_sample_rate), -EPROTO (offsets unusable), -EACCES (the
- * verifier rejected the program; libbpf's log is printed only when
- * o->verbose), -ESRCH (the target is gone).
+ * the default (2,048), at most PYPROF_MAX_FRAMES (4,096). @p must outlive
+ * the sampler. On failure returns -errno with one line in @err: -EPERM
+ * (privileges), -ENOTSUP (not in the host's PID namespace), -EINVAL
+ * (options, or a rate above kernel.perf_event_max_sample_rate), -EPROTO
+ * (offsets the BPF walk cannot use), -ESRCH (the target is gone), or the
+ * kernel's error when the verifier rejects the program (the line says so;
+ * libbpf's log is printed only when o->verbose). o->verbose also shows
+ * libbpf's warnings, and with o->verbose > 1 its debug output.
  */
 int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 		      struct bpf_sampler **out, char *err, size_t errlen);
