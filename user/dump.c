@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dump.h"
+#include "json_writer.h"
+#include "pyproc.h"
+#include "symbolizer.h"
+
+#define DUMP_MAX_THREADS 16384
+#define DUMP_MAX_FRAMES 65536
+
+struct dump_thread {
+	struct py_thread t;
+	struct py_sym *syms;
+	size_t nframes;
+	int truncated;
+	char name[64];
+};
+
+static void thread_name(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char fn[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(fn, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+{
+	fprintf(out, "Process %d: Python %s\n", (int)pyproc__pid(p), pyproc__version(p));
+	for (size_t i = 0; i < n; i++) {
+		const struct dump_thread *t = &th[i];
+
+		fprintf(out, "\nThread %d", (int)t->t.host_tid);
+		if (t->name[0])
+			fprintf(out, " \"%s\"", t->name);
+		fprintf(out, " (most recent call last):%s\n", t->truncated ? " [truncated]" : "");
+		if (t->nframes == 0)
+			fprintf(out, "    (no Python frames)\n");
+		for (size_t k = t->nframes; k-- > 0;) {
+			const struct py_sym *s = &t->syms[k];
+
+			fprintf(out, "    %s (%s:%d)\n", s->function, s->file, s->line);
+		}
+	}
+}
+
+static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+{
+	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
+	json_write_string(out, pyproc__version(p));
+	fputs(", \"threads\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct dump_thread *t = &th[i];
+
+		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
+		json_write_string(out, t->name);
+		if (t->truncated)
+			fputs(", \"truncated\": true", out);
+		fputs(", \"frames\": [", out);
+		for (size_t k = 0; k < t->nframes; k++) {
+			const struct py_sym *s = &t->syms[k];
+
+			fprintf(out, "%s{\"function\": ", k ? ", " : "");
+			json_write_string(out, s->function);
+			fputs(", \"file\": ", out);
+			json_write_string(out, s->file);
+			if (s->line >= 0)
+				fprintf(out, ", \"line\": %d}", s->line);
+			else
+				fputs(", \"line\": null}", out);
+		}
+		fputs("]}", out);
+	}
+	fputs("]}\n", out);
+}
+
+static int exited(pid_t pid)
+{
+	char fn[64];
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 1;
+	/* a zombie has exited too: "pid (comm) Z ..." */
+	{
+		char buf[512], *rp;
+		int z = 0;
+
+		if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
+			z = rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+		fclose(f);
+		return z;
+	}
+}
+
+int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	struct py_thread *threads = NULL;
+	struct dump_thread *th = NULL;
+	struct py_rawframe *raw = NULL;
+	struct symbolizer *sym = NULL;
+	struct pyproc *p = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = pyproc__open(o->pid, &p, err, errlen);
+	if (rc)
+		return rc;
+	threads = calloc(DUMP_MAX_THREADS, sizeof(*threads));
+	th = calloc(DUMP_MAX_THREADS, sizeof(*th));
+	raw = calloc(DUMP_MAX_FRAMES, sizeof(*raw));
+	if (!threads || !th || !raw) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = symbolizer__new(p, &sym);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, &n);
+	if (rc == -E2BIG) {
+		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
+			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
+		rc = 0;
+	}
+	if (rc)
+		goto fail_read;
+	for (size_t i = 0; i < n; i++) {
+		struct dump_thread *t = &th[i];
+		size_t nf;
+
+		t->t = threads[i];
+		thread_name(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		rc = pyproc__walk(p, t->t.tstate, raw, DUMP_MAX_FRAMES, &nf, &t->truncated);
+		if (rc)
+			goto fail_read;
+		t->syms = calloc(nf ? nf : 1, sizeof(*t->syms));
+		if (!t->syms) {
+			rc = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		symbolizer__next_sample(sym);
+		for (size_t k = 0; k < nf; k++) {
+			rc = symbolizer__resolve(sym, &raw[k], &t->syms[k]);
+			if (rc)
+				goto fail_read;
+		}
+		t->nframes = nf;
+	}
+	if (o->json)
+		print_json(out, p, th, n);
+	else
+		print_text(out, p, th, n);
+	rc = 0;
+	if (fflush(out) || ferror(out)) {
+		rc = -EIO;
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+	}
+	goto out;
+
+fail_read:
+	if (rc == -ESRCH || exited(o->pid)) {
+		snprintf(err, errlen, "process %d exited during the dump", (int)o->pid);
+		rc = -ESRCH;
+	} else {
+		snprintf(err, errlen, "process %d: reading its stacks failed: %s", (int)o->pid,
+			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
+	}
+out:
+	for (size_t i = 0; th && i < n; i++)
+		free(th[i].syms);
+	free(th);
+	free(threads);
+	free(raw);
+	symbolizer__free(sym);
+	pyproc__free(p);
+	return rc;
+}

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record.c - the recording loop: pick a backend, deliver its raw samples
+ * through the symbolizer to an output, stop cleanly on -d, Ctrl-C, SIGTERM
+ * or the target's exit, and say what could not be done.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "bpf_sampler.h"
+#include "output.h"
+#include "pyproc.h"
+#include "record.h"
+#include "remote_sampler.h"
+#include "symbolizer.h"
+
+#define DEFAULT_FREQ 99
+#define DEFAULT_MAX_FRAMES 2048
+#define MAX_NAMES 4096
+
+enum backend { BACKEND_AUTO, BACKEND_BPF, BACKEND_REMOTE };
+
+struct record_env {
+	pid_t pid;
+	long freq;
+	double duration;	/* seconds, 0 = until stopped */
+	const char *output;
+	const char *format;
+	enum backend backend;
+	long max_frames;
+	int verbose;
+	struct output_opts oopts;
+};
+
+struct tid_name {
+	pid_t tid;
+	char name[32];
+};
+
+struct record_ctx {
+	struct record_env *env;
+	struct symbolizer *sym;
+	struct output *out;
+	struct py_sym *syms;
+	char comm[32];
+	struct tid_name *names;
+	size_t nnames;
+	uint64_t period_ns;
+	uint64_t symbol_errors;
+	int out_err;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static const char record_doc[] =
+"Sample a running Python process and write its stacks.\n"
+"\n"
+"USAGE: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
+"\v"
+"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top;\n"
+"with -o the format is inferred from the extension (.perf .folded .speedscope.json\n"
+".pb.gz .html). The BPF backend samples threads while they run on a CPU; the\n"
+"remote backend (used without CAP_BPF/CAP_PERFMON) samples every thread.\n"
+"\n"
+"EXAMPLES:\n"
+"    sudo pyprof-bpf -p 1234                      # 99 Hz until Ctrl-C, to stdout\n"
+"    sudo pyprof-bpf -p 1234 -F 999 -d 30 -o out.perf\n"
+"    sudo pyprof-bpf -p 1234 -d 10 --format collapsed | flamegraph.pl > f.svg\n"
+"    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
+
+enum {
+	OPT_FORMAT = 1000,
+	OPT_BACKEND,
+	OPT_THREADS,
+	OPT_NO_LINES,
+	OPT_MAX_DEPTH,
+};
+
+static const struct argp_option record_options[] = {
+	{ "pid", 'p', "PID", 0, "Process to profile", 0 },
+	{ "freq", 'F', "HZ", 0, "Samples per second per running thread (default 99)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit)", 0 },
+	{ "output", 'o', "FILE", 0, "Write here instead of stdout", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "Output format (see below)", 0 },
+	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
+	  "to remote when BPF cannot be used)", 0 },
+	{ "threads", OPT_THREADS, NULL, 0, "Root every stack at its thread", 0 },
+	{ "no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, without line numbers", 0 },
+	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
+	{ "verbose", 'v', NULL, 0, "Verbose (libbpf) messages", 0 },
+	{ 0 },
+};
+
+static error_t record_parse(int key, char *arg, struct argp_state *state)
+{
+	struct record_env *env = state->input;
+	char *end;
+	long v = 0;
+
+	switch (key) {
+	case 'p':
+		if (parse_long(arg, 1, INT_MAX, &v))
+			argp_error(state, "invalid PID: %s", arg);
+		env->pid = (pid_t)v;
+		break;
+	case 'F':
+		if (parse_long(arg, 1, 100000, &v))
+			argp_error(state, "invalid frequency (1 to 100000 Hz): %s", arg);
+		env->freq = v;
+		break;
+	case 'd':
+		errno = 0;
+		env->duration = strtod(arg, &end);
+		if (errno || end == arg || *end || env->duration <= 0 || env->duration > 1e7)
+			argp_error(state, "invalid duration: %s", arg);
+		break;
+	case 'o':
+		env->output = arg;
+		break;
+	case OPT_FORMAT:
+		env->format = arg;
+		break;
+	case OPT_BACKEND:
+		if (strcmp(arg, "bpf") == 0)
+			env->backend = BACKEND_BPF;
+		else if (strcmp(arg, "remote") == 0)
+			env->backend = BACKEND_REMOTE;
+		else
+			argp_error(state, "invalid backend (bpf or remote): %s", arg);
+		break;
+	case OPT_THREADS:
+		env->oopts.per_thread_roots = 1;
+		break;
+	case OPT_NO_LINES:
+		env->oopts.no_lines = 1;
+		break;
+	case OPT_MAX_DEPTH:
+		if (parse_long(arg, 1, 65536, &v))
+			argp_error(state, "invalid depth (1 to 65536): %s", arg);
+		env->max_frames = v;
+		break;
+	case 'v':
+		env->verbose = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument: %s", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!env->pid)
+			argp_error(state, "a target is needed: -p PID");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static void read_comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char fn[64];
+	FILE *f;
+
+	snprintf(buf, len, "python");
+	if (tid)
+		snprintf(fn, sizeof(fn), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	else
+		snprintf(fn, sizeof(fn), "/proc/%d/comm", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* Thread names, read once per thread (they rarely change). */
+static const char *thread_name(struct record_ctx *c, pid_t tid)
+{
+	for (size_t i = 0; i < c->nnames; i++)
+		if (c->names[i].tid == tid)
+			return c->names[i].name;
+	if (c->nnames == MAX_NAMES)
+		return c->comm;
+	c->names[c->nnames].tid = tid;
+	read_comm(c->env->pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
+	return c->names[c->nnames++].name;
+}
+
+static int on_sample(void *ctx, const struct raw_sample *r)
+{
+	struct record_ctx *c = ctx;
+	struct out_sample s = {
+		.comm = c->comm,
+		.pid = c->env->pid,
+		.tid = r->tid,
+		.cpu = r->cpu,
+		.ts_ns = r->ts_ns,
+		.period_ns = c->period_ns,
+		.status = r->status,
+		.nframes = r->nframes,
+		.frames = c->syms,
+	};
+	int rc;
+
+	s.thread_name = thread_name(c, r->tid);
+	symbolizer__next_sample(c->sym);
+	for (uint32_t i = 0; i < r->nframes; i++) {
+		if (symbolizer__resolve(c->sym, &r->frames[i], &c->syms[i])) {
+			/* a code object we could not read: keep the frame, say so */
+			c->syms[i] = (struct py_sym){ "<unknown>", "<unknown>", -1, 0 };
+			c->symbol_errors++;
+		}
+	}
+	rc = output__add(c->out, &s);
+	if (rc) {
+		c->out_err = rc;
+		return rc;
+	}
+	return 0;
+}
+
+static int target_alive(pid_t pid)
+{
+	char fn[64], buf[512], *rp;
+	FILE *f;
+	int alive = 0;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
+		alive = !(rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+	fclose(f);
+	return alive;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_until(double t)
+{
+	struct timespec ts = { .tv_sec = (time_t)t, .tv_nsec = (long)((t - (time_t)t) * 1e9) };
+
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+int record__main(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = record_options, .parser = record_parse, .doc = record_doc,
+	};
+	struct record_env env = {
+		.freq = DEFAULT_FREQ, .max_frames = DEFAULT_MAX_FRAMES, .backend = BACKEND_AUTO,
+	};
+	struct record_ctx ctx = { .env = &env };
+	char err[PYPROF_ERRLEN] = "";
+	struct sampler_opts sopts;
+	struct sampler_stats st = { 0 };
+	struct bpf_sampler *bs = NULL;
+	struct remote_sampler *rs = NULL;
+	struct pyproc *p = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	const char *ended = NULL;
+	double start, end, next_refresh;
+	int rc, exit_code = 1;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &env))
+		return 2;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = pyproc__open(env.pid, &p, err, sizeof(err));
+	if (rc)
+		goto fail;
+	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
+				       .max_frames = (unsigned int)env.max_frames,
+				       .verbose = env.verbose };
+	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
+	read_comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
+	ctx.syms = calloc(env.max_frames, sizeof(*ctx.syms));
+	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
+	if (!ctx.syms || !ctx.names) {
+		rc = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	rc = symbolizer__new(p, &ctx.sym);
+	if (rc) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	rc = output__new(env.format, env.output, &env.oopts, &ctx.out, err, sizeof(err));
+	if (rc)
+		goto fail;
+
+	if (env.backend != BACKEND_REMOTE) {
+		char why[PYPROF_ERRLEN] = "";
+
+		rc = bpf_sampler__available(why, sizeof(why));
+		if (!rc)
+			rc = bpf_sampler__open(p, &sopts, &bs, why, sizeof(why));
+		if (rc && env.backend == BACKEND_BPF) {
+			snprintf(err, sizeof(err), "BPF backend: %s", why);
+			goto fail;
+		}
+		if (rc)
+			fprintf(stderr, "pyprof-bpf: cannot use BPF (%s): sampling with the remote "
+				"backend instead\n", why);
+	}
+	if (!bs) {
+		rc = remote_sampler__open(p, &sopts, &rs);
+		if (rc) {
+			snprintf(err, sizeof(err), "remote backend: %s", strerror(-rc));
+			goto fail;
+		}
+	}
+	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) at %ld Hz with the %s "
+		"backend%s\n", (int)env.pid, pyproc__version(p), env.freq, bs ? "BPF" : "remote",
+		env.duration ? "" : "; Ctrl-C to stop");
+
+	start = now_s();
+	end = env.duration ? start + env.duration : 0;
+	next_refresh = start + 0.1;
+	for (double next = start; !stop_requested;) {
+		double t = now_s();
+
+		if (end && t >= end) {
+			ended = NULL;
+			break;
+		}
+		if (bs) {
+			rc = bpf_sampler__poll(bs, on_sample, &ctx);
+			if (rc < 0)
+				break;
+			rc = 0;
+			if (t >= next_refresh) {
+				next_refresh = t + 0.1;
+				if (!target_alive(env.pid)) {
+					ended = "the target exited";
+					break;
+				}
+				bpf_sampler__refresh(bs);
+			}
+			next = t + 0.01;
+		} else {
+			rc = remote_sampler__tick(rs, on_sample, &ctx);
+			if (rc == -ESRCH || (t >= next_refresh && !target_alive(env.pid))) {
+				rc = 0;
+				ended = "the target exited";
+				break;
+			}
+			if (t >= next_refresh)
+				next_refresh = t + 0.1;
+			if (rc)
+				break;
+			next += 1.0 / env.freq;
+			if (next < t)	/* behind: do not burst to catch up */
+				next = t;
+		}
+		sleep_until(end && next > end ? end : next);
+	}
+	if (bs && !rc) {	/* what the ring buffer still holds */
+		rc = bpf_sampler__poll(bs, on_sample, &ctx);
+		rc = rc < 0 ? rc : 0;
+	}
+	end = now_s();
+	if (rc && !ctx.out_err) {
+		snprintf(err, sizeof(err), "sampling failed: %s", strerror(-rc));
+		goto fail;
+	}
+	if (bs)
+		bpf_sampler__stats(bs, &st);
+	else
+		remote_sampler__stats(rs, &st);
+	rc = ctx.out_err ? ctx.out_err : output__finish(ctx.out);
+	if (rc) {
+		snprintf(err, sizeof(err), "writing %s: %s", env.output ? env.output : "stdout",
+			 strerror(-rc));
+		goto fail;
+	}
+	if (ended)
+		fprintf(stderr, "pyprof-bpf: %s; the recording is complete up to then\n", ended);
+	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
+		"thread), %llu lost, %llu truncated, %llu errors, %llu unresolved frames\n",
+		(unsigned long long)st.samples, end - start, st.samples / (end - start), env.freq,
+		(unsigned long long)st.lost, (unsigned long long)st.truncated,
+		(unsigned long long)st.errors, (unsigned long long)ctx.symbol_errors);
+	exit_code = 0;
+	goto out;
+fail:
+	fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
+out:
+	bpf_sampler__free(bs);
+	remote_sampler__free(rs);
+	output__free(ctx.out);
+	symbolizer__free(ctx.sym);
+	free(ctx.syms);
+	free(ctx.names);
+	pyproc__free(p);
+	return exit_code;
+}
+
+int report__main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "pyprof-bpf: report: raw recordings are not implemented yet (issue #5)\n");
+	return 2;
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "intern.h"
+#include "linetable.h"
+#include "remote_mem.h"
+#include "symbolizer.h"
+#include "unicode.h"
+
+/* Bounds on what we read from the target for one code object. */
+#define MAX_STR_CHARS (1u << 16)
+#define MAX_LINETABLE (1u << 20)
+
+/*
+ * What identifies a code object beyond its address: when a code object is
+ * freed and another one is allocated at the same address, at least one of
+ * these differs (they are the objects it owns).
+ */
+struct code_key {
+	uint64_t qualname, filename, linetable;
+	int32_t firstlineno;
+};
+
+struct code_entry {
+	uint64_t addr;		/* 0: empty slot */
+	struct code_key key;
+	const char *qualname, *filename;
+	int firstlineno;
+	uint8_t *linetable;
+	size_t linetable_len;
+	uint64_t verified_epoch;
+};
+
+struct symbolizer {
+	struct pyproc *proc;
+	const struct py_offsets *off;
+	pid_t pid;
+	struct intern *strings;
+	struct code_entry *codes;	/* open addressing, power-of-two size */
+	size_t cap, count;
+	uint64_t epoch;
+	char *strbuf;			/* UTF-8 scratch for one string */
+	size_t strbuf_len;
+	void *rawbuf;			/* raw code points scratch */
+};
+
+static uint64_t hash_addr(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdull;
+	a ^= a >> 33;
+	return a;
+}
+
+int symbolizer__new(struct pyproc *p, struct symbolizer **out)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	int rc = -ENOMEM;
+
+	if (!s)
+		return -ENOMEM;
+	s->proc = p;
+	s->off = pyproc__offsets(p);
+	s->pid = pyproc__pid(p);
+	s->cap = 1024;
+	s->epoch = 1;
+	s->codes = calloc(s->cap, sizeof(*s->codes));
+	s->strbuf_len = (size_t)MAX_STR_CHARS * 4 + 1;
+	s->strbuf = malloc(s->strbuf_len);
+	s->rawbuf = malloc((size_t)MAX_STR_CHARS * 4);
+	if (!s->codes || !s->strbuf || !s->rawbuf)
+		goto fail;
+	rc = intern__new(&s->strings);
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	symbolizer__free(s);
+	return rc;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->codes && i < s->cap; i++)
+		free(s->codes[i].linetable);
+	free(s->codes);
+	free(s->strbuf);
+	free(s->rawbuf);
+	intern__free(s->strings);
+	free(s);
+}
+
+void symbolizer__next_sample(struct symbolizer *s)
+{
+	s->epoch++;
+}
+
+static uint64_t get_u64(const unsigned char *b, uint64_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+/* Read a str object and intern it as UTF-8. */
+static int read_str(struct symbolizer *s, uint64_t addr, const char **out)
+{
+	const struct py_offsets *o = s->off;
+	unsigned char hdr[PY_MAX_STRUCT_COPY];
+	uint64_t length, data;
+	uint32_t state;
+	unsigned int kind;
+	int compact, ascii, rc;
+	size_t len;
+
+	if (!addr)
+		return -EFAULT;
+	rc = remote_read(s->pid, addr, hdr, o->unicode_ascii_data);
+	if (rc)
+		return rc;
+	memcpy(&state, hdr + o->unicode_state, 4);
+	length = get_u64(hdr, o->unicode_length);
+	rc = pyunicode__state_decode(state, &kind, &compact, &ascii);
+	if (rc)
+		return rc;
+	if (!compact || length > MAX_STR_CHARS)
+		return -EINVAL;
+	data = addr + (ascii ? o->unicode_ascii_data : o->unicode_compact_data);
+	rc = remote_read(s->pid, data, s->rawbuf, length * kind);
+	if (rc)
+		return rc;
+	rc = pyunicode__to_utf8(kind, ascii, s->rawbuf, length, s->strbuf, s->strbuf_len, &len);
+	if (rc)
+		return rc;
+	*out = intern__get(s->strings, s->strbuf, len);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int read_bytes(struct symbolizer *s, uint64_t addr, uint8_t **out, size_t *outlen)
+{
+	const struct py_offsets *o = s->off;
+	uint64_t size;
+	uint8_t *buf;
+	int rc;
+
+	rc = remote_read_u64(s->pid, addr + o->bytes_size, &size);
+	if (rc)
+		return rc;
+	if (size > MAX_LINETABLE)
+		return -EINVAL;
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	rc = remote_read(s->pid, addr + o->bytes_sval, buf, size);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*outlen = size;
+	return 0;
+}
+
+static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
+{
+	const struct py_offsets *o = s->off;
+	unsigned char cb[PY_MAX_STRUCT_COPY];
+	uint64_t type = pyproc__code_type(s->proc);
+	int rc;
+
+	rc = remote_read(s->pid, code, cb, o->code_size);
+	if (rc)
+		return rc;
+	if (type && get_u64(cb, o->ob_type) != type)
+		return -EINVAL;	/* not a code object (any more) */
+	key->qualname = get_u64(cb, o->code_qualname);
+	key->filename = get_u64(cb, o->code_filename);
+	key->linetable = get_u64(cb, o->code_linetable);
+	memcpy(&key->firstlineno, cb + o->code_firstlineno, 4);
+	return 0;
+}
+
+/* Read the object's strings and table; @e is replaced only on success. */
+static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
+		      const struct code_key *key)
+{
+	struct code_entry n = { 0 };
+	int rc;
+
+	rc = read_str(s, key->qualname, &n.qualname);
+	if (!rc)
+		rc = read_str(s, key->filename, &n.filename);
+	if (!rc)
+		rc = read_bytes(s, key->linetable, &n.linetable, &n.linetable_len);
+	if (rc)
+		return rc;
+	free(e->linetable);
+	n.addr = code;
+	n.key = *key;
+	n.firstlineno = key->firstlineno;
+	n.verified_epoch = s->epoch;
+	*e = n;
+	return 0;
+}
+
+static int grow(struct symbolizer *s)
+{
+	size_t ncap = s->cap * 2;
+	struct code_entry *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++) {
+		size_t j;
+
+		if (!s->codes[i].addr)
+			continue;
+		for (j = hash_addr(s->codes[i].addr) & (ncap - 1); n[j].addr; j = (j + 1) & (ncap - 1))
+			;
+		n[j] = s->codes[i];
+	}
+	free(s->codes);
+	s->codes = n;
+	s->cap = ncap;
+	return 0;
+}
+
+static int lookup(struct symbolizer *s, uint64_t code, struct code_entry **out)
+{
+	struct code_key key;
+	size_t j;
+	int rc;
+
+	if ((s->count + 1) * 4 > s->cap * 3) {
+		rc = grow(s);
+		if (rc)
+			return rc;
+	}
+	for (j = hash_addr(code) & (s->cap - 1); s->codes[j].addr; j = (j + 1) & (s->cap - 1)) {
+		struct code_entry *e = &s->codes[j];
+
+		if (e->addr != code)
+			continue;
+		if (e->verified_epoch == s->epoch) {
+			*out = e;
+			return 0;
+		}
+		/* Once per sample: is it still the same code object? */
+		rc = read_key(s, code, &key);
+		if (rc)
+			return rc;
+		if (memcmp(&key, &e->key, sizeof(key)) == 0) {
+			e->verified_epoch = s->epoch;
+			*out = e;
+			return 0;
+		}
+		rc = fill_entry(s, e, code, &key);
+		if (rc)
+			return rc;
+		*out = e;
+		return 0;
+	}
+	rc = read_key(s, code, &key);
+	if (rc)
+		return rc;
+	rc = fill_entry(s, &s->codes[j], code, &key);
+	if (rc)
+		return rc;
+	s->count++;
+	*out = &s->codes[j];
+	return 0;
+}
+
+int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f, struct py_sym *out)
+{
+	const struct py_offsets *o = s->off;
+	struct code_entry *e;
+	int64_t offset;
+	int rc, line;
+
+	rc = lookup(s, f->code, &e);
+	if (rc)
+		return rc;
+	/* 3.11/3.12 point at the last instruction run, 3.13+ at the current
+	 * one; both give the same byte offset into co_code_adaptive. */
+	offset = (int64_t)(f->instr - (f->code + o->code_adaptive));
+	if (linetable__line_at(e->linetable, e->linetable_len, e->firstlineno, offset, &line))
+		line = -1;
+	out->function = e->qualname;
+	out->file = e->filename;
+	out->line = line;
+	out->firstlineno = e->firstlineno;
+	return 0;
+}
