@@ -123,6 +123,11 @@ struct out_strtab {
 int64_t out_strtab__id(struct out_strtab *t, const char *s);
 void out_strtab__clear(struct out_strtab *t);
 
+/* Length (1-4) of the valid UTF-8 sequence at @s, 0 if invalid (or NUL); sets *cp. */
+int out_utf8_seq(const unsigned char *s, uint32_t *cp);
+/* A copy of @s with each byte that is not valid UTF-8 replaced by U+FFFD; NULL: ENOMEM. */
+char *out_utf8_clean(const char *s);
+
 /* Grow an array of @size-byte items to hold at least @need; 0 or -ENOMEM. */
 int out_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 

@@ -490,7 +490,9 @@ static void fg_svg(struct output *o, const struct fg_tree *t, const char *title)
 		"<svg version=\"1.1\" width=\"1200\" height=\"%u\" viewBox=\"0 0 1200 %u\" "
 		"xmlns=\"http://www.w3.org/2000/svg\">\n<style type=\"text/css\">\n", h, h);
 	fputs(fg_css_svg, f);
-	fputs("</style>\n<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
+	fputs("</style>\n<title>", f);
+	put_escaped(f, title);
+	fputs("</title>\n<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
 	      "<text id=\"fg-title\" x=\"600\" y=\"20\" text-anchor=\"middle\">", f);
 	put_escaped(f, title);
 	fprintf(f, "</text>\n<text id=\"fg-reset\" x=\"10\" y=\"36\">Reset zoom</text>\n"

@@ -73,42 +73,6 @@
 #include <string.h>
 #include "output.h"
 
-/* Length of the valid UTF-8 sequence at @s (1-4), 0 if invalid; sets *cp. */
-static int utf8_seq(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t c = s[0], min;
-	int len;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		c &= 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		c &= 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		c &= 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;	/* also stops at the NUL */
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 static int unicode_space(uint32_t c)
 {
 	return (c >= 0x80 && c <= 0xa0) || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
@@ -129,7 +93,7 @@ static size_t escape(const char *s, int esc_colon, char *out)
 
 	while (*p) {
 		uint32_t cp;
-		int len = utf8_seq(p, &cp), enc;
+		int len = out_utf8_seq(p, &cp), enc;
 
 		if (!len) {
 			len = 1;

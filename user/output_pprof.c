@@ -96,9 +96,31 @@ struct pprof_ctx {
 	int err;
 };
 
+/* Index of @s in the string table; proto strings are UTF-8, so bad bytes become U+FFFD. */
 static uint64_t str(struct pprof_ctx *c, const char *s)
 {
-	int64_t id = out_strtab__id(&c->strs, s);
+	const unsigned char *p;
+	uint32_t cp;
+	int64_t id;
+	char *clean;
+	int len;
+
+	for (p = (const unsigned char *)s; *p; p += len) {
+		len = out_utf8_seq(p, &cp);
+		if (!len)
+			break;
+	}
+	if (*p) {
+		clean = out_utf8_clean(s);
+		if (!clean) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		id = out_strtab__id(&c->strs, clean);
+		free(clean);
+	} else {
+		id = out_strtab__id(&c->strs, s);
+	}
 
 	if (id < 0) {
 		c->err = (int)id;
