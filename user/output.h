@@ -143,7 +143,7 @@ struct out_frame {
 	uint32_t fn_id, file_id;	/* in the model's strtab */
 	const char *function;	/* qualname (Python) or the whole "[...]" text */
 	const char *file;	/* "" for synthetic frames and unknown files */
-	int line;		/* line shown: executing line, or firstlineno with no_lines; >= 0 */
+	int line;		/* executing line, or firstlineno with no_lines; >= 0 */
 	int firstlineno;	/* >= 0; the first one seen for this frame */
 	char *text;		/* perf-script symbol = collapsed frame (output_perf.c) */
 	char *dso;		/* perf-script dso field */

@@ -160,8 +160,8 @@ static const char fg_js[] =
 	"}\n"
 	"function draw(k, px, pw, H, dim) {\n"
 	"	var y = H - FOOT - (depth[k] + 1) * ROW;\n"
-	"	var g = el('g', { 'class': 'f' + (dim ? ' dim' : '') + (matched && matched[k] ? ' match' : ''),\n"
-	"		'data-n': k }, root);\n"
+	"	var cls = 'f' + (dim ? ' dim' : '') + (matched && matched[k] ? ' match' : '');\n"
+	"	var g = el('g', { 'class': cls, 'data-n': k }, root);\n"
 	"	el('rect', { x: px.toFixed(2), y: y, width: Math.max(pw - 0.5, 0.1).toFixed(2),\n"
 	"		height: ROW - 1, rx: 2, fill: color(k) }, g);\n"
 	"	var t = el('title', {}, g);\n"
@@ -250,7 +250,7 @@ static const char fg_js[] =
 	"}\n"
 	"function nodeOf(e) {\n"
 	"	var t = e.target;\n"
-	"	while (t && t !== root && !(t.getAttribute && t.getAttribute('data-n') !== null))\n"
+	"	while (t && t !== root && !(t.hasAttribute && t.hasAttribute('data-n')))\n"
 	"		t = t.parentNode;\n"
 	"	return t && t !== root ? +t.getAttribute('data-n') : -1;\n"
 	"}\n"
@@ -269,12 +269,12 @@ static const char fg_js[] =
 	"	if (details)\n"
 	"		details.textContent = full(k) + ' - ' + info(k);\n"
 	"	if (tip) {\n"
+	"		var fr = F[frame[k]], b = doc.createElement('b');\n"
 	"		tip.textContent = '';\n"
-	"		var b = doc.createElement('b');\n"
-	"		b.textContent = F[frame[k]][0];\n"
+	"		b.textContent = fr[0];\n"
 	"		tip.appendChild(b);\n"
-	"		if (F[frame[k]][3] === 0)\n"
-	"			tip.appendChild(doc.createTextNode('\\n' + F[frame[k]][1] + ':' + F[frame[k]][2]));\n"
+	"		if (fr[3] === 0)\n"
+	"			tip.appendChild(doc.createTextNode('\\n' + fr[1] + ':' + fr[2]));\n"
 	"		tip.appendChild(doc.createTextNode('\\n' + info(k)));\n"
 	"		tip.style.display = 'block';\n"
 	"		var tx = e.pageX + 12, ty = e.pageY + 12;\n"
@@ -310,9 +310,11 @@ static const char fg_js[] =
 	"	info0.textContent = totalCount + ' samples, ' + fmtTime(total) + ' CPU';\n"
 	"if (html)\n"
 	"	window.addEventListener('resize', render);\n"
-	"window.flamegraph = { search: search, zoom: zoom, reset: function () { zoom(0); },\n"
-	"	label: label, full: full, weight: weight, count: count, frame: frame, parent: parent,\n"
-	"	frames: F };\n"
+	"window.flamegraph = {\n"
+	"	search: search, zoom: zoom, reset: function () { zoom(0); },\n"
+	"	label: label, full: full, frames: F,\n"
+	"	weight: weight, count: count, frame: frame, parent: parent\n"
+	"};\n"
 	"render();\n"
 	"})();\n";
 
@@ -354,7 +356,8 @@ struct fg_tree {
 	uint32_t n, cap;
 	struct out_map map;
 	uint32_t *comm_frame;	/* by comm string id: JSON frame index, or OUT_NONE */
-	uint32_t ncomm;		/* comm frames after the "all" frame */
+	uint32_t *comm_str;	/* by comm frame (after "all"): the comm's string id */
+	uint32_t ncomm;
 	uint32_t maxdepth;
 };
 
@@ -387,7 +390,8 @@ static int fg_build(struct output *o, struct fg_tree *t, uint32_t *path)
 	int err;
 
 	t->comm_frame = malloc(((size_t)m->strs.n + 1) * sizeof(*t->comm_frame));
-	if (!t->comm_frame)
+	t->comm_str = malloc(((size_t)m->strs.n + 1) * sizeof(*t->comm_str));
+	if (!t->comm_frame || !t->comm_str)
 		return -ENOMEM;
 	for (uint32_t i = 0; i <= m->strs.n; i++)
 		t->comm_frame[i] = OUT_NONE;
@@ -398,8 +402,10 @@ static int fg_build(struct output *o, struct fg_tree *t, uint32_t *path)
 		const struct out_agg *a = &m->aggs[i];
 		uint32_t comm = m->threads[a->thread].comm_id, n, d = 1;
 
-		if (t->comm_frame[comm] == OUT_NONE)
+		if (t->comm_frame[comm] == OUT_NONE) {
+			t->comm_str[t->ncomm] = comm;
 			t->comm_frame[comm] = m->nframes + 1 + t->ncomm++;
+		}
 		err = fg_child(t, root, (uint64_t)1 << 40 | comm, t->comm_frame[comm], &id);
 		if (err)
 			return err;
@@ -440,14 +446,11 @@ static void fg_json(struct output *o, const struct fg_tree *t, const char *title
 		fprintf(f, ",%d,%d],\n", fr->line, (int)fr->kind);
 	}
 	fprintf(f, "[\"all\",\"\",0,%d]", FG_KIND_ROOT);
+	/* The comm frames, in the order fg_build() numbered them. */
 	for (uint32_t k = 0; k < t->ncomm; k++) {
-		for (uint32_t s = 0; s < m->strs.n; s++) {
-			if (t->comm_frame[s] != m->nframes + 1 + k)
-				continue;
-			fputs(",\n[", f);
-			json_write_string_html(f, m->strs.strs[s]);
-			fprintf(f, ",\"\",0,%d]", FG_KIND_ROOT);
-		}
+		fputs(",\n[", f);
+		json_write_string_html(f, m->strs.strs[t->comm_str[k]]);
+		fprintf(f, ",\"\",0,%d]", FG_KIND_ROOT);
 	}
 	fputs("],\n\"nodes\":[", f);
 	for (uint32_t i = 0; i < t->n; i++)
@@ -544,6 +547,7 @@ out:
 	free(path);
 	free(t.v);
 	free(t.comm_frame);
+	free(t.comm_str);
 	out_map__clear(&t.map);
 	return err;
 }

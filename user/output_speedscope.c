@@ -102,7 +102,8 @@ static int speedscope_finish(struct output *o)
 		}
 		fputs("],\n\"weights\":[", f);
 		for (uint32_t k = start[t]; k < start[t + 1]; k++)
-			fprintf(f, k > start[t] ? ",%" PRIu64 : "%" PRIu64, m->aggs[order[k]].weight);
+			fprintf(f, "%s%" PRIu64, k > start[t] ? "," : "",
+				m->aggs[order[k]].weight);
 		fputs("]}", f);
 		if (ferror(f))
 			break;

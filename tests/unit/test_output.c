@@ -425,7 +425,8 @@ static void test_perf_escapes(void **state)
 		"python3;"
 		"py::\xe5\x87\xbd\xe6\x95\xb0-x>y:/a:b-%3Ec.py:7;"
 		"py::tab%09nl%0A%E2%80%A8nbsp%C2%A0bad%FF::0;"
-		"py::f%28x%29%3By%20%22q%22%20%27a%27-%3Eb%3Ac%25:/tmp/my%20dir/\xc3\xa9%20%281%29.py:5"
+		"py::f%28x%29%3By%20%22q%22%20%27a%27-%3Eb%3Ac%25:"
+		"/tmp/my%20dir/\xc3\xa9%20%281%29.py:5"
 		" 10101010\n");
 	free(out);
 	out = run_fmt("perf-script", NULL, &s, 1, NULL);
@@ -530,8 +531,10 @@ static void test_speedscope(void **state)
 	(void)state;
 	out = run_fmt("speedscope", NULL, s, 3, NULL);
 	assert_true(json_valid(out));
-	assert_non_null(strstr(out, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
-	assert_non_null(strstr(out, "{\"name\":\"Worker.hot\",\"file\":\"/app/work.py\",\"line\":42}"));
+	assert_non_null(strstr(out, "\"$schema\":"
+				    "\"https://www.speedscope.app/file-format-schema.json\""));
+	assert_non_null(strstr(out, "{\"name\":\"Worker.hot\",\"file\":\"/app/work.py\","
+				    "\"line\":42}"));
 	assert_non_null(strstr(out, "\"uni\xc3\xa9\xe2\x80\xa8 \\\"q\\\" \\\\ <\\u0001>\""));
 	assert_non_null(strstr(out, "\"file\":\"/x\\ufffd.py\""));
 	assert_non_null(strstr(out, "\"name\":\"python3 pid 1234 tid 1240 (MainThread)\""));
@@ -785,7 +788,8 @@ static void test_json_writer(void **state)
 		{ 0, "plain", "\"plain\"" },
 		{ 0, "q\"b\\s/", "\"q\\\"b\\\\s/\"" },
 		{ 0, "\n\t\r\b\f\x01\x1f\x7f", "\"\\n\\t\\r\\b\\f\\u0001\\u001f\x7f\"" },
-		{ 0, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"" },
+		{ 0, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+		  "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"" },
 		{ 0, "a\xff" "b\xc3", "\"a\\ufffdb\\ufffd\"" },
 		{ 0, "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },	/* a surrogate */
 		{ 0, "\xc0\xaf", "\"\\ufffd\\ufffd\"" },		/* overlong */
