@@ -20,7 +20,15 @@
  *   Python frames   outermost first
  *
  * so every format shows the same profile, and no sample is ever dropped.
- * How frames are named in text formats is documented in output_perf.c.
+ * collapsed and the flame graph put the comm under it as their root, as
+ * FlameGraph's stackcollapse-perf.pl does with perf-script output.
+ *
+ * Weights: a sample weighs its period_ns (1 when 0). perf-script prints it as
+ * the period; collapsed counts, flame graph widths, speedscope weights and
+ * pprof's cpu/nanoseconds are sums of weights; pprof's samples/count and the
+ * top table count samples. How frames are named in the text formats (and so
+ * what FlameGraph, speedscope and the Firefox Profiler show) is documented at
+ * the top of output_perf.c.
  */
 #ifndef PYPROF_OUTPUT_H
 #define PYPROF_OUTPUT_H
