@@ -291,7 +291,14 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 		*(uint64_t *)((char *)out + b->dest) = v;
 	}
 
-	/* Layout facts not in the table. */
+	/* Layout facts not in the table. _co_firsttraceable sits 16 bytes
+	 * before co_code_adaptive in every release from 3.11 to 3.15. */
+	if (out->code_adaptive < 16 + 4 || out->code_adaptive - 16 < out->code_firstlineno) {
+		snprintf(err, errlen, "_Py_DebugOffsets: co_code_adaptive at %llu is implausible",
+			 (unsigned long long)out->code_adaptive);
+		return -EPROTO;
+	}
+	out->code_firsttraceable = out->code_adaptive - 16;
 	if (!out->unicode_compact_data)	/* PyCompactUnicodeObject adds utf8_length, utf8 */
 		out->unicode_compact_data = out->unicode_ascii_data + 16;
 	out->frame_owner_interp_min = 3;	/* 3.13 CSTACK; 3.14+ INTERPRETER (and CSTACK 4) */
@@ -327,5 +334,6 @@ void py_offsets__fit_reads(struct py_offsets *o)
 	o->frame_size = max3(max3(o->frame_previous, o->frame_executable, o->frame_instr_ptr),
 			     o->frame_owner, 0) + 8;
 	o->code_size = max3(max3(o->code_filename, o->code_name, o->code_qualname),
-			    max3(o->code_linetable, o->code_firstlineno, o->ob_type), 0) + 8;
+			    max3(o->code_linetable, o->code_firstlineno, o->ob_type),
+			    o->code_firsttraceable) + 8;
 }

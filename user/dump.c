@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "dump.h"
 #include "json_writer.h"
 #include "pyproc.h"
@@ -64,8 +65,6 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 
 		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
 		json_write_string(out, t->name);
-		if (t->truncated)
-			fputs(", \"truncated\": true", out);
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++) {
 			const struct py_sym *s = &t->syms[k];
@@ -82,6 +81,56 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		fputs("]}", out);
 	}
 	fputs("]}\n", out);
+}
+
+/* A running thread changes its stack while we read it: a walk whose frames do
+ * not all resolve is taken again, a few times, before it is reported. */
+#define DUMP_ATTEMPTS 20
+
+static int exited(pid_t pid);
+
+static int thread_alive(pid_t pid, pid_t tid)
+{
+	char fn[64];
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d", (int)pid, (int)tid);
+	return tid > 0 && access(fn, F_OK) == 0;
+}
+
+static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
+		       struct py_rawframe *raw)
+{
+	size_t nf = 0, bad = 0;
+	int rc = 0;
+
+	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
+		rc = pyproc__walk(p, t->t.tstate, raw, DUMP_MAX_FRAMES, &nf, &t->truncated);
+		if (rc == -ESRCH)
+			return rc;
+		if (rc) {
+			if (exited(pyproc__pid(p)))
+				return -ESRCH;
+			continue;
+		}
+		free(t->syms);
+		t->syms = calloc(nf ? nf : 1, sizeof(*t->syms));
+		if (!t->syms)
+			return -ENOMEM;
+		bad = 0;
+		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
+		if (!bad)
+			break;
+		if (exited(pyproc__pid(p)))
+			return -ESRCH;
+	}
+	if (rc)
+		return rc;
+	if (bad)
+		return -EAGAIN;
+	if (t->truncated)
+		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
+			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
+	return 0;
 }
 
 static int exited(pid_t pid)
@@ -131,7 +180,13 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, &n);
+	/* Threads that start or end while we walk the list make a read fail:
+	 * take the list again. */
+	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
+		rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, &n);
+		if (rc != -EFAULT && rc != -EPROTO && rc != -ELOOP)
+			break;
+	}
 	if (rc == -E2BIG) {
 		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
 			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
@@ -141,26 +196,31 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 		goto fail_read;
 	for (size_t i = 0; i < n; i++) {
 		struct dump_thread *t = &th[i];
-		size_t nf;
 
 		t->t = threads[i];
 		thread_name(o->pid, t->t.host_tid, t->name, sizeof(t->name));
-		rc = pyproc__walk(p, t->t.tstate, raw, DUMP_MAX_FRAMES, &nf, &t->truncated);
-		if (rc)
-			goto fail_read;
-		t->syms = calloc(nf ? nf : 1, sizeof(*t->syms));
-		if (!t->syms) {
-			rc = -ENOMEM;
+		rc = dump_thread(p, sym, t, raw);
+		if (rc && rc != -ESRCH && !thread_alive(o->pid, t->t.host_tid)) {
+			/* it ended while we read it: it is not part of "now" */
+			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
+			free(t->syms);
+			t->syms = NULL;
+			n--;
+			i--;
+			continue;
+		}
+		if (rc == -ENOMEM) {
 			snprintf(err, errlen, "out of memory");
 			goto out;
 		}
-		symbolizer__next_sample(sym);
-		for (size_t k = 0; k < nf; k++) {
-			rc = symbolizer__resolve(sym, &raw[k], &t->syms[k]);
-			if (rc)
-				goto fail_read;
+		if (rc == -EAGAIN) {
+			snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
+				 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
+				 DUMP_ATTEMPTS);
+			goto out;
 		}
-		t->nframes = nf;
+		if (rc)
+			goto fail_read;
 	}
 	if (o->json)
 		print_json(out, p, th, n);

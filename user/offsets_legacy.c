@@ -21,7 +21,7 @@ static const struct py_offsets py311 = {
 	.frame_owner_interp_min = 0,	/* 3.11 has no shim frames */
 	.frame_instr_is_prev = true,
 	.code_filename = 112, .code_name = 120, .code_qualname = 128, .code_linetable = 136,
-	.code_firstlineno = 72, .code_adaptive = 184,
+	.code_firstlineno = 72, .code_adaptive = 184, .code_firsttraceable = 168,
 	.ob_type = 8,
 	.unicode_state = 32, .unicode_length = 16,
 	.unicode_ascii_data = 48, .unicode_compact_data = 72,	/* 3.11 still has wstr */
@@ -38,7 +38,7 @@ static const struct py_offsets py312 = {
 	.frame_owner_interp_min = 3,	/* FRAME_OWNED_BY_CSTACK */
 	.frame_instr_is_prev = true,
 	.code_filename = 112, .code_name = 120, .code_qualname = 128, .code_linetable = 136,
-	.code_firstlineno = 68, .code_adaptive = 192,
+	.code_firstlineno = 68, .code_adaptive = 192, .code_firsttraceable = 176,
 	.ob_type = 8,
 	.unicode_state = 32, .unicode_length = 16,
 	.unicode_ascii_data = 40, .unicode_compact_data = 56,

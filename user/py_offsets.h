@@ -61,6 +61,10 @@ struct py_offsets {
 	uint64_t code_linetable;
 	uint64_t code_firstlineno;	/* int */
 	uint64_t code_adaptive;		/* co_code_adaptive: first instruction */
+	/* _co_firsttraceable (int): frames whose instruction lies before it
+	 * were just pushed (or are the 3.13 __init__ shim) and are not shown,
+	 * as sys._current_frames() does not show them. */
+	uint64_t code_firsttraceable;
 
 	uint64_t ob_type;
 

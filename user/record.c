@@ -52,7 +52,7 @@ struct record_ctx {
 	struct tid_name *names;
 	size_t nnames;
 	uint64_t period_ns;
-	uint64_t symbol_errors;
+	size_t symbol_errors;
 	int out_err;
 };
 
@@ -222,20 +222,14 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		.ts_ns = r->ts_ns,
 		.period_ns = c->period_ns,
 		.status = r->status,
-		.nframes = r->nframes,
 		.frames = c->syms,
 	};
+	size_t nf;
 	int rc;
 
 	s.thread_name = thread_name(c, r->tid);
-	symbolizer__next_sample(c->sym);
-	for (uint32_t i = 0; i < r->nframes; i++) {
-		if (symbolizer__resolve(c->sym, &r->frames[i], &c->syms[i])) {
-			/* a code object we could not read: keep the frame, say so */
-			c->syms[i] = (struct py_sym){ "<unknown>", "<unknown>", -1, 0 };
-			c->symbol_errors++;
-		}
-	}
+	symbolizer__resolve_stack(c->sym, r->frames, r->nframes, c->syms, &nf, &c->symbol_errors);
+	s.nframes = (uint32_t)nf;
 	rc = output__add(c->out, &s);
 	if (rc) {
 		c->out_err = rc;
@@ -414,10 +408,10 @@ int record__main(int argc, char **argv)
 	if (ended)
 		fprintf(stderr, "pyprof-bpf: %s; the recording is complete up to then\n", ended);
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
-		"thread), %llu lost, %llu truncated, %llu errors, %llu unresolved frames\n",
+		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames\n",
 		(unsigned long long)st.samples, end - start, st.samples / (end - start), env.freq,
 		(unsigned long long)st.lost, (unsigned long long)st.truncated,
-		(unsigned long long)st.errors, (unsigned long long)ctx.symbol_errors);
+		(unsigned long long)st.errors, ctx.symbol_errors);
 	exit_code = 0;
 	goto out;
 fail:

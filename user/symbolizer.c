@@ -20,6 +20,7 @@
 struct code_key {
 	uint64_t qualname, filename, linetable;
 	int32_t firstlineno;
+	int32_t firsttraceable;
 };
 
 struct code_entry {
@@ -182,6 +183,7 @@ static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 	key->filename = get_u64(cb, o->code_filename);
 	key->linetable = get_u64(cb, o->code_linetable);
 	memcpy(&key->firstlineno, cb + o->code_firstlineno, 4);
+	memcpy(&key->firsttraceable, cb + o->code_firsttraceable, 4);
 	return 0;
 }
 
@@ -295,5 +297,29 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f, struc
 	out->file = e->filename;
 	out->line = line;
 	out->firstlineno = e->firstlineno;
+	/* Pushed but not started (or the 3.13 __init__ shim): not a frame
+	 * Python itself would show. */
+	return offset < 2 * (int64_t)e->key.firsttraceable ? -ENOENT : 0;
+}
+
+int symbolizer__resolve_stack(struct symbolizer *s, const struct py_rawframe *raw, size_t n,
+			      struct py_sym *out, size_t *nout, size_t *unresolved)
+{
+	size_t k = 0;
+
+	symbolizer__next_sample(s);
+	for (size_t i = 0; i < n; i++) {
+		int rc = symbolizer__resolve(s, &raw[i], &out[k]);
+
+		if (rc == -ENOENT)
+			continue;
+		if (rc) {
+			/* keep the frame, and say it could not be read */
+			out[k] = (struct py_sym){ "<unknown>", "<unknown>", -1, 0 };
+			(*unresolved)++;
+		}
+		k++;
+	}
+	*nout = k;
 	return 0;
 }

@@ -29,8 +29,17 @@ void symbolizer__free(struct symbolizer *s);
  * for address reuse before they are trusted. */
 void symbolizer__next_sample(struct symbolizer *s);
 
-/* Resolve one raw frame. -EFAULT when the code object cannot be read. */
+/* Resolve one raw frame. -EFAULT when the code object cannot be read,
+ * -ENOENT for a frame Python does not show (pushed but not yet started). */
 int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f,
 			struct py_sym *out);
+
+/*
+ * Resolve a whole stack (starts a new sample): frames Python does not show
+ * are dropped, frames that cannot be read become "<unknown>" and are counted
+ * in *unresolved. @out holds at least @n entries; *nout is how many it got.
+ */
+int symbolizer__resolve_stack(struct symbolizer *s, const struct py_rawframe *raw, size_t n,
+			      struct py_sym *out, size_t *nout, size_t *unresolved);
 
 #endif
