@@ -366,8 +366,8 @@ def check_json(target, proc):
 
 
 FRAME_RES = [
-    re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+), in (?P<func>.+?)\s*$'),
-    re.compile(r'^\s*(?:at\s+)?(?P<func>\S.*?) \((?P<file>.*):(?P<line>\d+)\)\s*$'),
+    re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>-?\d+), in (?P<func>.+?)\s*$'),
+    re.compile(r'^\s*(?:at\s+)?(?P<func>\S.*?) \((?P<file>.*):(?P<line>-?\d+)\)\s*$'),
 ]
 
 
@@ -575,3 +575,88 @@ def test_dump_deleted_executable(how, procs, tmp_path):
     assert "(deleted)" in maps, "the executable should show as deleted"
     dump_and_check(target)
     check_stable(target)
+
+
+# --------------------------------------------------------------------------
+# a target whose stacks change while it is dumped
+
+CHURN = os.path.join(TARGETS, "churn.py")
+STDLIB = re.compile(r"/lib/python3\.\d+d?/[\w/]+\.py$")
+
+
+def code_qualnames(path):
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), path, "exec")
+    out, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        out.add(getattr(c, "co_qualname", c.co_name))
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_code"))
+    return out
+
+
+def check_shape(doc, pid, what):
+    """The documented --json shape, exactly."""
+    assert isinstance(doc, dict) and set(doc) == {"pid", "python", "threads"}, \
+        f"{what}: top level keys {sorted(doc) if isinstance(doc, dict) else doc!r}"
+    assert doc["pid"] == pid and isinstance(doc["python"], str), what
+    for t in doc["threads"]:
+        assert set(t) == {"tid", "name", "frames"}, (
+            f"{what}: thread keys {sorted(t)}, expected exactly frames, name, tid")
+        assert isinstance(t["tid"], int) and isinstance(t["name"], str), f"{what}: {t}"
+        for f in t["frames"]:
+            ok = (set(f) == {"function", "file", "line"} and isinstance(f["function"], str)
+                  and isinstance(f["file"], str) and isinstance(f["line"], int))
+            assert ok, f"{what}: thread {t['tid']}: frame {f} is not of the documented shape"
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_dump_of_changing_target(interp, procs, tmp_path):
+    """churn.py never stops changing its stacks and threads. Every dump must
+    succeed or fail with one error line; successful ones (most of them) must
+    have the documented shape and only possible stacks: functions that exist
+    in the target (or threading.py/random.py) and no deeper than it goes."""
+    script = stage_unique(interp, CHURN, procs)
+    seen, host = out_path(interp, procs, tmp_path, "churn.ready")
+    p = procs.start(interp.argv([script, seen, "0"]), str(tmp_path / "churn.stderr"))
+    wait_file(p, host, f"churn.py on {interp.label}")
+    known = code_qualnames(CHURN)
+    DUMPS = 40
+    ok, errors, problems = 0, [], []
+    for n in range(DUMPS):
+        proc = run_tool(["dump", "-p", str(p.pid), "--json"])
+        what = f"{interp.label} dump {n}"
+        assert proc.returncode >= 0, f"{what}: killed by signal {-proc.returncode}"
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").rstrip("\n")
+            assert err and "\n" not in err, f"{what}: not one error line: {err!r}"
+            errors.append(err)
+            continue
+        ok += 1
+        doc = json.loads(proc.stdout.decode("utf-8"))
+        try:
+            check_shape(doc, p.pid, what)
+        except AssertionError as e:
+            problems.append(str(e).split("\n")[0][:300])
+        for t in doc["threads"]:
+            if not isinstance(t, dict) or not isinstance(t.get("frames"), list):
+                continue
+            bad = [i for i, f in enumerate(t["frames"])
+                   if not (isinstance(f, dict) and (
+                       (f.get("file") == script and f.get("function") in known)
+                       or STDLIB.search(str(f.get("file")))))]
+            if bad:
+                problems.append(
+                    f"{what}: thread {t['tid']} ({t.get('name')}): frames {bad[:5]} of "
+                    f"{len(t['frames'])} (innermost first) are impossible, e.g. "
+                    f"{t['frames'][bad[0]]}; the stack: "
+                    + " < ".join(str(f.get("function")) for f in t["frames"][:12]))
+            if len(t["frames"]) > 200:
+                problems.append(f"{what}: thread {t['tid']}: {len(t['frames'])} "
+                                f"frames; churn.py never goes deeper than ~160")
+    assert p.poll() is None, stderr_of(p)
+    if problems:
+        pytest.fail(f"{interp.label}: {len(problems)} problems in {ok} successful "
+                    f"dumps:\n  " + "\n  ".join(problems[:12]), pytrace=False)
+    assert ok >= DUMPS * 3 // 4, (f"{interp.label}: only {ok} of {DUMPS} dumps "
+                                  f"worked: {errors[:5]}")
