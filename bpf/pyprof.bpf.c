@@ -121,6 +121,10 @@ static long walk_frame(__u32 i, void *arg)
 	f->frame = fp;
 	f->code = field64(sc->fbuf, cfg.frame_executable) & ~cfg.executable_tag_mask;
 	f->instr = field64(sc->fbuf, cfg.frame_instr_ptr);
+	f->code_version = 0;
+	if (cfg.code_version)	/* a fault leaves 0: "unknown" */
+		bpf_probe_read_user(&f->code_version, sizeof(f->code_version),
+				    (const void *)(f->code + cfg.code_version));
 	w->n = n + 1;
 	w->fp = prev;
 	return 0;

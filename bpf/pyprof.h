@@ -77,6 +77,8 @@ struct pyprof_config {
 	__u64 frame_owner_interp_min;
 	/* Bits cleared from f_executable (a tagged _PyStackRef since 3.14). */
 	__u64 executable_tag_mask;
+	/* co_version in the code object (4 bytes); 0: not read (3.11). */
+	__u64 code_version;
 
 	__u32 max_frames;		/* <= PYPROF_MAX_FRAMES */
 	__u32 max_walk;			/* frames visited, Python or not */
@@ -99,6 +101,10 @@ struct pyprof_frame {
 	__u64 frame;			/* _PyInterpreterFrame address */
 	__u64 code;			/* code object address, tag cleared */
 	__u64 instr;			/* instr_ptr (prev_instr before 3.13) */
+	/* co_version of the code object (3.12+; 0 when unknown): with the
+	 * address it identifies the object even after its address is reused. */
+	__u32 code_version;
+	__u32 reserved;
 };
 
 /*

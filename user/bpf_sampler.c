@@ -69,7 +69,9 @@
 _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct pyprof_frame, frame) == offsetof(struct py_rawframe, frame) &&
 	       offsetof(struct pyprof_frame, code) == offsetof(struct py_rawframe, code) &&
-	       offsetof(struct pyprof_frame, instr) == offsetof(struct py_rawframe, instr),
+	       offsetof(struct pyprof_frame, instr) == offsetof(struct py_rawframe, instr) &&
+	       offsetof(struct pyprof_frame, code_version) ==
+	       offsetof(struct py_rawframe, code_version),
 	       "records are handed out without copying");
 _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_TRUNCATED == (int)SAMPLE_TRUNCATED &&
@@ -269,6 +271,7 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
 	c->frame_size = (need + 7) & ~7ULL;
 	c->frame_owner_interp_min = o->frame_owner_interp_min;
 	c->executable_tag_mask = o->executable_tag_mask;
+	c->code_version = o->code_version;
 	c->max_frames = max_frames;
 	c->max_walk = max_frames * PYPROF_WALK_FACTOR;
 	c->tgid = pid;

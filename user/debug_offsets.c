@@ -191,6 +191,7 @@ static const struct binding bindings[] = {
 	{ "code_object.linetable", OFF(code_linetable), 8 },
 	{ "code_object.firstlineno", OFF(code_firstlineno), 4 },
 	{ "code_object.co_code_adaptive", OFF(code_adaptive), 2 },
+	{ "code_object.localsplusnames", OFF(code_version), 8 },
 	{ "pyobject.ob_type", OFF(ob_type), 8 },
 	{ "unicode_object.state", OFF(unicode_state), 4 },
 	{ "unicode_object.length", OFF(unicode_length), 8 },
@@ -299,6 +300,12 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 		return -EPROTO;
 	}
 	out->code_firsttraceable = out->code_adaptive - 16;
+	/* co_version is the uint32 just before co_localsplusnames (3.12-3.15). */
+	if (out->code_version < 4) {
+		snprintf(err, errlen, "_Py_DebugOffsets: code_object.localsplusnames is implausible");
+		return -EPROTO;
+	}
+	out->code_version -= 4;
 	if (!out->unicode_compact_data)	/* PyCompactUnicodeObject adds utf8_length, utf8 */
 		out->unicode_compact_data = out->unicode_ascii_data + 16;
 	out->frame_owner_interp_min = 3;	/* 3.13 CSTACK; 3.14+ INTERPRETER (and CSTACK 4) */

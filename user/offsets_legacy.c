@@ -39,6 +39,7 @@ static const struct py_offsets py312 = {
 	.frame_instr_is_prev = true,
 	.code_filename = 112, .code_name = 120, .code_qualname = 128, .code_linetable = 136,
 	.code_firstlineno = 68, .code_adaptive = 192, .code_firsttraceable = 176,
+	.code_version = 92,
 	.ob_type = 8,
 	.unicode_state = 32, .unicode_length = 16,
 	.unicode_ascii_data = 40, .unicode_compact_data = 56,

@@ -65,6 +65,9 @@ struct py_offsets {
 	 * were just pushed (or are the 3.13 __init__ shim) and are not shown,
 	 * as sys._current_frames() does not show them. */
 	uint64_t code_firsttraceable;
+	/* co_version (uint32, 3.12+; 0: absent): unique per code object, so
+	 * (address, version) survives the address being reused. */
+	uint64_t code_version;
 
 	uint64_t ob_type;
 

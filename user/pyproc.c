@@ -446,6 +446,29 @@ fail:
 	return rc;
 }
 
+/* co_version of every frame's code object, in one process_vm_readv. */
+static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
+{
+	struct remote_iov iov[256];
+	uint64_t off = p->off.code_version;
+
+	for (size_t done = 0; off && done < n;) {
+		size_t k = n - done < 256 ? n - done : 256;
+
+		for (size_t i = 0; i < k; i++) {
+			f[done + i].code_version = 0;
+			iov[i] = (struct remote_iov){ f[done + i].code + off,
+						      &f[done + i].code_version, 4 };
+		}
+		/* A fault leaves versions at 0 ("unknown"): the symbolizer
+		 * then checks the object itself. */
+		if (remote_readv(p->pid, iov, k) == -ESRCH)
+			return -ESRCH;
+		done += k;
+	}
+	return 0;
+}
+
 int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
 		 size_t *n, int *truncated)
 {
@@ -486,10 +509,12 @@ int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, siz
 			out[count].frame = frame;
 			out[count].code = get_u64(fb, o->frame_executable) & ~o->executable_tag_mask;
 			out[count].instr = get_u64(fb, o->frame_instr_ptr);
+			out[count].code_version = 0;
+			out[count].reserved = 0;
 			count++;
 		}
 		frame = get_u64(fb, o->frame_previous);
 	}
 	*n = count;
-	return 0;
+	return read_versions(p, out, count);
 }

@@ -58,6 +58,8 @@ struct py_rawframe {
 	uint64_t frame;		/* _PyInterpreterFrame address */
 	uint64_t code;		/* code object address */
 	uint64_t instr;		/* instruction pointer (instr_ptr / prev_instr) */
+	uint32_t code_version;	/* co_version (3.12+), 0 when unknown */
+	uint32_t reserved;
 };
 
 /*

@@ -21,6 +21,14 @@ struct code_key {
 	uint64_t qualname, filename, linetable;
 	int32_t firstlineno;
 	int32_t firsttraceable;
+	uint32_t version;	/* co_version (3.12+): unique per code object */
+	uint32_t pad;
+};
+
+/* The location table decoded once: line of byte offsets [prev end, end). */
+struct line_span {
+	int64_t end;
+	int line;
 };
 
 struct code_entry {
@@ -28,8 +36,8 @@ struct code_entry {
 	struct code_key key;
 	const char *qualname, *filename;
 	int firstlineno;
-	uint8_t *linetable;
-	size_t linetable_len;
+	struct line_span *spans;
+	size_t nspans;
 	uint64_t verified_epoch;
 };
 
@@ -87,7 +95,7 @@ void symbolizer__free(struct symbolizer *s)
 	if (!s)
 		return;
 	for (size_t i = 0; s->codes && i < s->cap; i++)
-		free(s->codes[i].linetable);
+		free(s->codes[i].spans);
 	free(s->codes);
 	free(s->strbuf);
 	free(s->rawbuf);
@@ -184,7 +192,64 @@ static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 	key->linetable = get_u64(cb, o->code_linetable);
 	memcpy(&key->firstlineno, cb + o->code_firstlineno, 4);
 	memcpy(&key->firsttraceable, cb + o->code_firsttraceable, 4);
+	if (o->code_version)
+		memcpy(&key->version, cb + o->code_version, 4);
 	return 0;
+}
+
+/* Decode the whole location table into spans of equal line, so that a
+ * sample's line is a binary search, not a decode. */
+static int decode_spans(const uint8_t *tab, size_t len, int firstlineno,
+			struct line_span **out, size_t *nout)
+{
+	struct linetable_range *r = NULL;
+	struct line_span *sp = NULL;
+	size_t count = 0, n = 0;
+	int rc;
+
+	rc = linetable__ranges(tab, len, firstlineno, NULL, 0, &count);
+	if (rc && rc != -ENOSPC)
+		return rc;
+	r = malloc((count ? count : 1) * sizeof(*r));
+	sp = malloc((count ? count : 1) * sizeof(*sp));
+	if (!r || !sp) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = linetable__ranges(tab, len, firstlineno, r, count, &count);
+	if (rc)
+		goto fail;
+	for (size_t i = 0; i < count; i++) {
+		if (n && sp[n - 1].line == r[i].line)
+			sp[n - 1].end = r[i].end;
+		else
+			sp[n++] = (struct line_span){ r[i].end, r[i].line };
+	}
+	free(r);
+	*out = sp;
+	*nout = n;
+	return 0;
+fail:
+	free(r);
+	free(sp);
+	return rc;
+}
+
+static int span_line(const struct code_entry *e, int64_t offset)
+{
+	size_t lo = 0, hi = e->nspans;
+
+	if (offset < 0)
+		return e->firstlineno;	/* as PyCode_Addr2Line */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->spans[mid].end <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < e->nspans ? e->spans[lo].line : -1;
 }
 
 /* Read the object's strings and table; @e is replaced only on success. */
@@ -192,16 +257,22 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 		      const struct code_key *key)
 {
 	struct code_entry n = { 0 };
+	uint8_t *tab = NULL;
+	size_t tablen = 0;
 	int rc;
 
 	rc = read_str(s, key->qualname, &n.qualname);
 	if (!rc)
 		rc = read_str(s, key->filename, &n.filename);
 	if (!rc)
-		rc = read_bytes(s, key->linetable, &n.linetable, &n.linetable_len);
+		rc = read_bytes(s, key->linetable, &tab, &tablen);
+	if (!rc) {
+		rc = decode_spans(tab, tablen, key->firstlineno, &n.spans, &n.nspans);
+		free(tab);
+	}
 	if (rc)
 		return rc;
-	free(e->linetable);
+	free(e->spans);
 	n.addr = code;
 	n.key = *key;
 	n.firstlineno = key->firstlineno;
@@ -232,7 +303,8 @@ static int grow(struct symbolizer *s)
 	return 0;
 }
 
-static int lookup(struct symbolizer *s, uint64_t code, struct code_entry **out)
+static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
+		  struct code_entry **out)
 {
 	struct code_key key;
 	size_t j;
@@ -248,7 +320,9 @@ static int lookup(struct symbolizer *s, uint64_t code, struct code_entry **out)
 
 		if (e->addr != code)
 			continue;
-		if (e->verified_epoch == s->epoch) {
+		/* The sampler read co_version with the address: an equal
+		 * version is the same object, no read needed. */
+		if (e->verified_epoch == s->epoch || (version && version == e->key.version)) {
 			*out = e;
 			return 0;
 		}
@@ -285,14 +359,13 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f, struc
 	int64_t offset;
 	int rc, line;
 
-	rc = lookup(s, f->code, &e);
+	rc = lookup(s, f->code, f->code_version, &e);
 	if (rc)
 		return rc;
 	/* 3.11/3.12 point at the last instruction run, 3.13+ at the current
 	 * one; both give the same byte offset into co_code_adaptive. */
 	offset = (int64_t)(f->instr - (f->code + o->code_adaptive));
-	if (linetable__line_at(e->linetable, e->linetable_len, e->firstlineno, offset, &line))
-		line = -1;
+	line = span_line(e, offset);
 	out->function = e->qualname;
 	out->file = e->filename;
 	out->line = line;
