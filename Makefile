@@ -92,12 +92,14 @@ unit: $(UNIT_BINS)
 setup:
 	scripts/install-deps.sh
 	scripts/provision-pythons.sh
+	scripts/install-consumers.sh
 
 # Self-sufficient on a fresh machine: the setup scripts are idempotent and
 # return at once when everything is there.
 test:
 	scripts/install-deps.sh
 	scripts/provision-pythons.sh
+	scripts/install-consumers.sh
 	$(MAKE) all
 	$(MAKE) unit
 	/usr/bin/python3 -m pytest -v -p no:cacheprovider tests
