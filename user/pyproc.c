@@ -469,52 +469,159 @@ static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
 	return 0;
 }
 
-int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
-		 size_t *n, int *truncated)
+static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame)
+{
+	const struct py_offsets *o = &p->off;
+	uint64_t cframe;
+	int rc;
+
+	*frame = 0;
+	if (!o->tstate_cframe)
+		return remote_read_u64(p->pid, tstate + o->tstate_current_frame, frame);
+	rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, &cframe);
+	if (rc || !cframe)
+		return rc;
+	return remote_read_u64(p->pid, cframe + o->cframe_current_frame, frame);
+}
+
+void py_walk_cache__free(struct py_walk_cache *c)
+{
+	if (!c)
+		return;
+	free(c->frames);
+	free(c->codes);
+	free(c->buf);
+	free(c->versions);
+	free(c->iov);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cache_reserve(struct py_walk_cache *c, size_t need, size_t frame_size)
+{
+	size_t cap = c->cap;
+
+	if (need <= cap)
+		return 0;
+	while (cap < need)
+		cap = cap ? cap * 2 : 64;
+	{
+		uint64_t *f = realloc(c->frames, cap * sizeof(*f));
+		uint64_t *cd = f ? realloc(c->codes, cap * sizeof(*cd)) : NULL;
+
+		if (f)
+			c->frames = f;
+		if (cd)
+			c->codes = cd;
+		if (!f || !cd)
+			return -ENOMEM;
+	}
+	free(c->buf);
+	free(c->versions);
+	free(c->iov);
+	c->buf = malloc(cap * frame_size);
+	c->versions = malloc(cap * sizeof(*c->versions));
+	c->iov = malloc(2 * cap * sizeof(*c->iov));
+	if (!c->buf || !c->versions || !c->iov)
+		return -ENOMEM;
+	c->cap = cap;
+	return 0;
+}
+
+/*
+ * Read ahead what the last walk of this thread saw: every frame and its code
+ * object's co_version, in one process_vm_readv. Returns how many frames, from
+ * the innermost, were read whole.
+ */
+static size_t prefetch(struct pyproc *p, struct py_walk_cache *c)
+{
+	const struct py_offsets *o = &p->off;
+	struct remote_iov *iov = c->iov;
+	size_t k = 0, done = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		iov[k++] = (struct remote_iov){ c->frames[i], c->buf + i * o->frame_size,
+						o->frame_size };
+		if (o->code_version)
+			iov[k++] = (struct remote_iov){ c->codes[i] + o->code_version,
+							&c->versions[i], 4 };
+	}
+	remote_readv_prefix(p->pid, iov, k, &done);
+	return o->code_version ? done / 2 : done;
+}
+
+int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
 {
 	const struct py_offsets *o = &p->off;
 	unsigned char fb[PY_MAX_STRUCT_COPY];
+	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
 	uint64_t frame;
-	size_t count = 0, budget = WALK_BUDGET(max);
 	int rc;
 
 	*n = 0;
 	*truncated = 0;
-	if (o->tstate_cframe) {
-		uint64_t cframe;
-
-		rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, &cframe);
-		if (rc)
-			return rc;
-		if (!cframe)
-			return 0;
-		rc = remote_read_u64(p->pid, cframe + o->cframe_current_frame, &frame);
-	} else {
-		rc = remote_read_u64(p->pid, tstate + o->tstate_current_frame, &frame);
-	}
-	if (rc)
+	rc = current_frame(p, tstate, &frame);
+	if (rc || !frame) {
+		if (c)
+			c->n = 0;
 		return rc;
+	}
+	/* A thread whose innermost frame is where it was last time most
+	 * likely has the same chain under it. */
+	if (c && c->n && c->frames[0] == frame)
+		ready = prefetch(p, c);
 	while (frame) {
+		const unsigned char *b = fb;
+		uint64_t code;
 		uint8_t owner;
 
 		if (budget-- == 0 || count == max) {
 			*truncated = 1;
 			break;
 		}
-		rc = remote_read(p->pid, frame, fb, o->frame_size);
-		if (rc)
-			return rc;
-		owner = fb[o->frame_owner];
+		if (visited < ready && c->frames[visited] == frame) {
+			b = c->buf + visited * o->frame_size;
+		} else {
+			ready = 0;	/* off the predicted chain */
+			rc = remote_read(p->pid, frame, fb, o->frame_size);
+			if (rc)
+				goto out;
+		}
+		owner = b[o->frame_owner];
+		code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
 		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
 			out[count].frame = frame;
-			out[count].code = get_u64(fb, o->frame_executable) & ~o->executable_tag_mask;
-			out[count].instr = get_u64(fb, o->frame_instr_ptr);
+			out[count].code = code;
+			out[count].instr = get_u64(b, o->frame_instr_ptr);
 			out[count].code_version = 0;
 			out[count].reserved = 0;
+			if (visited < ready && c->codes[visited] == code)
+				out[count].code_version = c->versions[visited];
+			else
+				missing++;
 			count++;
 		}
-		frame = get_u64(fb, o->frame_previous);
+		/* What this walk saw is the next one's prediction; the buffers
+		 * are only read above, before this overwrite moves past them. */
+		if (c && cache_reserve(c, visited + 1, o->frame_size) == 0) {
+			c->frames[visited] = frame;
+			c->codes[visited] = code;
+		}
+		visited++;
+		frame = get_u64(b, o->frame_previous);
 	}
+	rc = 0;
+out:
+	if (c)
+		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
 	*n = count;
-	return read_versions(p, out, count);
+	if (rc)
+		return rc;
+	return missing ? read_versions(p, out, count) : 0;
+}
+
+int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
+		 size_t *n, int *truncated)
+{
+	return pyproc__walk_cached(p, tstate, NULL, out, max, n, truncated);
 }

@@ -14,6 +14,8 @@
 #include <sys/types.h>
 #include "py_offsets.h"
 
+struct remote_iov;
+
 struct pyproc;
 
 /* Space for one clear error line, filled by functions that take it. */
@@ -68,5 +70,24 @@ struct py_rawframe {
  */
 int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out,
 		 size_t max, size_t *n, int *truncated);
+
+/*
+ * What the last walk of one thread saw, owned by the caller (one per thread):
+ * the next walk reads the same frames and code versions ahead in one
+ * process_vm_readv when the thread's innermost frame has not moved, and
+ * falls back to one read per frame where the chain differs.
+ */
+struct py_walk_cache {
+	uint64_t *frames;	/* frames visited, innermost first */
+	uint64_t *codes;
+	size_t n, cap;
+	unsigned char *buf;	/* prefetched frames, frame_size each */
+	uint32_t *versions;
+	struct remote_iov *iov;
+};
+
+int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+			struct py_rawframe *out, size_t max, size_t *n, int *truncated);
+void py_walk_cache__free(struct py_walk_cache *c);
 
 #endif

@@ -14,7 +14,7 @@ uint64_t remote_mem__calls(void)
 	return calls;
 }
 
-static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n)
+static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n, size_t *whole)
 {
 	struct iovec local[BATCH], remote[BATCH];
 	size_t want = 0;
@@ -29,23 +29,38 @@ static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n)
 	}
 	calls++;
 	got = process_vm_readv(pid, local, n, remote, n, 0);
-	if (got < 0)
+	if (got < 0) {
+		*whole = 0;
 		return errno == ENOMEM ? -EFAULT : -errno;
-	/* A fault stops the transfer part-way: the buffers hold garbage. */
+	}
+	/* A fault stops the transfer part-way: count the iovecs read whole. */
+	*whole = 0;
+	for (size_t i = 0, left = (size_t)got; i < n && left >= iov[i].len; i++) {
+		left -= iov[i].len;
+		(*whole)++;
+	}
 	return (size_t)got == want ? 0 : -EFAULT;
+}
+
+int remote_readv_prefix(pid_t pid, const struct remote_iov *iov, size_t n, size_t *done)
+{
+	*done = 0;
+	while (*done < n) {
+		size_t k = n - *done < BATCH ? n - *done : BATCH, whole;
+		int err = read_batch(pid, iov + *done, k, &whole);
+
+		*done += whole;
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int remote_readv(pid_t pid, const struct remote_iov *iov, size_t n)
 {
-	for (size_t done = 0; done < n;) {
-		size_t k = n - done < BATCH ? n - done : BATCH;
-		int err = read_batch(pid, iov + done, k);
+	size_t done;
 
-		if (err)
-			return err;
-		done += k;
-	}
-	return 0;
+	return remote_readv_prefix(pid, iov, n, &done);
 }
 
 int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)

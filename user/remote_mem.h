@@ -22,6 +22,12 @@ struct remote_iov {
 int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int remote_readv(pid_t pid, const struct remote_iov *iov, size_t n);
 int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *val);
+/*
+ * As remote_readv(), but a fault is not the end: *done says how many of the
+ * iovecs, from the first, were read whole (the rest are garbage). Returns 0
+ * when all were, -EFAULT when some were not, -ESRCH/-EPERM as above.
+ */
+int remote_readv_prefix(pid_t pid, const struct remote_iov *iov, size_t n, size_t *done);
 
 /* Number of process_vm_readv() calls made so far (for benchmarks). */
 uint64_t remote_mem__calls(void);

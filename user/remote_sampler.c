@@ -6,9 +6,16 @@
 
 #define MAX_THREADS 4096
 
+/* Per thread: what its last walk saw, to read the next one ahead. */
+struct thread_cache {
+	uint64_t tstate;
+	struct py_walk_cache walk;
+};
+
 struct remote_sampler {
 	struct pyproc *proc;
 	struct sampler_opts opts;
+	struct thread_cache *caches;	/* MAX_THREADS, in thread-list order */
 	struct py_thread *threads;
 	struct py_rawframe *frames;
 	struct sampler_stats stats;
@@ -24,8 +31,9 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	s->proc = p;
 	s->opts = *o;
 	s->threads = calloc(MAX_THREADS, sizeof(*s->threads));
+	s->caches = calloc(MAX_THREADS, sizeof(*s->caches));
 	s->frames = calloc(o->max_frames, sizeof(*s->frames));
-	if (!s->threads || !s->frames) {
+	if (!s->threads || !s->caches || !s->frames) {
 		remote_sampler__free(s);
 		return -ENOMEM;
 	}
@@ -37,6 +45,9 @@ void remote_sampler__free(struct remote_sampler *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; s->caches && i < MAX_THREADS; i++)
+		py_walk_cache__free(&s->caches[i].walk);
+	free(s->caches);
 	free(s->threads);
 	free(s->frames);
 	free(s);
@@ -45,6 +56,28 @@ void remote_sampler__free(struct remote_sampler *s)
 void remote_sampler__stats(const struct remote_sampler *s, struct sampler_stats *st)
 {
 	*st = s->stats;
+}
+
+/* The cache of @tstate: usually at the same index as last tick. */
+static struct py_walk_cache *cache_for(struct remote_sampler *s, size_t i, uint64_t tstate)
+{
+	struct thread_cache *c = &s->caches[i];
+
+	if (c->tstate == tstate)
+		return &c->walk;
+	for (size_t k = 0; k < MAX_THREADS; k++) {
+		if (s->caches[k].tstate == tstate) {
+			struct thread_cache tmp = s->caches[k];
+
+			s->caches[k] = *c;
+			*c = tmp;
+			return &c->walk;
+		}
+	}
+	/* a new thread: whatever this slot predicted is of no use */
+	c->tstate = tstate;
+	c->walk.n = 0;
+	return &c->walk;
 }
 
 int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
@@ -67,8 +100,9 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		size_t nf = 0;
 		int truncated = 0;
 
-		rc = pyproc__walk(s->proc, s->threads[i].tstate, s->frames, s->opts.max_frames,
-				  &nf, &truncated);
+		rc = pyproc__walk_cached(s->proc, s->threads[i].tstate,
+					 cache_for(s, i, s->threads[i].tstate), s->frames,
+					 s->opts.max_frames, &nf, &truncated);
 		if (rc == -ESRCH)
 			return rc;
 		r.tid = s->threads[i].host_tid;
