@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "dump.h"
 #include "json_writer.h"
+#include "procfs.h"
 #include "pyproc.h"
 #include "symbolizer.h"
 
@@ -19,21 +20,6 @@ struct dump_thread {
 	int truncated;
 	char name[64];
 };
-
-static void thread_name(pid_t pid, pid_t tid, char *buf, size_t len)
-{
-	char fn[64];
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	f = fopen(fn, "re");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
 
 static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
 {
@@ -87,15 +73,6 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
  * not all resolve is taken again, a few times, before it is reported. */
 #define DUMP_ATTEMPTS 20
 
-static int exited(pid_t pid);
-
-static int thread_alive(pid_t pid, pid_t tid)
-{
-	char fn[64];
-
-	snprintf(fn, sizeof(fn), "/proc/%d/task/%d", (int)pid, (int)tid);
-	return tid > 0 && access(fn, F_OK) == 0;
-}
 
 static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
 		       struct py_rawframe *raw)
@@ -108,7 +85,7 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		if (rc == -ESRCH)
 			return rc;
 		if (rc) {
-			if (exited(pyproc__pid(p)))
+			if (!procfs__alive(pyproc__pid(p)))
 				return -ESRCH;
 			continue;
 		}
@@ -120,7 +97,7 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
 		if (!bad)
 			break;
-		if (exited(pyproc__pid(p)))
+		if (!procfs__alive(pyproc__pid(p)))
 			return -ESRCH;
 	}
 	if (rc)
@@ -131,27 +108,6 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
 			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
 	return 0;
-}
-
-static int exited(pid_t pid)
-{
-	char fn[64];
-	FILE *f;
-
-	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return 1;
-	/* a zombie has exited too: "pid (comm) Z ..." */
-	{
-		char buf[512], *rp;
-		int z = 0;
-
-		if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
-			z = rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
-		fclose(f);
-		return z;
-	}
 }
 
 int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
@@ -198,9 +154,9 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 		struct dump_thread *t = &th[i];
 
 		t->t = threads[i];
-		thread_name(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
 		rc = dump_thread(p, sym, t, raw);
-		if (rc && rc != -ESRCH && !thread_alive(o->pid, t->t.host_tid)) {
+		if (rc && rc != -ESRCH && !procfs__thread_alive(o->pid, t->t.host_tid)) {
 			/* it ended while we read it: it is not part of "now" */
 			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
 			free(t->syms);
@@ -234,7 +190,7 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 	goto out;
 
 fail_read:
-	if (rc == -ESRCH || exited(o->pid)) {
+	if (rc == -ESRCH || !procfs__alive(o->pid)) {
 		snprintf(err, errlen, "process %d exited during the dump", (int)o->pid);
 		rc = -ESRCH;
 	} else {

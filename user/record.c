@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "bpf_sampler.h"
 #include "output.h"
+#include "procfs.h"
 #include "pyproc.h"
 #include "record.h"
 #include "remote_sampler.h"
@@ -180,24 +181,6 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static void read_comm(pid_t pid, pid_t tid, char *buf, size_t len)
-{
-	char fn[64];
-	FILE *f;
-
-	snprintf(buf, len, "python");
-	if (tid)
-		snprintf(fn, sizeof(fn), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	else
-		snprintf(fn, sizeof(fn), "/proc/%d/comm", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
 /* Thread names, read once per thread (they rarely change). */
 static const char *thread_name(struct record_ctx *c, pid_t tid)
 {
@@ -207,7 +190,7 @@ static const char *thread_name(struct record_ctx *c, pid_t tid)
 	if (c->nnames == MAX_NAMES)
 		return c->comm;
 	c->names[c->nnames].tid = tid;
-	read_comm(c->env->pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
+	procfs__comm(c->env->pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
 	return c->names[c->nnames++].name;
 }
 
@@ -236,22 +219,6 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		return rc;
 	}
 	return 0;
-}
-
-static int target_alive(pid_t pid)
-{
-	char fn[64], buf[512], *rp;
-	FILE *f;
-	int alive = 0;
-
-	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
-		alive = !(rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
-	fclose(f);
-	return alive;
 }
 
 static double now_s(void)
@@ -303,7 +270,7 @@ int record__main(int argc, char **argv)
 				       .max_frames = (unsigned int)env.max_frames,
 				       .verbose = env.verbose };
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
-	read_comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
+	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
 	ctx.syms = calloc(env.max_frames, sizeof(*ctx.syms));
 	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
 	if (!ctx.syms || !ctx.names) {
@@ -362,7 +329,7 @@ int record__main(int argc, char **argv)
 			rc = 0;
 			if (t >= next_refresh) {
 				next_refresh = t + 0.1;
-				if (!target_alive(env.pid)) {
+				if (!procfs__alive(env.pid)) {
 					ended = "the target exited";
 					break;
 				}
@@ -371,7 +338,7 @@ int record__main(int argc, char **argv)
 			next = t + 0.01;
 		} else {
 			rc = remote_sampler__tick(rs, on_sample, &ctx);
-			if (rc == -ESRCH || (t >= next_refresh && !target_alive(env.pid))) {
+			if (rc == -ESRCH || (t >= next_refresh && !procfs__alive(env.pid))) {
 				rc = 0;
 				ended = "the target exited";
 				break;
