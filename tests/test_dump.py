@@ -36,10 +36,19 @@ SUPPORTED = pyenvs.supported()
 # helpers shared with test_errors.py
 
 
+_binary_missing = [False]
+
+
 def binary():
-    """The pyprof-bpf binary; a failure (not a skip) when it is missing."""
-    if not os.access(pyenvs.BINARY, os.X_OK):
-        pytest.fail(f"{pyenvs.BINARY} is missing: build it with `make`")
+    """The pyprof-bpf binary; a failure (not a skip) when it is missing. It
+    may be briefly absent while `make` relinks it: wait once for up to a
+    minute."""
+    deadline = time.monotonic() + (0 if _binary_missing[0] else 60)
+    while not os.access(pyenvs.BINARY, os.X_OK):
+        if time.monotonic() > deadline:
+            _binary_missing[0] = True
+            pytest.fail(f"{pyenvs.BINARY} is missing: build it with `make`")
+        time.sleep(0.5)
     return pyenvs.BINARY
 
 
@@ -47,8 +56,17 @@ def run_tool(args, timeout=DUMP_TIMEOUT, user_prefix=()):
     """Runs pyprof-bpf with no standard input; a hang is a failure."""
     cmd = list(user_prefix) + [binary()] + list(args)
     try:
-        return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=timeout)
+        for attempt in range(10):
+            try:
+                return subprocess.run(cmd, stdin=subprocess.DEVNULL,
+                                      capture_output=True, timeout=timeout)
+            except OSError:
+                # `make` is relinking it right now (missing, not yet
+                # executable, text busy or half written): wait and retry.
+                if attempt == 9:
+                    raise
+                time.sleep(1)
+                binary()
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"`{' '.join(cmd)}` hung for more than {timeout}s; "
                     f"stderr so far: {e.stderr!r}")

@@ -228,6 +228,17 @@ def check_outcome(proc, pid, what, outcomes):
         outcomes["error"] += 1
 
 
+def popen_tool(args):
+    for attempt in range(10):
+        try:
+            return subprocess.Popen([binary()] + args, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError:     # being relinked by `make`
+            if attempt == 9:
+                raise
+            time.sleep(1)
+
+
 CHURN_INTERPS = ["sid-3.14", "sid-3.15", "sid-3.13", "system-3.11", "pyenv-3.12.1"]
 
 
@@ -284,9 +295,7 @@ def test_target_killed_during_dump(label, tmp_path):
             p = ps.start(interp.argv([script, seen, "0"]),
                          str(tmp_path / f"kill{rnd}.stderr"))
             wait_file(p, host, f"churn.py on {label}")
-            d = subprocess.Popen([binary(), "dump", "-p", str(p.pid), "--json"],
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE)
+            d = popen_tool(["dump", "-p", str(p.pid), "--json"])
             time.sleep(rng.uniform(0, 0.02))
             os.killpg(p.pid, signal.SIGKILL)
             try:
