@@ -127,14 +127,23 @@ int main(int argc, char **argv)
 		puts(argp_program_version);
 		return 0;
 	}
-	if (strcmp(cmd, "dump") == 0)
+	if (strcmp(cmd, "dump") == 0) {
+		argv[1] = "pyprof-bpf dump";
 		return cmd_dump(argc - 1, argv + 1);
-	if (strcmp(cmd, "record") == 0)
+	}
+	/* argp names the command in its messages after argv[0] */
+	if (strcmp(cmd, "record") == 0) {
+		argv[1] = "pyprof-bpf record";
 		return record__main(argc - 1, argv + 1);
-	if (strcmp(cmd, "report") == 0)
+	}
+	if (strcmp(cmd, "report") == 0) {
+		argv[1] = "pyprof-bpf report";
 		return report__main(argc - 1, argv + 1);
-	if (cmd[0] == '-')
+	}
+	if (cmd[0] == '-') {
+		argv[0] = "pyprof-bpf";
 		return record__main(argc, argv);
+	}
 	fprintf(stderr, "pyprof-bpf: unknown command '%s'\n\n", cmd);
 	usage(stderr);
 	return 2;

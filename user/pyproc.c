@@ -391,8 +391,14 @@ int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
 		rc = -EPERM;
 		goto fail;
 	}
+	if (rc == -ESRCH && check_readable(pid, err, errlen) == 0) {
+		snprintf(err, errlen, "process %d is not a Python process: it has no memory map "
+			 "(a kernel thread, or a zombie)", (int)pid);
+		rc = -ENOEXEC;
+		goto fail;
+	}
 	if (rc == -ESRCH) {
-		snprintf(err, errlen, "process %d exited (or has no memory map)", (int)pid);
+		snprintf(err, errlen, "process %d exited", (int)pid);
 		goto fail;
 	}
 	if (rc) {
