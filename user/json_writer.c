@@ -5,38 +5,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include "json_writer.h"
-
-/* Length of the valid UTF-8 sequence at @s (2-4), 0 if invalid; sets *cp. */
-static int utf8_multi(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t c = s[0], min;
-	int len;
-
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		c &= 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		c &= 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		c &= 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;	/* also stops at the NUL */
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
+#include "output.h"
 
 static int write_string(FILE *f, const char *utf8, int html)
 {
@@ -75,7 +44,7 @@ static int write_string(FILE *f, const char *utf8, int html)
 				esc = buf;
 			}
 		} else {
-			len = utf8_multi(p, &cp);
+			len = out_utf8_seq(p, &cp);
 			if (!len) {
 				len = 1;
 				esc = "\\ufffd";
