@@ -34,6 +34,13 @@ struct pyproc {
 	char version[32];
 	struct tid_pair *tids;		/* namespace tid -> host tid */
 	size_t ntids;
+	/* The thread list as last seen (one interpreter only), to read it
+	 * again in one process_vm_readv. */
+	uint64_t last_interp;
+	uint64_t *last_tstates;
+	size_t nlast, caplast;
+	unsigned char *tsbuf;		/* nlast thread states, tstate_size each */
+	struct remote_iov *tsiov;
 };
 
 pid_t pyproc__pid(const struct pyproc *p) { return p->pid; }
@@ -47,6 +54,9 @@ void pyproc__free(struct pyproc *p)
 	if (!p)
 		return;
 	free(p->tids);
+	free(p->last_tstates);
+	free(p->tsbuf);
+	free(p->tsiov);
 	free(p);
 }
 
@@ -303,19 +313,100 @@ static uint64_t get_u64(const unsigned char *buf, uint64_t off)
 	return v;
 }
 
+static void fill_thread(struct pyproc *p, const unsigned char *ts, uint64_t tstate,
+			uint64_t interp, struct py_thread *t, int *reloaded)
+{
+	const struct py_offsets *o = &p->off;
+
+	t->tstate = tstate;
+	t->interp = interp;
+	t->thread_id = get_u64(ts, o->tstate_thread_id);
+	t->native_tid = get_u64(ts, o->tstate_native_thread_id);
+	t->host_tid = host_tid(p, t->native_tid, !*reloaded);
+	if (!t->host_tid)
+		*reloaded = 1;
+}
+
+/* Remember the list for next time; failure only costs the fast path. */
+static void remember_threads(struct pyproc *p, uint64_t interp, const struct py_thread *t,
+			     size_t n, int complete)
+{
+	size_t sz = p->off.tstate_size;
+
+	p->nlast = 0;
+	if (!complete || n == 0)
+		return;
+	if (n > p->caplast) {
+		size_t cap = n * 2;
+		uint64_t *ts = realloc(p->last_tstates, cap * sizeof(*ts));
+
+		if (!ts)
+			return;
+		p->last_tstates = ts;
+		free(p->tsbuf);
+		free(p->tsiov);
+		p->tsbuf = malloc(cap * sz);
+		p->tsiov = malloc((cap + 3) * sizeof(*p->tsiov));
+		p->caplast = p->tsbuf && p->tsiov ? cap : 0;
+		if (!p->caplast)
+			return;
+	}
+	for (size_t i = 0; i < n; i++)
+		p->last_tstates[i] = t[i].tstate;
+	p->last_interp = interp;
+	p->nlast = n;
+}
+
+/* The list as it was last time, read in one call and checked link by link;
+ * 1 when it still holds, 0 to take the slow path. */
+static int threads_predicted(struct pyproc *p, struct py_thread *out, size_t max, size_t *n)
+{
+	const struct py_offsets *o = &p->off;
+	uint64_t head = 0, first = 0, next_interp = 1;
+	struct remote_iov *iov = p->tsiov;
+	size_t k = 0, done, sz = o->tstate_size;
+	int reloaded = 0;
+
+	if (!p->nlast || p->nlast > max)
+		return 0;
+	iov[k++] = (struct remote_iov){ p->runtime + o->runtime_interpreters_head, &head, 8 };
+	iov[k++] = (struct remote_iov){ p->last_interp + o->interp_threads_head, &first, 8 };
+	iov[k++] = (struct remote_iov){ p->last_interp + o->interp_next, &next_interp, 8 };
+	for (size_t i = 0; i < p->nlast; i++)
+		iov[k++] = (struct remote_iov){ p->last_tstates[i], p->tsbuf + i * sz, sz };
+	if (remote_readv_prefix(p->pid, iov, k, &done) || head != p->last_interp ||
+	    next_interp || first != p->last_tstates[0])
+		return 0;
+	for (size_t i = 0; i < p->nlast; i++) {
+		const unsigned char *ts = p->tsbuf + i * sz;
+		uint64_t next = i + 1 < p->nlast ? p->last_tstates[i + 1] : 0;
+
+		if (get_u64(ts, o->tstate_interp) != head || get_u64(ts, o->tstate_next) != next)
+			return 0;
+	}
+	for (size_t i = 0; i < p->nlast; i++)
+		fill_thread(p, p->tsbuf + i * sz, p->last_tstates[i], head, &out[i], &reloaded);
+	*n = p->nlast;
+	return 1;
+}
+
 int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n)
 {
 	const struct py_offsets *o = &p->off;
 	unsigned char ts[PY_MAX_STRUCT_COPY];
 	uint64_t interp;
 	size_t count = 0, walked = 0;
-	int rc, reloaded = 0;
+	uint64_t first_interp;
+	int rc, reloaded = 0, ninterp = 0;
 
 	*n = 0;
+	if (threads_predicted(p, out, max, n))
+		return 0;
 	rc = remote_read_u64(p->pid, p->runtime + o->runtime_interpreters_head, &interp);
 	if (rc)
 		return rc;
-	for (int ni = 0; interp && ni < MAX_INTERPRETERS; ni++) {
+	first_interp = interp;
+	for (int ni = 0; interp && ni < MAX_INTERPRETERS; ni++, ninterp++) {
 		uint64_t tstate, next_interp;
 		struct remote_iov iov[2] = {
 			{ interp + o->interp_threads_head, &tstate, 8 },
@@ -337,13 +428,7 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
 			 * cheap check that the offsets and the list are sane. */
 			if (get_u64(ts, o->tstate_interp) != interp)
 				return -EPROTO;
-			t.tstate = tstate;
-			t.interp = interp;
-			t.thread_id = get_u64(ts, o->tstate_thread_id);
-			t.native_tid = get_u64(ts, o->tstate_native_thread_id);
-			t.host_tid = host_tid(p, t.native_tid, !reloaded);
-			if (!t.host_tid)
-				reloaded = 1;
+			fill_thread(p, ts, tstate, interp, &t, &reloaded);
 			if (count < max)
 				out[count] = t;
 			count++;
@@ -352,6 +437,7 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
 		interp = next_interp;
 	}
 	*n = count < max ? count : max;
+	remember_threads(p, first_interp, out, *n, ninterp == 1 && count <= max);
 	return count > max ? -E2BIG : 0;
 }
 
@@ -475,19 +561,19 @@ static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
 	return 0;
 }
 
-static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame)
+static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame, uint64_t *cframe)
 {
 	const struct py_offsets *o = &p->off;
-	uint64_t cframe;
 	int rc;
 
 	*frame = 0;
+	*cframe = 0;
 	if (!o->tstate_cframe)
 		return remote_read_u64(p->pid, tstate + o->tstate_current_frame, frame);
-	rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, &cframe);
-	if (rc || !cframe)
+	rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, cframe);
+	if (rc || !*cframe)
 		return rc;
-	return remote_read_u64(p->pid, cframe + o->cframe_current_frame, frame);
+	return remote_read_u64(p->pid, *cframe + o->cframe_current_frame, frame);
 }
 
 void py_walk_cache__free(struct py_walk_cache *c)
@@ -526,7 +612,7 @@ static int cache_reserve(struct py_walk_cache *c, size_t need, size_t frame_size
 	free(c->iov);
 	c->buf = malloc(cap * frame_size);
 	c->versions = malloc(cap * sizeof(*c->versions));
-	c->iov = malloc(2 * cap * sizeof(*c->iov));
+	c->iov = malloc((2 * cap + 2) * sizeof(*c->iov));
 	if (!c->buf || !c->versions || !c->iov)
 		return -ENOMEM;
 	c->cap = cap;
@@ -534,16 +620,28 @@ static int cache_reserve(struct py_walk_cache *c, size_t need, size_t frame_size
 }
 
 /*
- * Read ahead what the last walk of this thread saw: every frame and its code
- * object's co_version, in one process_vm_readv. Returns how many frames, from
- * the innermost, were read whole.
+ * Read ahead what the last walk of this thread saw, in one process_vm_readv:
+ * the current frame pointer (3.11/3.12: through the C frame the last walk
+ * found), every frame and its code object's co_version. Sets *frame to the
+ * current frame when it could be read, and returns how many frames, from the
+ * innermost, were read whole.
  */
-static size_t prefetch(struct pyproc *p, struct py_walk_cache *c)
+static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+		       uint64_t *frame)
 {
 	const struct py_offsets *o = &p->off;
 	struct remote_iov *iov = c->iov;
-	size_t k = 0, done = 0;
+	uint64_t cframe = 0;
+	size_t k = 0, done = 0, head;
 
+	*frame = 0;
+	if (o->tstate_cframe) {
+		iov[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
+		iov[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame, 8 };
+	} else {
+		iov[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
+	}
+	head = k;
 	for (size_t i = 0; i < c->n; i++) {
 		iov[k++] = (struct remote_iov){ c->frames[i], c->buf + i * o->frame_size,
 						o->frame_size };
@@ -552,6 +650,11 @@ static size_t prefetch(struct pyproc *p, struct py_walk_cache *c)
 							&c->versions[i], 4 };
 	}
 	remote_readv_prefix(p->pid, iov, k, &done);
+	if (done < head || (o->tstate_cframe && cframe != c->cframe) || *frame != c->frames[0]) {
+		*frame = 0;	/* the thread moved on: read it the slow way */
+		return 0;
+	}
+	done -= head;
 	return o->code_version ? done / 2 : done;
 }
 
@@ -561,21 +664,25 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 	const struct py_offsets *o = &p->off;
 	unsigned char fb[PY_MAX_STRUCT_COPY];
 	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
-	uint64_t frame;
+	uint64_t frame = 0, cframe = 0;
 	int rc;
 
 	*n = 0;
 	*truncated = 0;
-	rc = current_frame(p, tstate, &frame);
-	if (rc || !frame) {
-		if (c)
-			c->n = 0;
-		return rc;
-	}
 	/* A thread whose innermost frame is where it was last time most
-	 * likely has the same chain under it. */
-	if (c && c->n && c->frames[0] == frame)
-		ready = prefetch(p, c);
+	 * likely has the same chain under it: read it all at once. */
+	if (c && c->n)
+		ready = prefetch(p, tstate, c, &frame);
+	if (frame) {
+		cframe = c->cframe;
+	} else {
+		rc = current_frame(p, tstate, &frame, &cframe);
+		if (rc || !frame) {
+			if (c)
+				c->n = 0;
+			return rc;
+		}
+	}
 	while (frame) {
 		const unsigned char *b = fb;
 		uint64_t code;
@@ -618,8 +725,10 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 	}
 	rc = 0;
 out:
-	if (c)
+	if (c) {
 		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
+		c->cframe = cframe;
+	}
 	*n = count;
 	if (rc)
 		return rc;

@@ -81,6 +81,7 @@ struct py_walk_cache {
 	uint64_t *frames;	/* frames visited, innermost first */
 	uint64_t *codes;
 	size_t n, cap;
+	uint64_t cframe;	/* 3.11/3.12: the C frame it was found through */
 	unsigned char *buf;	/* prefetched frames, frame_size each */
 	uint32_t *versions;
 	struct remote_iov *iov;
