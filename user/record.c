@@ -236,6 +236,20 @@ static void sleep_until(double t)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/* One self-overwriting line on a terminal, so a long recording shows life. */
+static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, double elapsed)
+{
+	struct sampler_stats st;
+
+	if (bs)
+		bpf_sampler__stats(bs, &st);
+	else
+		remote_sampler__stats(rs, &st);
+	fprintf(stderr, "\r\033[K%.0f s: %llu samples, %llu lost, %llu truncated, %llu errors",
+		elapsed, (unsigned long long)st.samples, (unsigned long long)st.lost,
+		(unsigned long long)st.truncated, (unsigned long long)st.errors);
+}
+
 int record__main(int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -253,7 +267,8 @@ int record__main(int argc, char **argv)
 	struct pyproc *p = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *ended = NULL;
-	double start, end, next_refresh;
+	double start, end, next_refresh, next_progress;
+	int progress = isatty(STDERR_FILENO);
 	int rc, exit_code = 1;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &env))
@@ -315,6 +330,7 @@ int record__main(int argc, char **argv)
 	start = now_s();
 	end = env.duration ? start + env.duration : 0;
 	next_refresh = start + 0.1;
+	next_progress = start + 1.0;
 	for (double next = start; !stop_requested;) {
 		double t = now_s();
 
@@ -351,8 +367,14 @@ int record__main(int argc, char **argv)
 			if (next < t)	/* behind: do not burst to catch up */
 				next = t;
 		}
+		if (progress && t >= next_progress) {
+			next_progress = t + 1.0;
+			show_progress(bs, rs, t - start);
+		}
 		sleep_until(end && next > end ? end : next);
 	}
+	if (progress)
+		fputs("\r\033[K", stderr);
 	if (bs && !rc) {	/* what the ring buffer still holds */
 		rc = bpf_sampler__poll(bs, on_sample, &ctx);
 		rc = rc < 0 ? rc : 0;
