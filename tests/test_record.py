@@ -568,6 +568,31 @@ def test_split_workload_999hz(label, procs, tmp_path):
     assert abs(got - own) <= 0.03, (got, own, dict(kinds))
 
 
+def test_split_workload_no_lines_threads(procs, tmp_path):
+    """--no-lines names every frame by its function's first line; --threads
+    roots every stack at its thread, [<thread name>:<tid>]."""
+    interp = by_label("pyenv-3.13.0")
+    hz, secs = HZ, 2
+    target = start_split(interp, procs, tmp_path)
+    rec, samples, own, cpu = record_split(target, procs, tmp_path, hz, secs,
+                                          extra=["--no-lines", "--threads"])
+    check_summary(rec, samples, duration=secs)
+    comm = open(f"/proc/{target.pid}/task/{target.pid}/comm").read().strip()
+    first = target.layout["first"]
+    kinds = collections.Counter()
+    for s in samples:
+        fr = s.root_first
+        assert fr[0].sym == f"[{comm}:{target.pid}]" and fr[0].dso == "[pyprof-bpf]", (
+            s.describe())
+        names = [f.func for f in fr[1:]]
+        assert names[:32] == ["<module>", "main"] + ["rec"] * 30, s.describe()
+        assert names[32:] in (["cycle"], ["cycle", "hot"], ["cycle", "warm"]), s.describe()
+        bad = [f for f in fr[1:] if f.line != first[f.func] or f.file != target.script]
+        assert not bad, f"not named by first line {first}: {bad} in {s.describe(40)}"
+        kinds[names[-1]] += 1
+    assert abs(hot_share(kinds) - own) <= 0.03, (dict(kinds), own)
+
+
 # --------------------------------------------------------------------------
 # 2. deep recursion
 
@@ -724,8 +749,9 @@ def start_churn(interp, procs, tmp_path, nthreads, churn, pidns=False):
 class ThreadCheck:
     """Classifies the samples of threads_churn.py; collects problems."""
 
-    def __init__(self, target, log, host_tid):
+    def __init__(self, target, log, host_tid, death_slack=0.0):
         self.target, self.log, self.host_tid = target, log, host_tid
+        self.death_slack = death_slack
         L = lambda n: line_of(CHURN, n)
         lines = {k: set(v) for k, v in log["lines"].items()}
         self.lines = lines
@@ -783,12 +809,12 @@ class ThreadCheck:
                 if self.main_ok(fr):
                     self.kinds["main"] += 1
                     continue
-                self.problems.append("main thread: " + s.describe(12))
+                self.problems.append(("main thread stack", s.describe(12)))
                 continue
             t = self.by_tid.get(s.tid)
             if t is None:
-                self.problems.append(f"tid {s.tid} is no thread the target started: "
-                                     + s.describe())
+                self.problems.append(("tid of no thread the target started",
+                                      s.describe()))
                 continue
             ts = s.ts / 1e6
             if self.worker_ok(t, fr):
@@ -797,7 +823,7 @@ class ThreadCheck:
                 self.kinds["bootstrap"] += 1
             elif (s.status == "[no-python-state]" or fr[0].sym == "[no-python-frames]") and (
                     ts <= t["created"] + state_slack
-                    or (t["end"] is not None and ts >= t["end"])):
+                    or (t["end"] is not None and ts >= t["end"] - self.death_slack)):
                 # The tid -> thread state map is refreshed every ~100 ms: a
                 # thread's first moments and its last (its state is gone
                 # but the thread still runs) may have no state yet; a
@@ -806,15 +832,22 @@ class ThreadCheck:
                 self.kinds["no-state at birth or death"] += 1
                 self.birth_lag.append(ts - t["created"])
             else:
-                self.problems.append(f"thread {t['name']} (created "
-                                     f"{t['created']:.3f}, ended {t['end']}): "
-                                     + s.describe(12))
+                self.problems.append(("worker stack", f"thread {t['name']} (created "
+                                      f"{t['created']:.3f}, ended {t['end']}): "
+                                      + s.describe(12)))
 
     def fail_if_problems(self, n):
-        if self.problems:
-            pytest.fail(f"{self.target.describe()}: {len(self.problems)} of {n} samples "
-                        f"are wrong ({dict(self.kinds)}):\n  "
-                        + "\n  ".join(self.problems[:10]), pytrace=False)
+        if not self.problems:
+            return
+        by_kind = collections.defaultdict(list)
+        for kind, text in self.problems:
+            by_kind[kind].append(text)
+        msg = [f"{self.target.describe()}: {len(self.problems)} of {n} samples are wrong "
+               f"(right ones: {dict(self.kinds)}):"]
+        for kind, texts in by_kind.items():
+            msg.append(f"  {len(texts)} with a {kind}, e.g.:")
+            msg.extend("    " + t for t in texts[:5])
+        pytest.fail("\n".join(msg), pytrace=False)
 
 
 @pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
@@ -1147,6 +1180,31 @@ def test_remote_backend(label, procs, tmp_path):
     assert len(samples) >= 0.7 * hz * secs, (
         f"{target.describe()}: {len(samples)} remote samples in {secs}s at {hz} Hz")
     assert kinds["hot"] > kinds["warm"] > 0, dict(kinds)
+
+
+@pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
+def test_remote_backend_threads_churn(label, procs, tmp_path):
+    """The remote backend reads 50 churning threads while they run: every
+    sample is still a stack the thread really has, with its real tid."""
+    interp = by_label(label)
+    target = start_churn(interp, procs, tmp_path, 50, churn=True)
+    hz, secs = 99, 3
+    out = str(tmp_path / "remote-threads.perf")
+    rec = Recorder(procs, tmp_path, target.pid, ["-F", hz, "-d", secs, "-o", out,
+                                                 "--backend", "remote"],
+                   name="remote-threads").wait_started()
+    rec.wait(secs + RECORD_SLACK).check_ok()
+    assert alive(target.popen), f"{target.describe()} died: {stderr_of(target.popen)}"
+    log = target.log(newer_than=rec.t_exit)
+    samples = parse_perf(read_file(out))
+    # A tick's samples share the time the tick began: reading 50 threads
+    # takes a few ms, so a thread may be read just after it ended.
+    chk = ThreadCheck(target, log, lambda tid: tid, death_slack=0.01)
+    chk.check(samples, state_slack=0.5)
+    chk.fail_if_problems(len(samples))
+    tids = {target.pid} | {t["tid"] for t in log["threads"] if t["tid"]}
+    check_headers(samples, rec, target.pid, tids, hz)
+    check_summary(rec, samples, duration=secs)
 
 
 @pytest.mark.parametrize("label", ["system-3.11", "sid-3.14"])

@@ -25,7 +25,7 @@ above, with cycle() at any of its lines when neither hot nor warm runs.
 Before entering the stack it writes LAYOUT (JSON, atomically): the version,
 its pid and native thread id as it sees them, m, and for hot, warm, cycle, rec,
 main and <module> the lines their code objects hold (co_lines() of this very
-interpreter), so a test knows which lines exist where. The call sites are
+interpreter) and their co_firstlineno, so a test knows which lines exist where. The call sites are
 marked in the source with `# LINE:<caller>-><callee>` comments. Runs on CPython 3.11+.
 """
 import json
@@ -125,7 +125,11 @@ def main():
                   (("hot", hot), ("warm", warm), ("cycle", cycle), ("rec", rec),
                    ("main", main))},
         "module_lines": code_lines(sys._getframe(1).f_code),
+        "first": {name: f.__code__.co_firstlineno for name, f in
+                  (("hot", hot), ("warm", warm), ("cycle", cycle), ("rec", rec),
+                   ("main", main))},
     }
+    layout["first"]["<module>"] = sys._getframe(1).f_code.co_firstlineno
     with open(LAYOUT + ".tmp", "w") as f:
         json.dump(layout, f)
     os.replace(LAYOUT + ".tmp", LAYOUT)
