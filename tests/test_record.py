@@ -14,14 +14,19 @@ against what the target knows about itself:
    every sample's stack is exactly one the workload has (function, file and
    line of every frame, enumerated from the target's own co_lines()); the
    hot share of samples is within 3 points of the workload's own timing;
-   most hot/warm samples are on their loop lines, not the first line.
+   most hot/warm samples are on their loop lines, not the first line. The
+   same at 999 Hz on two interpreters; --no-lines and --threads on one.
 2. test_deep_recursion: 1,000 frames deep on 3.14 and 3.15, every sample has
    the whole stack (and --max-depth exactly at the depth too); one frame
    beyond --max-depth, and 3,000 deep with the default 2,048, each sample is
-   [truncated] and keeps exactly the innermost frames.
-3. test_threads_churn: 50 threads starting and ending during the recording:
-   threads born after the recording began are sampled with their exact
-   stacks, only the target's tids appear, the summary line adds up.
+   [truncated] and keeps exactly the innermost frames. test_deep_through_c:
+   recursion through C puts an entry frame between every two Python frames
+   (3.12+), which must not spend the depth budget.
+3. test_threads_churn: 50 threads starting and ending during the recording
+   (each with its own stack depth, so a stack given to the wrong thread
+   shows): threads born after the recording began are sampled with their
+   exact stacks, samples = rate x CPU time of all threads, only the target's
+   tids appear, the summary line adds up.
 4. test_target_exits: the target exits (os._exit, or a normal interpreter
    shutdown) mid-recording: exit 0, a note on stderr, the output complete and
    read by its consumers (stackcollapse-perf rules, speedscope in Chromium,
@@ -36,9 +41,10 @@ against what the target knows about itself:
 7. test_no_bpf_objects_left: every BPF program, map and link the recorder
    held is gone after it exits (-d, SIGINT, SIGTERM), and the output is
    complete.
-8. test_remote_backend / test_fallback_to_remote_unprivileged: `--backend
-   remote` on 3.14 and 3.12 gives right stacks; run as nobody against a
-   nobody-owned target, the recorder says it cannot use BPF and falls back.
+8. test_remote_backend(_threads_churn) / test_fallback_to_remote_unprivileged:
+   `--backend remote` on 3.14 and 3.12 gives right stacks, also for 50
+   churning threads; run as nobody against a nobody-owned target (plain, and
+   chrooted), the recorder says it cannot use BPF and falls back.
 
 Why sample counts are compared with the target's CPU time: the BPF backend
 samples a thread only while it runs on a CPU (a per-thread cpu-clock event),
@@ -756,6 +762,7 @@ class ThreadCheck:
         lines = {k: set(v) for k, v in log["lines"].items()}
         self.lines = lines
         self.w_l1, self.l1_l2 = L("worker->layer1"), L("layer1->layer2")
+        self.l1_l1 = L("layer1->layer1")
         self.mod_line = L("<module>->main")
         self.by_tid = {}
         for t in log["threads"]:
@@ -768,7 +775,9 @@ class ThreadCheck:
 
     def worker_ok(self, t, fr):
         """fr (root first) is the thread's recorded outer frames, then worker
-        and what it calls, at possible lines."""
+        and what it calls, exactly: worker -> layer1 x (at most the thread's
+        depth D) [-> layer2 when there are D], every caller at its call line,
+        the leaf at any of its lines."""
         outer = [tuple(o) for o in t["outer"]] if t["outer"] else None
         n = len(outer) if outer else 0
         if outer is None or [(f.func, f.file, f.line) for f in fr[:n]] != outer:
@@ -777,14 +786,17 @@ class ThreadCheck:
         s = self.target.script
         if not rest or any(f.file != s for f in rest) or rest[0].func != "worker":
             return False
-        if len(rest) == 1:
-            return rest[0].line in self.lines["worker"]
-        if rest[0].line != self.w_l1 or rest[1].func != "layer1":
+        names = [f.func for f in rest]
+        d = t["depth"]
+        k = names.count("layer1")
+        if names != ["worker"] + ["layer1"] * k + ["layer2"] * (len(names) - 1 - k):
             return False
-        if len(rest) == 2:
-            return rest[1].line in self.lines["layer1"]
-        return (len(rest) == 3 and rest[1].line == self.l1_l2 and rest[2].func == "layer2"
-                and rest[2].line in self.lines["layer2"])
+        if k > d or len(names) - 1 - k > (1 if k == d else 0):
+            return False
+        want_call = [self.w_l1] + [self.l1_l1] * (k - 1) + ([self.l1_l2] if k == d else [])
+        callers, leaf = rest[:-1], rest[-1]
+        return ([f.line for f in callers] == want_call[:len(callers)]
+                and leaf.line in self.lines[leaf.func])
 
     def bootstrap_ok(self, t, fr):
         """A thread starting or ending: threading.py frames only, rooted like
@@ -1152,12 +1164,14 @@ def test_no_bpf_objects_left(how, procs, tmp_path):
                     for k, ids in left.items() if ids))
     # Nothing new that nobody holds (another process's objects are theirs).
     owned = all_held_ids()
-    orphans = {k: [(i, o.get("name")) for i, o in now[k].items()
+    ours = {i for i, o in now["prog"].items() if o.get("name") == "pyprof_sample"}
+    orphans = {k: [(i, o.get("name"), o.get("prog_id")) for i, o in now[k].items()
                    if i not in before[k] and i not in owned[k]
                    and (k != "map" or o.get("name") in ("threads", "scratch", "samples",
                                                         "counters", "pyprof_b.rodata"))
-                   and (k != "prog" or o.get("name") == "pyprof_sample")]
-               for k in ("prog", "map")}
+                   and (k != "prog" or i in ours)
+                   and (k != "link" or o.get("prog_id") in ours)]
+               for k in ("prog", "map", "link")}
     assert not any(orphans.values()), f"BPF objects left with no owner: {orphans}"
     assert alive(target.popen), "the target died"
 
@@ -1210,7 +1224,10 @@ def test_remote_backend_threads_churn(label, procs, tmp_path):
 @pytest.mark.parametrize("label", ["system-3.11", "sid-3.14"])
 def test_fallback_to_remote_unprivileged(label, procs, tmp_path):
     """As nobody, without --backend, against a nobody-owned target: a plain
-    one, and one chrooted (chroot --userspec) like the other sid targets."""
+    one, and one chrooted (chroot --userspec) like the other sid targets.
+    A chrooted target in our mount namespace lists its files in
+    /proc/PID/maps by their host paths; nobody has no /proc/PID/map_files
+    (it needs CAP_SYS_ADMIN), so those paths must be opened as they are."""
     interp = by_label(label)
     d_seen = f"/tmp/pyprof-tests/nobody-{uuid.uuid4().hex[:8]}"
     d_host = interp.host_path(d_seen)

@@ -5,12 +5,12 @@
 The main thread keeps NTHREADS worker threads alive. With CHURN=1 every
 worker runs for a random 0.2 to 0.8 s and returns, and the main thread
 starts a new one in its place (within ~10 ms); with CHURN=0 workers never
-return. A worker's stack, while it works, is
+return. Worker number n's stack, while it works, is
 
-    <threading frames> -> worker -> layer1 -> layer2
+    <threading frames> -> worker -> layer1 x D -> layer2,  D = 1 + n % 5
 
-and worker() is also sampled at its own lines (between calls, and while it
-records itself). The main thread sleeps in 10 ms steps between its checks.
+so that threads have distinct stacks, and worker() and layer1() are also
+sampled at their own lines (between calls, and while worker records itself). The main thread sleeps in 10 ms steps between its checks.
 
 LOG (JSON, replaced atomically every ~50 ms, first once the first NTHREADS
 workers were started) holds the CLOCK_MONOTONIC time it was written, the
@@ -18,8 +18,8 @@ version, the pid and main thread id as this process sees them, the lines of
 worker, layer1, layer2 and main (co_lines() of this interpreter), and one
 entry per worker ever started: its name, native thread id (null until it
 runs), the CLOCK_MONOTONIC times when main() created it (`created`), when it
-entered worker() (`start`) and when it left (`end`, null while it runs), and
-its frames outside worker() as it saw them itself (`outer`: [qualname, file,
+entered worker() (`start`) and when it left (`end`, null while it runs), its
+`depth` D, and its frames outside worker() as it saw them itself (`outer`: [qualname, file,
 line], outermost first). Call sites are marked `# LINE:<caller>-><callee>`.
 Runs on CPython 3.11+.
 """
@@ -42,7 +42,9 @@ def layer2():
     return x
 
 
-def layer1():
+def layer1(d):
+    if d > 1:
+        return layer1(d - 1)  # LINE:layer1->layer1
     return layer2()  # LINE:layer1->layer2
 
 
@@ -57,8 +59,9 @@ def worker(rec, life):
     rec["tid"] = threading.get_native_id()
     rec["start"] = time.monotonic()
     end = rec["start"] + life
+    depth = rec["depth"]
     while time.monotonic() < end:
-        layer1()  # LINE:worker->layer1
+        layer1(depth)  # LINE:worker->layer1
     rec["end"] = time.monotonic()
 
 
@@ -87,7 +90,7 @@ def main():
         while len(threads) < NTHREADS:
             n += 1
             rec = {"name": "w-%d" % n, "tid": None, "created": time.monotonic(),
-                   "start": None, "end": None, "outer": None}
+                   "start": None, "end": None, "outer": None, "depth": 1 + n % 5}
             life = random.uniform(0.2, 0.8) if CHURN else float("inf")
             t = threading.Thread(target=worker, args=(rec, life), name=rec["name"],
                                  daemon=True)
