@@ -100,7 +100,8 @@ static void usage(FILE *f)
 {
 	fputs("Usage: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
 	      "       pyprof-bpf dump -p PID [--json]\n"
-	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE]\n"
+	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
+	      "                         [--no-lines]\n"
 	      "\n"
 	      "A sampling profiler for CPython 3.11 to 3.15, assisted by eBPF.\n"
 	      "`pyprof-bpf COMMAND --help` describes each command.\n"
@@ -108,6 +109,8 @@ static void usage(FILE *f)
 	      "EXAMPLES:\n"
 	      "    sudo pyprof-bpf -p 1234 > out.perf          # 99 Hz until Ctrl-C, perf script text\n"
 	      "    sudo pyprof-bpf -p 1234 -F 999 -d 10 -o out.folded\n"
+	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof # a raw recording, then any format:\n"
+	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
 	      "    pyprof-bpf dump -p 1234                     # every thread's stack now\n", f);
 }
 

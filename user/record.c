@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * record.c - the recording loop: pick a backend, deliver its raw samples
- * through the symbolizer to an output, stop cleanly on -d, Ctrl-C, SIGTERM
- * or the target's exit, and say what could not be done.
+ * through the symbolizer to an output and/or a raw recording (rawrec.h), stop
+ * cleanly on -d, Ctrl-C, SIGTERM or the target's exit, and say what could not
+ * be done.
  */
 #include <argp.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include "output.h"
 #include "procfs.h"
 #include "pyproc.h"
+#include "rawrec.h"
 #include "record.h"
 #include "remote_sampler.h"
 #include "symbolizer.h"
@@ -33,6 +35,7 @@ struct record_env {
 	double duration;	/* seconds, 0 = until stopped */
 	const char *output;
 	const char *format;
+	const char *raw;	/* --raw FILE */
 	enum backend backend;
 	long max_frames;
 	int verbose;
@@ -47,7 +50,8 @@ struct tid_name {
 struct record_ctx {
 	struct record_env *env;
 	struct symbolizer *sym;
-	struct output *out;
+	struct output *out;	/* NULL when only a raw recording is written */
+	struct rawrec_writer *raw;
 	struct py_sym *syms;
 	char comm[32];
 	struct tid_name *names;
@@ -55,6 +59,7 @@ struct record_ctx {
 	uint64_t period_ns;
 	size_t symbol_errors;
 	int out_err;
+	const char *out_err_file;	/* the file out_err is about */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -83,15 +88,20 @@ static const char record_doc[] =
 "\n"
 "USAGE: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
 "\v"
-"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top;\n"
-"with -o the format is inferred from the extension (.perf .folded .speedscope.json\n"
-".pb.gz .html). The BPF backend samples threads while they run on a CPU; the\n"
-"remote backend (used without CAP_BPF/CAP_PERFMON) samples every thread.\n"
+"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top,\n"
+"raw; with -o the format is inferred from the extension (.perf .folded\n"
+".speedscope.json .pb.gz .html .pyprof). raw is the recording itself, which\n"
+"`pyprof-bpf report` turns into any other format later, without the target;\n"
+"--raw FILE writes it besides another format. The BPF backend samples threads\n"
+"while they run on a CPU; the remote backend (used without CAP_BPF/CAP_PERFMON)\n"
+"samples every thread.\n"
 "\n"
 "EXAMPLES:\n"
 "    sudo pyprof-bpf -p 1234                      # 99 Hz until Ctrl-C, to stdout\n"
 "    sudo pyprof-bpf -p 1234 -F 999 -d 30 -o out.perf\n"
 "    sudo pyprof-bpf -p 1234 -d 10 --format collapsed | flamegraph.pl > f.svg\n"
+"    sudo pyprof-bpf -p 1234 -d 30 -o rec.pyprof  # for: pyprof-bpf report\n"
+"    sudo pyprof-bpf -p 1234 -o f.html --raw r.pyprof  # both, same samples\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -100,6 +110,7 @@ enum {
 	OPT_THREADS,
 	OPT_NO_LINES,
 	OPT_MAX_DEPTH,
+	OPT_RAW,
 };
 
 static const struct argp_option record_options[] = {
@@ -113,6 +124,8 @@ static const struct argp_option record_options[] = {
 	{ "threads", OPT_THREADS, NULL, 0, "Root every stack at its thread", 0 },
 	{ "no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, without line numbers", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
+	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
+	  "`pyprof-bpf report`)", 0 },
 	{ "verbose", 'v', NULL, 0, "Verbose (libbpf) messages", 0 },
 	{ 0 },
 };
@@ -165,6 +178,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid depth (1 to 65536): %s", arg);
 		env->max_frames = v;
 		break;
+	case OPT_RAW:
+		env->raw = arg;
+		break;
 	case 'v':
 		env->verbose = 1;
 		break;
@@ -174,6 +190,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!env->pid)
 			argp_error(state, "a target is needed: -p PID");
+		if (env->raw && rawrec__wanted(env->format, env->output))
+			argp_error(state, "--raw is for writing another format besides the raw "
+				   "recording; -o already writes one");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -213,12 +232,28 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	s.thread_name = thread_name(c, r->tid);
 	symbolizer__resolve_stack(c->sym, r->frames, r->nframes, c->syms, &nf, &c->symbol_errors);
 	s.nframes = (uint32_t)nf;
-	rc = output__add(c->out, &s);
+	/* Both get the very same sample: `report` of the raw recording gives this output. */
+	rc = c->out ? output__add(c->out, &s) : 0;
 	if (rc) {
 		c->out_err = rc;
+		c->out_err_file = c->env->output;
+		return rc;
+	}
+	rc = c->raw ? rawrec_writer__add(c->raw, &s) : 0;
+	if (rc) {
+		c->out_err = rc;
+		c->out_err_file = c->env->raw ? c->env->raw : c->env->output;
 		return rc;
 	}
 	return 0;
+}
+
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static double now_s(void)
@@ -266,7 +301,9 @@ int record__main(int argc, char **argv)
 	struct remote_sampler *rs = NULL;
 	struct pyproc *p = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
-	const char *ended = NULL;
+	struct rawrec_info rinfo = { 0 };
+	struct rawrec_end rend;
+	const char *ended = NULL, *raw_path;
 	double start, end, next_refresh, next_progress;
 	int progress = isatty(STDERR_FILENO);
 	int rc, exit_code = 1;
@@ -298,7 +335,14 @@ int record__main(int argc, char **argv)
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	rc = output__new(env.format, env.output, &env.oopts, &ctx.out, err, sizeof(err));
+	/* The raw recording keeps the start time: `report` gives pprof the same. */
+	env.oopts.start_time_ns = clock_ns(CLOCK_REALTIME);
+	rinfo.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	raw_path = env.raw;
+	if (rawrec__wanted(env.format, env.output))
+		raw_path = env.output ? env.output : "-";
+	else
+		rc = output__new(env.format, env.output, &env.oopts, &ctx.out, err, sizeof(err));
 	if (rc)
 		goto fail;
 
@@ -322,6 +366,19 @@ int record__main(int argc, char **argv)
 			snprintf(err, sizeof(err), "remote backend: %s", strerror(-rc));
 			goto fail;
 		}
+	}
+	if (raw_path) {
+		rinfo.pid = env.pid;
+		rinfo.comm = ctx.comm;
+		rinfo.python_version = pyproc__version(p);
+		rinfo.backend = bs ? "bpf" : "remote";
+		rinfo.freq_hz = (uint32_t)env.freq;
+		rinfo.period_ns = ctx.period_ns;
+		rinfo.max_frames = (uint32_t)env.max_frames;
+		rinfo.start_time_ns = env.oopts.start_time_ns;
+		rc = rawrec_writer__open(raw_path, &rinfo, &ctx.raw, err, sizeof(err));
+		if (rc)
+			goto fail;
 	}
 	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) at %ld Hz with the %s "
 		"backend%s\n", (int)env.pid, pyproc__version(p), env.freq, bs ? "BPF" : "remote",
@@ -388,9 +445,22 @@ int record__main(int argc, char **argv)
 		bpf_sampler__stats(bs, &st);
 	else
 		remote_sampler__stats(rs, &st);
-	rc = ctx.out_err ? ctx.out_err : output__finish(ctx.out);
+	rc = ctx.out_err;
+	if (!rc && ctx.out) {
+		rc = output__finish(ctx.out);
+		ctx.out_err_file = env.output;
+	}
+	if (!rc && ctx.raw) {
+		rend = (struct rawrec_end){ .lost = st.lost, .truncated = st.truncated,
+					    .errors = st.errors, .unresolved = ctx.symbol_errors,
+					    .duration_ns = (uint64_t)((end - start) * 1e9),
+					    .flags = ended ? RAWREC_END_TARGET_EXITED : 0 };
+		rc = rawrec_writer__close(ctx.raw, &rend);
+		ctx.out_err_file = raw_path;
+	}
 	if (rc) {
-		snprintf(err, sizeof(err), "writing %s: %s", env.output ? env.output : "stdout",
+		snprintf(err, sizeof(err), "writing %s: %s", ctx.out_err_file &&
+			 strcmp(ctx.out_err_file, "-") ? ctx.out_err_file : "stdout",
 			 strerror(-rc));
 		goto fail;
 	}
@@ -409,17 +479,10 @@ out:
 	bpf_sampler__free(bs);
 	remote_sampler__free(rs);
 	output__free(ctx.out);
+	rawrec_writer__free(ctx.raw);
 	symbolizer__free(ctx.sym);
 	free(ctx.syms);
 	free(ctx.names);
 	pyproc__free(p);
 	return exit_code;
-}
-
-int report__main(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "pyprof-bpf: report: raw recordings are not implemented yet (issue #5)\n");
-	return 2;
 }
