@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include "procmaps.h"
 
 /* A sane bound: processes with more mappings exist, but not Python ones we
@@ -129,17 +130,24 @@ int procmaps__open_file(pid_t pid, const struct mapping *map)
 	struct stat st;
 	int fd;
 
-	if (map->path[0] == '/' && !map->deleted) {
-		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)pid, map->path);
+	/* Through the target's root first (containers); then the path as we
+	 * see it, since a chroot that shares our mount namespace lists host
+	 * paths in its maps. A file replaced since it was mapped is not the one
+	 * the target runs: only trust an inode match (the device is not
+	 * compared: overlayfs reports another one). */
+	for (int pass = 0; pass < 2 && map->path[0] == '/' && !map->deleted; pass++) {
+		if (pass == 0)
+			snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)pid, map->path);
+		else
+			snprintf(fn, sizeof(fn), "%s", map->path);
 		fd = open(fn, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			/* A file replaced since it was mapped is not the one the
-			 * target runs: only trust it when the inode matches (the
-			 * device is not compared: overlayfs reports another one). */
-			if (fstat(fd, &st) == 0 && st.st_ino == map->inode)
-				return fd;
-			close(fd);
-		}
+		if (fd < 0)
+			continue;
+		/* our own view of a path must be the very file: device too */
+		if (fstat(fd, &st) == 0 && st.st_ino == map->inode &&
+		    (pass == 0 || st.st_dev == makedev(map->dev_major, map->dev_minor)))
+			return fd;
+		close(fd);
 	}
 	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
 		 map->start, map->end);

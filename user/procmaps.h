@@ -34,8 +34,9 @@ void procmaps__free(struct procmaps *m);
 const struct mapping *procmaps__first(const struct procmaps *m, const char *path);
 
 /*
- * Open the file behind @map read-only: /proc/PID/root/PATH when it is still
- * the same file (same inode), else /proc/PID/map_files/S-E.
+ * Open the file behind @map read-only: /proc/PID/root/PATH, or PATH itself,
+ * when it is still the same file (same inode), else /proc/PID/map_files/S-E
+ * (which needs CAP_SYS_ADMIN).
  * Returns an fd or -errno.
  */
 int procmaps__open_file(pid_t pid, const struct mapping *map);

@@ -18,6 +18,7 @@ struct remote_sampler {
 	struct thread_cache *caches;	/* MAX_THREADS, in thread-list order */
 	struct py_thread *threads;
 	struct py_rawframe *frames;
+	struct py_rawframe *check;	/* the second read of a stack */
 	struct sampler_stats stats;
 };
 
@@ -33,7 +34,8 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	s->threads = calloc(MAX_THREADS, sizeof(*s->threads));
 	s->caches = calloc(MAX_THREADS, sizeof(*s->caches));
 	s->frames = calloc(o->max_frames, sizeof(*s->frames));
-	if (!s->threads || !s->caches || !s->frames) {
+	s->check = calloc(o->max_frames, sizeof(*s->check));
+	if (!s->threads || !s->caches || !s->frames || !s->check) {
 		remote_sampler__free(s);
 		return -ENOMEM;
 	}
@@ -50,6 +52,7 @@ void remote_sampler__free(struct remote_sampler *s)
 	free(s->caches);
 	free(s->threads);
 	free(s->frames);
+	free(s->check);
 	free(s);
 }
 
@@ -80,6 +83,50 @@ static struct py_walk_cache *cache_for(struct remote_sampler *s, size_t i, uint6
 	return &c->walk;
 }
 
+/*
+ * A thread that runs while we read it can give a torn stack: a parent read
+ * after its child returned, a frame read while it was being pushed. So the
+ * chain is read twice (the second time in one call, predicted by the first)
+ * and kept only when both agree on every frame, and on every instruction
+ * but the innermost (which moves while the thread runs; a parent's does not
+ * while its child runs). A few tries, then the sample is a read fault.
+ */
+#define WALK_TRIES 3
+
+static int same_stack(const struct py_rawframe *a, const struct py_rawframe *b, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (a[k].frame != b[k].frame || a[k].code != b[k].code ||
+		    (k && a[k].instr != b[k].instr))
+			return 0;
+	}
+	return 1;
+}
+
+static int walk_consistent(struct remote_sampler *s, size_t i, size_t *nf, int *truncated,
+			   int *torn)
+{
+	uint64_t tstate = s->threads[i].tstate;
+	struct py_walk_cache *c = cache_for(s, i, tstate);
+	size_t n2;
+	int rc = 0, t2;
+
+	for (int try = 0; try < WALK_TRIES; try++) {
+		rc = pyproc__walk_cached(s->proc, tstate, c, s->frames, s->opts.max_frames, nf,
+					 truncated);
+		if (rc || *nf == 0)
+			break;
+		rc = pyproc__walk_cached(s->proc, tstate, c, s->check, s->opts.max_frames, &n2,
+					 &t2);
+		if (rc)
+			break;
+		*torn = !(n2 == *nf && same_stack(s->frames, s->check, n2));
+		if (!*torn)
+			break;
+	}
+	return rc;
+}
+
 int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 {
 	struct timespec now;
@@ -94,24 +141,27 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		s->stats.errors++;
 		return rc == -ESRCH ? rc : 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (size_t i = 0; i < n; i++) {
 		struct raw_sample r = { 0 };
 		size_t nf = 0;
-		int truncated = 0;
+		int truncated = 0, torn = 0;
 
-		rc = pyproc__walk_cached(s->proc, s->threads[i].tstate,
-					 cache_for(s, i, s->threads[i].tstate), s->frames,
-					 s->opts.max_frames, &nf, &truncated);
+		/* A thread state whose thread has no id yet (starting) or is
+		 * gone from /proc (ending) has nothing to attribute a sample to. */
+		if (!s->threads[i].host_tid)
+			continue;
+		rc = walk_consistent(s, i, &nf, &truncated, &torn);
 		if (rc == -ESRCH)
 			return rc;
+		clock_gettime(CLOCK_MONOTONIC, &now);	/* vDSO: per thread is cheap */
 		r.tid = s->threads[i].host_tid;
 		r.ts_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-		r.status = rc ? SAMPLE_READ_FAULT : truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
-		r.nframes = rc ? 0 : (uint32_t)nf;
+		r.status = rc || torn ? SAMPLE_READ_FAULT :
+			   truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
+		r.nframes = rc || torn ? 0 : (uint32_t)nf;
 		r.frames = s->frames;
 		s->stats.samples++;
-		if (rc)
+		if (rc || torn)
 			s->stats.errors++;
 		else if (truncated)
 			s->stats.truncated++;
