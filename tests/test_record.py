@@ -1009,18 +1009,17 @@ def test_target_exits(fmt, how, backend, procs, tmp_path, node_env):
 
 def test_consumers_read_split_recording(procs, tmp_path, node_env):
     """One window recorded twice at once: to perf-script and to collapsed.
-
-    TODO: once `pyprof-bpf report -i rec.pyprof` exists (issue 5), record once
-    to a raw recording and check that stackcollapse-perf of the perf-script
-    report EQUALS the collapsed report byte for byte, as test_formats does for
-    synthetic samples; two recorders of one window can only agree on shares.
-    """
+    Two recorders of one window can only agree on shares; the perf-script
+    recorder also writes a raw recording of its own samples, and our collapsed
+    `report` of it must EQUAL stackcollapse-perf's collapse of its perf-script
+    byte for byte."""
     interp = by_label("sid-3.14")
     target = start_split(interp, procs, tmp_path)
     hz, secs = HZ, 4
     perf, folded = str(tmp_path / "a.perf"), str(tmp_path / "b.folded")
-    ra = Recorder(procs, tmp_path, target.pid, ["-F", hz, "-d", secs, "-o", perf],
-                  name="a")
+    raw = str(tmp_path / "a.pyprof")
+    ra = Recorder(procs, tmp_path, target.pid, ["-F", hz, "-d", secs, "-o", perf,
+                                                "--raw", raw], name="a")
     rb = Recorder(procs, tmp_path, target.pid, ["-F", hz, "-d", secs, "-o", folded,
                                                 "--format", "collapsed"], name="b")
     ra.wait_started()
@@ -1034,6 +1033,13 @@ def test_consumers_read_split_recording(procs, tmp_path, node_env):
     kinds = target.classify(samples)
     ours = hot_share(kinds)
     assert abs(ours - own) <= 0.03, (ours, own, dict(kinds))
+
+    # Exact: the same samples, collapsed by stackcollapse-perf's rules from
+    # our perf-script and by us.
+    rep = subprocess.run([binary(), "report", "-q", "-i", raw, "--format", "collapsed"],
+                         capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert rep.returncode == 0, rep.stderr.decode("utf-8", "replace")
+    assert rep.stdout == tf.stackcollapse_perf(data), "collapsed report != stackcollapse-perf"
 
     # stackcollapse-perf's rules on the perf-script, against our collapsed.
     a = stackcollapse_weights(data)
@@ -1053,10 +1059,12 @@ def test_consumers_read_split_recording(procs, tmp_path, node_env):
         h = sum(v for k, v in s.items() if k[-1].startswith("py::hot:"))
         w = sum(v for k, v in s.items() if k[-1].startswith("py::warm:"))
         assert abs(h / (h + w) - own) <= 0.03, (name, h / (h + w), own)
+    # Two independent samplings of ~800 samples: a stack's share differs by
+    # sampling noise alone (sigma ~1.5 points at 15%); 6 points is ~4 sigma.
     big = {k for k, v in sa.items() if v >= 0.03} | {k for k, v in sb.items() if v >= 0.03}
-    diffs = {k: (round(sa.get(k, 0), 3), round(sb.get(k, 0), 3)) for k in big
-             if abs(sa.get(k, 0) - sb.get(k, 0)) > 0.03}
-    assert not diffs, f"stacks whose shares differ by more than 3 points: {diffs}"
+    diffs = {k[-1]: (round(sa.get(k, 0), 3), round(sb.get(k, 0), 3)) for k in big
+             if abs(sa.get(k, 0) - sb.get(k, 0)) > 0.06}
+    assert not diffs, f"stacks whose shares differ by more than 6 points: {diffs}"
     assert {k for k, v in sa.items() if v >= 0.05} <= set(sb), "a main stack missing"
 
     # speedscope's perf importer, in the real app: weights are times between
