@@ -814,7 +814,10 @@ class ThreadCheck:
                 and fr[1].line in self.lines["main"]
                 and all(f.python and (f.file == s or STDLIB.search(f.file)) for f in fr[2:]))
 
-    def check(self, samples, state_slack):
+    def check(self, samples, state_slack, read_faults_ok=False):
+        """read_faults_ok: the remote backend reads running threads from
+        outside; a stack that kept changing while it was read is reported
+        as [read-fault] (counted, never guessed), which is then right."""
         for s in samples:
             fr = s.root_first
             if s.tid == self.main_tid:
@@ -843,6 +846,8 @@ class ThreadCheck:
                 # and after it returned.
                 self.kinds["no-state at birth or death"] += 1
                 self.birth_lag.append(ts - t["created"])
+            elif read_faults_ok and s.status == "[read-fault]":
+                self.kinds["read fault, said so"] += 1
             else:
                 self.problems.append(("worker stack", f"thread {t['name']} (created "
                                       f"{t['created']:.3f}, ended {t['end']}): "
@@ -1222,8 +1227,9 @@ def test_remote_backend_threads_churn(label, procs, tmp_path):
     # A tick's samples share the time the tick began: reading 50 threads
     # takes a few ms, so a thread may be read just after it ended.
     chk = ThreadCheck(target, log, lambda tid: tid, death_slack=0.01)
-    chk.check(samples, state_slack=0.5)
+    chk.check(samples, state_slack=0.5, read_faults_ok=True)
     chk.fail_if_problems(len(samples))
+    assert chk.kinds["read fault, said so"] <= 0.02 * len(samples), dict(chk.kinds)
     tids = {target.pid} | {t["tid"] for t in log["threads"] if t["tid"]}
     check_headers(samples, rec, target.pid, tids, hz)
     check_summary(rec, samples, duration=secs)

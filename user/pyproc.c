@@ -582,57 +582,70 @@ void py_walk_cache__free(struct py_walk_cache *c)
 		return;
 	free(c->frames);
 	free(c->codes);
-	free(c->buf);
+	free(c->foff);
+	free(c->fiov);
+	free(c->viov);
 	free(c->versions);
 	free(c->iov);
+	free(c->buf);
 	memset(c, 0, sizeof(*c));
 }
 
-static int cache_reserve(struct py_walk_cache *c, size_t need, size_t frame_size)
+static int cache_reserve(struct py_walk_cache *c, size_t need)
 {
 	size_t cap = c->cap;
+	int ok = 1;
 
 	if (need <= cap)
 		return 0;
 	while (cap < need)
 		cap = cap ? cap * 2 : 64;
-	{
-		uint64_t *f = realloc(c->frames, cap * sizeof(*f));
-		uint64_t *cd = f ? realloc(c->codes, cap * sizeof(*cd)) : NULL;
-
-		if (f)
-			c->frames = f;
-		if (cd)
-			c->codes = cd;
-		if (!f || !cd)
-			return -ENOMEM;
-	}
-	free(c->buf);
-	free(c->versions);
-	free(c->iov);
-	c->buf = malloc(cap * frame_size);
-	c->versions = malloc(cap * sizeof(*c->versions));
-	c->iov = malloc((2 * cap + 2) * sizeof(*c->iov));
-	if (!c->buf || !c->versions || !c->iov)
+#define GROW(field, n) do { \
+		void *np = realloc(c->field, (n) * sizeof(*c->field)); \
+		if (np) \
+			c->field = np; \
+		else \
+			ok = 0; \
+	} while (0)
+	GROW(frames, cap);
+	GROW(codes, cap);
+	GROW(foff, cap);
+	GROW(fiov, cap);
+	GROW(viov, cap);
+	GROW(versions, cap);
+	GROW(iov, 2 * cap + 2);
+#undef GROW
+	if (!ok)
 		return -ENOMEM;
 	c->cap = cap;
 	return 0;
 }
 
+/* Frames of one chain sit close together in the thread's data stack: read
+ * neighbours (closer than this) as one range, not one iovec each. */
+#define SPAN_GAP 1024
+#define SPAN_MAX (64u << 10)
+/* Code objects looked up for co_version, deduplicated (recursion repeats one
+ * code object a thousand times). */
+#define VSLOTS 64
+
 /*
  * Read ahead what the last walk of this thread saw, in one process_vm_readv:
  * the current frame pointer (3.11/3.12: through the C frame the last walk
- * found), every frame and its code object's co_version. Sets *frame to the
- * current frame when it could be read, and returns how many frames, from the
- * innermost, were read whole.
+ * found), every frame (neighbours merged into ranges) and the co_version of
+ * every distinct code object. Sets *frame to the current frame when it is the
+ * predicted one, and returns how many frames, from the innermost, were read
+ * whole.
  */
 static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
 		       uint64_t *frame)
 {
 	const struct py_offsets *o = &p->off;
 	struct remote_iov *iov = c->iov;
-	uint64_t cframe = 0;
-	size_t k = 0, done = 0, head;
+	uint64_t cframe = 0, lo = 0, hi = 0, vcode[VSLOTS] = { 0 };
+	uint32_t vidx[VSLOTS];
+	size_t k = 0, done = 0, head, spans, bytes = 0, ready;
+	const size_t fs = o->frame_size;
 
 	*frame = 0;
 	if (o->tstate_cframe) {
@@ -642,20 +655,69 @@ static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *
 		iov[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
 	}
 	head = k;
+	/* Pass 1: merge frames into ranges, in chain order. */
 	for (size_t i = 0; i < c->n; i++) {
-		iov[k++] = (struct remote_iov){ c->frames[i], c->buf + i * o->frame_size,
-						o->frame_size };
-		if (o->code_version)
-			iov[k++] = (struct remote_iov){ c->codes[i] + o->code_version,
-							&c->versions[i], 4 };
+		uint64_t a = c->frames[i];
+		uint64_t nlo = a < lo ? a : lo, nhi = a + fs > hi ? a + fs : hi;
+
+		if (k == head || nhi - nlo > (hi - lo) + fs + SPAN_GAP || nhi - nlo > SPAN_MAX) {
+			if (k > head)
+				iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
+			k++;
+			nlo = a;
+			nhi = a + fs;
+		}
+		lo = nlo;
+		hi = nhi;
+		c->fiov[i] = (uint32_t)(k - 1);
+	}
+	if (k > head)
+		iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
+	spans = k;
+	/* Pass 2: place the ranges in the buffer. */
+	for (size_t j = head; j < spans; j++)
+		bytes += iov[j].len;
+	if (bytes > c->bufcap) {
+		unsigned char *nb = realloc(c->buf, bytes);
+
+		if (!nb)
+			return 0;
+		c->buf = nb;
+		c->bufcap = bytes;
+	}
+	bytes = 0;
+	for (size_t j = head; j < spans; j++) {
+		iov[j].buf = c->buf + bytes;
+		bytes += iov[j].len;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		const struct remote_iov *v = &iov[c->fiov[i]];
+
+		c->foff[i] = (uint32_t)((unsigned char *)v->buf - c->buf + (c->frames[i] - v->addr));
+	}
+	/* The versions, one read per distinct code object. */
+	for (size_t i = 0; o->code_version && i < c->n; i++) {
+		unsigned int h = (unsigned int)(c->codes[i] >> 4) % VSLOTS;
+
+		if (vcode[h] != c->codes[i]) {
+			vcode[h] = c->codes[i];
+			vidx[h] = (uint32_t)k;
+			iov[k] = (struct remote_iov){ c->codes[i] + o->code_version,
+						      &c->versions[k - spans], 4 };
+			k++;
+		}
+		c->viov[i] = vidx[h];
 	}
 	remote_readv_prefix(p->pid, iov, k, &done);
 	if (done < head || (o->tstate_cframe && cframe != c->cframe) || *frame != c->frames[0]) {
 		*frame = 0;	/* the thread moved on: read it the slow way */
 		return 0;
 	}
-	done -= head;
-	return o->code_version ? done / 2 : done;
+	for (ready = 0; ready < c->n && c->fiov[ready] < done; ready++)
+		;
+	c->vdone = done;
+	c->vbase = spans;
+	return ready;
 }
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
@@ -693,7 +755,7 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			break;
 		}
 		if (visited < ready && c->frames[visited] == frame) {
-			b = c->buf + visited * o->frame_size;
+			b = c->buf + c->foff[visited];
 		} else {
 			ready = 0;	/* off the predicted chain */
 			rc = remote_read(p->pid, frame, fb, o->frame_size);
@@ -708,15 +770,16 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			out[count].instr = get_u64(b, o->frame_instr_ptr);
 			out[count].code_version = 0;
 			out[count].reserved = 0;
-			if (visited < ready && c->codes[visited] == code)
-				out[count].code_version = c->versions[visited];
+			if (visited < ready && c->codes[visited] == code &&
+			    o->code_version && c->viov[visited] < c->vdone)
+				out[count].code_version = c->versions[c->viov[visited] - c->vbase];
 			else
 				missing++;
 			count++;
 		}
 		/* What this walk saw is the next one's prediction; the buffers
 		 * are only read above, before this overwrite moves past them. */
-		if (c && cache_reserve(c, visited + 1, o->frame_size) == 0) {
+		if (c && cache_reserve(c, visited + 1) == 0) {
 			c->frames[visited] = frame;
 			c->codes[visited] = code;
 		}

@@ -82,9 +82,15 @@ struct py_walk_cache {
 	uint64_t *codes;
 	size_t n, cap;
 	uint64_t cframe;	/* 3.11/3.12: the C frame it was found through */
-	unsigned char *buf;	/* prefetched frames, frame_size each */
-	uint32_t *versions;
+	/* prefetch scratch, reused from one walk to the next */
+	uint32_t *foff;		/* per frame: its bytes in buf */
+	uint32_t *fiov;		/* per frame: the iovec (range) that holds it */
+	uint32_t *viov;		/* per frame: the iovec of its code's co_version */
+	uint32_t *versions;	/* per version iovec */
+	size_t vdone, vbase;	/* iovecs read whole; first version iovec */
 	struct remote_iov *iov;
+	unsigned char *buf;
+	size_t bufcap;
 };
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
