@@ -51,6 +51,7 @@ struct record_ctx {
 	struct record_env *env;
 	struct symbolizer *sym;
 	struct output *out;	/* NULL when only a raw recording is written */
+	struct output *summary;	/* the hottest functions on a terminal's stderr */
 	struct rawrec_writer *raw;
 	struct py_sym *syms;
 	char comm[32];
@@ -109,6 +110,7 @@ enum {
 	OPT_BACKEND,
 	OPT_THREADS,
 	OPT_NO_LINES,
+	OPT_COMM_ROOT,
 	OPT_MAX_DEPTH,
 	OPT_RAW,
 };
@@ -123,6 +125,7 @@ static const struct argp_option record_options[] = {
 	  "to remote when BPF cannot be used)", 0 },
 	{ "threads", OPT_THREADS, NULL, 0, "Root every stack at its thread", 0 },
 	{ "no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, without line numbers", 0 },
+	{ "comm-root", OPT_COMM_ROOT, NULL, 0, "Root every stack at a [comm:pid] frame", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -169,6 +172,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_THREADS:
 		env->oopts.per_thread_roots = 1;
+		break;
+	case OPT_COMM_ROOT:
+		env->oopts.comm_root = 1;
 		break;
 	case OPT_NO_LINES:
 		env->oopts.no_lines = 1;
@@ -238,6 +244,10 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		c->out_err = rc;
 		c->out_err_file = c->env->output;
 		return rc;
+	}
+	if (c->summary && output__add(c->summary, &s)) {
+		output__free(c->summary);	/* a nicety: never fail the recording */
+		c->summary = NULL;
 	}
 	rc = c->raw ? rawrec_writer__add(c->raw, &s) : 0;
 	if (rc) {
@@ -367,6 +377,16 @@ int record__main(int argc, char **argv)
 			goto fail;
 		}
 	}
+	/* Recording to a file from a terminal: end with the hottest functions. */
+	if (progress && ctx.out && env.output && strcmp(env.output, "-") &&
+	    !(env.format && strcmp(env.format, "top") == 0)) {
+		struct output_opts so = env.oopts;
+		char serr[PYPROF_ERRLEN];
+
+		so.top_rows = 10;
+		if (output__new("top", "/dev/stderr", &so, &ctx.summary, serr, sizeof(serr)))
+			ctx.summary = NULL;
+	}
 	if (raw_path) {
 		rinfo.pid = env.pid;
 		rinfo.comm = ctx.comm;
@@ -464,6 +484,8 @@ int record__main(int argc, char **argv)
 			 strerror(-rc));
 		goto fail;
 	}
+	if (ctx.summary)
+		output__finish(ctx.summary);
 	if (ended)
 		fprintf(stderr, "pyprof-bpf: %s; the recording is complete up to then\n", ended);
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
@@ -480,6 +502,7 @@ out:
 	remote_sampler__free(rs);
 	output__free(ctx.out);
 	rawrec_writer__free(ctx.raw);
+	output__free(ctx.summary);
 	symbolizer__free(ctx.sym);
 	free(ctx.syms);
 	free(ctx.names);

@@ -52,6 +52,7 @@ enum {
 	OPT_FORMAT = 1000,
 	OPT_THREADS,
 	OPT_NO_LINES,
+	OPT_COMM_ROOT,
 };
 
 static const struct argp_option report_options[] = {
@@ -60,6 +61,7 @@ static const struct argp_option report_options[] = {
 	{ "format", OPT_FORMAT, "FMT", 0, "Output format (see below)", 0 },
 	{ "threads", OPT_THREADS, NULL, 0, "Root every stack at its thread", 0 },
 	{ "no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, without line numbers", 0 },
+	{ "comm-root", OPT_COMM_ROOT, NULL, 0, "Root every stack at a [comm:pid] frame", 0 },
 	{ "quiet", 'q', NULL, 0, "No summary of the recording on stderr", 0 },
 	{ 0 },
 };
@@ -80,6 +82,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_THREADS:
 		env->oopts.per_thread_roots = 1;
+		break;
+	case OPT_COMM_ROOT:
+		env->oopts.comm_root = 1;
 		break;
 	case OPT_NO_LINES:
 		env->oopts.no_lines = 1;
