@@ -19,8 +19,20 @@
  * (pyprof_config.max_frames) may be anything up to this.
  */
 #define PYPROF_MAX_FRAMES	4096
-/* Largest frame prefix read per frame: one bpf_probe_read_user each. */
+/* Largest frame prefix decoded per frame. */
 #define PYPROF_FRAME_READ_MAX	128
+/*
+ * Frames of one thread sit contiguously in its data-stack chunks, a caller
+ * just below its callee. The walk reads the data stack in windows of up to
+ * config.window bytes (one bpf_probe_read_user: ~130 ns for 4 KB here,
+ * against ~90 ns for one 80-byte frame) and decodes every frame inside. A
+ * window starts no lower than its frame's page: the memory under a chunk
+ * may be unmapped, and a read that faults costs ~750 ns. A power of two.
+ */
+#define PYPROF_WINDOW_MAX	8192
+#define PYPROF_PAGE		4096
+/* Distinct code objects whose co_version one sample remembers. */
+#define PYPROF_VERSION_MEMO	64
 /*
  * Frames visited per sample, Python and interpreter-owned, as a multiple of
  * max_frames: interpreter frames are skipped without spending the depth
@@ -42,15 +54,41 @@ enum {
 	 * the chain is longer than max_frames * PYPROF_WALK_FACTOR frames,
 	 * which only a corrupt (cyclic) chain or a pathological stack does. */
 	PYPROF_SF_WALK_BUDGET = 1 << 0,
-	/* Bits 8..15 are kept for the 3.15 frame cache (issue 4), which will
-	 * end a walk early at tstate->last_profiled_frame and use cache_frame
-	 * and cache_seq below. */
+	/*
+	 * 3.15 frame cache (config.frame_cache != 0); see user/frame_cache.h
+	 * for the protocol.
+	 *
+	 * SF_ANCHOR_READ: cache_frame and cache_seq hold the thread state's
+	 * last_profiled_frame and last_profiled_frame_seq, read in the same
+	 * stopped moment as the frames.
+	 */
+	PYPROF_SF_ANCHOR_READ = 1 << 8,
+	/* The walk stopped at the anchor: the last frame of the record is
+	 * the Python frame at cache_frame; its callers are not in the record. */
+	PYPROF_SF_AT_ANCHOR = 1 << 9,
+	/* The chain ended at tstate->base_frame, the last frame of the
+	 * record: the record is the whole chain (a stack that may be cached). */
+	PYPROF_SF_BASE = 1 << 10,
+};
+
+/* pyprof_frame.flags */
+enum {
+	/*
+	 * An interpreter-owned frame (entry frame, base frame): not a Python
+	 * frame, but a link of the chain the 3.15 anchor moves along. Sent
+	 * only when config.frame_cache is set; code and instr are 0.
+	 */
+	PYPROF_FF_INTERP = 1 << 0,
 };
 
 /* Indices of the per-CPU counter map. */
 enum pyprof_counter {
 	PYPROF_CNT_LOST = 0,	/* bpf_ringbuf_output() failed: ring full */
 	PYPROF_CNT_FOREIGN,	/* event fired in another process */
+	PYPROF_CNT_WINDOWS,	/* data-stack windows read */
+	PYPROF_CNT_WINDOW_FAULTS, /* windows that faulted (the frame read alone) */
+	PYPROF_CNT_FRAME_READS,	/* frames read on their own */
+	PYPROF_CNT_VERSION_READS, /* co_version reads (others from the memo) */
 	PYPROF_CNT_NR,
 };
 
@@ -80,13 +118,33 @@ struct pyprof_config {
 	/* co_version in the code object (4 bytes); 0: not read (3.11). */
 	__u64 code_version;
 
+	/*
+	 * 3.15 frame cache (frame_cache != 0): the thread-state fields
+	 * current_frame, base_frame, last_profiled_frame and
+	 * last_profiled_frame_seq are read in one read of tstate_block_len
+	 * bytes at tstate_block; the *_rel fields are offsets in that block.
+	 */
+	__u64 tstate_block;
+	__u32 tstate_block_len;		/* <= PYPROF_TSTATE_BLOCK */
+	__u32 current_frame_rel;
+	__u32 base_frame_rel;
+	__u32 anchor_rel;
+	__u32 anchor_seq_rel;
+	__u32 frame_cache;
+
+	/* Data-stack window in bytes, above frame_size and at most
+	 * PYPROF_WINDOW_MAX; 0 reads each frame on its own. */
+	__u32 window;
+
 	__u32 max_frames;		/* <= PYPROF_MAX_FRAMES */
 	__u32 max_walk;			/* frames visited, Python or not */
 	/* Process whose samples are kept, as bpf_get_current_pid_tgid()
 	 * sees it; a guard should an event outlive an exec or fork. */
 	__u32 tgid;
-	__u32 pad;
 };
+
+/* Largest thread-state block read at once (config.tstate_block_len). */
+#define PYPROF_TSTATE_BLOCK	64
 
 /* Value of the tid -> thread map, keyed by host tid (__u32). */
 struct pyprof_thread {
@@ -94,6 +152,17 @@ struct pyprof_thread {
 	/* Bumped by every sample of the thread: tells the loader that a
 	 * thread it opened no event for is sampled through inheritance. */
 	__u64 samples;
+	/* Frame cache: non-zero while userspace holds no cached stack it
+	 * could splice onto this thread's anchor: the walk does not stop at
+	 * the anchor, it goes down to the base frame. Set by userspace. */
+	__u32 walk_whole;
+	__u32 pad;
+	/* Frame cache: the anchor and sequence the last sample saw (kept
+	 * by the program). An anchor that changed while the sequence did
+	 * not was written (by another profiler, or by us re-anchoring), not
+	 * moved by the interpreter: that sample walks whole. */
+	__u64 last_anchor;
+	__u64 last_seq;
 };
 
 /* One frame, innermost first. Same layout as struct py_rawframe. */
@@ -104,12 +173,13 @@ struct pyprof_frame {
 	/* co_version of the code object (3.12+; 0 when unknown): with the
 	 * address it identifies the object even after its address is reused. */
 	__u32 code_version;
-	__u32 reserved;
+	__u32 flags;			/* PYPROF_FF_* */
 };
 
 /*
  * One sample. Only the header and the first nframes frames are submitted:
- * a record is PYPROF_SAMPLE_SIZE(nframes) bytes long.
+ * a record is PYPROF_SAMPLE_SIZE(nframes) bytes long. nframes counts the
+ * PYPROF_FF_INTERP entries too; max_frames limits the Python frames.
  */
 struct pyprof_sample {
 	__u64 ts_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -120,9 +190,13 @@ struct pyprof_sample {
 	__u32 status;			/* enum pyprof_status */
 	__u32 nframes;
 	__u32 flags;			/* PYPROF_SF_* */
-	/* Reserved for the frame cache (issue 4): zero for now. */
+	/* With PYPROF_SF_ANCHOR_READ: the thread's anchor and its sequence
+	 * (tstate->last_profiled_frame, ->last_profiled_frame_seq). */
 	__u64 cache_frame;
 	__u64 cache_seq;
+	/* With PYPROF_SF_AT_ANCHOR: the anchor frame's caller, as read now
+	 * (a check userspace makes against its cached stack). */
+	__u64 cache_prev;
 	struct pyprof_frame frames[PYPROF_MAX_FRAMES];
 };
 

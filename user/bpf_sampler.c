@@ -38,6 +38,7 @@
 #include "pyprof.h"
 #include "pyprof.skel.h"
 #include "bpf_sampler.h"
+#include "frame_cache.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -65,14 +66,27 @@
  * while we were attaching): it gets its own.
  */
 #define UNCOVERED_PERIODS	5
+/*
+ * Data-stack window of the BPF walk (see PYPROF_WINDOW_MAX): a page and a
+ * frame, as windows start at their frame's page. 4 KB holds some 30 small
+ * frames and costs about 1.5 frame reads.
+ */
+#define WINDOW_BYTES		(PYPROF_PAGE + PYPROF_FRAME_READ_MAX)
+/* Threads re-anchored per poll at most (each is stopped ~50 us or more). */
+#define REANCHOR_PER_POLL	4
 
 _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct pyprof_frame, frame) == offsetof(struct py_rawframe, frame) &&
 	       offsetof(struct pyprof_frame, code) == offsetof(struct py_rawframe, code) &&
 	       offsetof(struct pyprof_frame, instr) == offsetof(struct py_rawframe, instr) &&
 	       offsetof(struct pyprof_frame, code_version) ==
-	       offsetof(struct py_rawframe, code_version),
+	       offsetof(struct py_rawframe, code_version) &&
+	       offsetof(struct pyprof_frame, flags) == offsetof(struct py_rawframe, reserved),
 	       "records are handed out without copying");
+_Static_assert(PYPROF_FF_INTERP == FC_FRAME_INTERP &&
+	       PYPROF_SF_ANCHOR_READ == FC_REC_ANCHOR_READ &&
+	       PYPROF_SF_AT_ANCHOR == FC_REC_AT_ANCHOR && PYPROF_SF_BASE == FC_REC_BASE,
+	       "frame cache flags are the record's");
 _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_TRUNCATED == (int)SAMPLE_TRUNCATED &&
 	       (int)PYPROF_NO_PYSTATE == (int)SAMPLE_NO_PYSTATE &&
@@ -125,6 +139,13 @@ struct bpf_sampler {
 	sample_fn fn;
 	void *fn_ctx;
 	int fn_ret;
+
+	/* The 3.15 frame cache (a pass-through on other versions). */
+	struct frame_cache *fc;
+	bool cache;			/* the kernel walks to anchors */
+	pid_t reanchor[REANCHOR_PER_POLL];
+	size_t nreanchor;
+	int verbose;
 
 	uint64_t samples, truncated, errors;
 };
@@ -224,8 +245,43 @@ static long read_long(const char *path)
 
 /* The walk's config from the flat offsets table, checked against what the
  * BPF program can read. */
+/*
+ * 3.15: one read of the thread state covers current_frame, base_frame and
+ * the anchor with its sequence. Returns false (no frame cache) when the
+ * four do not fit in PYPROF_TSTATE_BLOCK bytes.
+ */
+static bool fill_tstate_block(struct pyprof_config *c, const struct py_offsets *o)
+{
+	const uint64_t off[] = {
+		o->tstate_current_frame, o->tstate_base_frame,
+		o->tstate_last_profiled_frame, o->tstate_last_profiled_frame_seq,
+	};
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t i;
+
+	if (!o->tstate_base_frame || !o->tstate_last_profiled_frame ||
+	    !o->tstate_last_profiled_frame_seq)
+		return false;
+	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		if (off[i] < lo)
+			lo = off[i];
+		if (off[i] + 8 > hi)
+			hi = off[i] + 8;
+	}
+	if (hi - lo > PYPROF_TSTATE_BLOCK || hi > PY_MAX_STRUCT_COPY)
+		return false;
+	c->tstate_block = lo;
+	c->tstate_block_len = (__u32)(hi - lo);
+	c->current_frame_rel = (__u32)(o->tstate_current_frame - lo);
+	c->base_frame_rel = (__u32)(o->tstate_base_frame - lo);
+	c->anchor_rel = (__u32)(o->tstate_last_profiled_frame - lo);
+	c->anchor_seq_rel = (__u32)(o->tstate_last_profiled_frame_seq - lo);
+	c->frame_cache = 1;
+	return true;
+}
+
 static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
-		       unsigned int max_frames, pid_t pid, char *err, size_t errlen)
+		       unsigned int max_frames, pid_t pid, bool cache, char *err, size_t errlen)
 {
 	const struct { const char *name; uint64_t off, len; } fields[] = {
 		{ "previous", o->frame_previous, 8 },
@@ -275,6 +331,9 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
 	c->max_frames = max_frames;
 	c->max_walk = max_frames * PYPROF_WALK_FACTOR;
 	c->tgid = pid;
+	c->window = WINDOW_BYTES;
+	if (cache)
+		fill_tstate_block(c, o);
 	return 0;
 }
 
@@ -444,6 +503,7 @@ static void retire_thread(struct bpf_sampler *s, struct bpf_thread *t)
 {
 	__u32 key = t->tid;
 
+	frame_cache__forget(s->fc, t->tid);
 	if (t->in_map)
 		bpf_map_delete_elem(s->threads_fd, &key);
 	if (!t->link)
@@ -468,6 +528,9 @@ static int update_map(struct bpf_sampler *s, struct bpf_thread *t, uint64_t tsta
 	if (t->in_map)
 		bpf_map_lookup_elem(s->threads_fd, &key, &v);
 	v.tstate = tstate;
+	/* Nothing cached for this thread state: walk whole until there is. */
+	v.walk_whole = 1;
+	frame_cache__forget(s->fc, t->tid);
 	if (bpf_map_update_elem(s->threads_fd, &key, &v, BPF_ANY))
 		return -errno;
 	t->in_map = true;
@@ -568,10 +631,36 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 	return first_err;
 }
 
+/* The kernel's walk_whole flag of @tid (read-modify-write: the program
+ * counts samples in the same value). */
+static int set_walk_whole(struct bpf_sampler *s, pid_t tid, bool on)
+{
+	struct pyprof_thread v;
+	__u32 key = tid;
+
+	if (bpf_map_lookup_elem(s->threads_fd, &key, &v))
+		return -errno;
+	v.walk_whole = on;
+	if (bpf_map_update_elem(s->threads_fd, &key, &v, BPF_EXIST))
+		return -errno;
+	return 0;
+}
+
+static void queue_reanchor(struct bpf_sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nreanchor; i++)
+		if (s->reanchor[i] == tid)
+			return;
+	if (s->nreanchor < REANCHOR_PER_POLL)
+		s->reanchor[s->nreanchor++] = tid;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *s = ctx;
 	const struct pyprof_sample *r = data;
+	struct frame_cache_rec fr;
+	struct frame_cache_out fo;
 	struct raw_sample rs;
 	int ret;
 
@@ -580,18 +669,32 @@ static int on_record(void *ctx, void *data, size_t size)
 		s->errors++;
 		return 0;
 	}
+	fr = (struct frame_cache_rec){
+		.tid = r->tid, .ts_ns = r->ts_ns, .tstate = r->tstate,
+		.status = r->status, .flags = r->flags,
+		.anchor = r->cache_frame, .seq = r->cache_seq, .anchor_prev = r->cache_prev,
+		.nframes = r->nframes, .frames = (const struct py_rawframe *)r->frames,
+	};
+	/* On -ENOMEM the record is passed on as it is, marked truncated. */
+	frame_cache__process(s->fc, &fr, &fo);
+	if (fo.set_walk_whole)
+		set_walk_whole(s, r->tid, fo.walk_whole);
+	if (fo.reanchor)
+		queue_reanchor(s, r->tid);
+
 	s->samples++;
-	if (r->status == PYPROF_TRUNCATED)
+	if (fo.status == PYPROF_TRUNCATED)
 		s->truncated++;
-	else if (r->status != PYPROF_COMPLETE)
+	else if (fo.status != PYPROF_COMPLETE)
 		s->errors++;
 
 	rs.tid = r->tid;
 	rs.cpu = r->cpu;
 	rs.ts_ns = r->ts_ns;
-	rs.status = r->status;
-	rs.nframes = r->nframes;
-	rs.frames = (const struct py_rawframe *)r->frames;
+	rs.status = fo.status;
+	rs.nframes = fo.nframes;
+	rs.frames = fo.frames;
+	rs.unchanged = fo.unchanged;
 	ret = s->fn(s->fn_ctx, &rs);
 	if (ret) {
 		/* libbpf stops consuming on a negative return only. */
@@ -599,6 +702,20 @@ static int on_record(void *ctx, void *data, size_t size)
 		return -ECANCELED;
 	}
 	return 0;
+}
+
+/* Move the anchors the frame cache asked for, each thread briefly stopped. */
+static void reanchor(struct bpf_sampler *s)
+{
+	for (size_t i = 0; i < s->nreanchor; i++) {
+		pid_t tid = s->reanchor[i];
+		struct bpf_thread *t = find_thread(s->th, s->nth, tid);
+
+		if (!t || !t->tstate || set_walk_whole(s, tid, true))
+			continue;
+		frame_cache__reanchor(s->fc, tid, t->tstate);
+	}
+	s->nreanchor = 0;
 }
 
 int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx)
@@ -611,6 +728,8 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx)
 	n = ring_buffer__consume(s->rb);
 	if (s->fn_ret)
 		return s->fn_ret;
+	if (s->nreanchor)
+		reanchor(s);
 	return n;
 }
 
@@ -637,6 +756,20 @@ void bpf_sampler__free(struct bpf_sampler *s)
 
 	if (!s)
 		return;
+	if (s->verbose && s->cache && s->fc) {
+		struct frame_cache_stats st;
+
+		frame_cache__stats(s->fc, &st);
+		fprintf(stderr, "pyprof-bpf: frame cache: %llu samples spliced, %llu walked whole, "
+			"%llu mismatched (delivered truncated); %llu frames sent by the kernel, "
+			"%llu reused; %llu anchors written (%llu failed), threads held %.3f ms "
+			"(longest %.3f ms)\n",
+			(unsigned long long)st.spliced, (unsigned long long)st.whole,
+			(unsigned long long)st.mismatches, (unsigned long long)st.frames_sent,
+			(unsigned long long)st.frames_reused, (unsigned long long)st.reanchors,
+			(unsigned long long)st.reanchor_failures, st.stop_ns / 1e6,
+			st.stop_max_ns / 1e6);
+	}
 	/* Closing an original event also removes its inherited copies. */
 	for (i = 0; i < s->nth; i++)
 		bpf_link__destroy(s->th[i].link);
@@ -644,6 +777,7 @@ void bpf_sampler__free(struct bpf_sampler *s)
 		bpf_link__destroy(s->retired[i]);
 	ring_buffer__free(s->rb);
 	pyprof_bpf__destroy(s->skel);
+	frame_cache__free(s->fc);
 	free(s->th);
 	free(s->retired);
 	free(s->tids);
@@ -665,9 +799,15 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	}
 	s->skel = skel;
 	ret = fill_config(&skel->rodata->cfg, pyproc__offsets(s->proc), max_frames, s->pid,
-			  err, errlen);
+			  !o->no_frame_cache, err, errlen);
 	if (ret)
 		return ret;
+	s->cache = skel->rodata->cfg.frame_cache;
+	ret = frame_cache__new(s->pid, pyproc__offsets(s->proc), max_frames, s->cache, &s->fc);
+	if (ret) {
+		snprintf(err, errlen, "out of memory");
+		return ret;
+	}
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
@@ -757,6 +897,7 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	s->proc = p;
 	s->pid = pyproc__pid(p);
 	s->freq_hz = o->freq_hz;
+	s->verbose = o->verbose;
 
 	ret = load(s, o, err, errlen);
 	if (ret)

@@ -16,7 +16,18 @@
  * CPU time but no samples (created while we were attaching) gets an event of
  * its own. Call bpf_sampler__refresh() about every 100 ms.
  *
- * Not thread-safe: one thread drives a sampler.
+ * CPython 3.15: the kernel stops each walk at the thread's anchor
+ * (tstate->last_profiled_frame) and bpf_sampler__poll() splices the cached
+ * callers back (user/frame_cache.h), so callbacks always get whole stacks;
+ * a sample that cannot be spliced is delivered SAMPLE_TRUNCATED. Now and
+ * then, when deep walks above the anchor pay for it, a poll stops a thread
+ * (ptrace) to move its anchor up: some 50 us, milliseconds on a loaded
+ * machine, at most once per 100 ms per thread and backing off to once per
+ * 6.4 s when it does not help. o->no_frame_cache turns all of this off
+ * (every walk whole).
+ *
+ * Not thread-safe: one thread drives a sampler (and ptrace wants the same
+ * thread throughout).
  */
 #ifndef PYPROF_BPF_SAMPLER_H
 #define PYPROF_BPF_SAMPLER_H

@@ -24,6 +24,11 @@ struct raw_sample {
 	uint32_t status;	/* enum sample_status */
 	uint32_t nframes;
 	const struct py_rawframe *frames;	/* innermost first */
+	/* A hint, 0 when unknown: the outermost `unchanged` frames are the
+	 * outermost frames of this thread's previous sample, frame for frame
+	 * (same addresses, code objects, instructions), as the BPF backend
+	 * knows from the 3.15 frame cache. Their symbols can be reused. */
+	uint32_t unchanged;
 };
 
 /* Called for every sample; a non-zero return stops the poll and is returned. */
@@ -40,6 +45,10 @@ struct sampler_opts {
 	unsigned int freq_hz;
 	unsigned int max_frames;	/* depth limit per sample */
 	int verbose;
+	/* BPF backend, CPython 3.15: walk every sample whole instead of
+	 * stopping at the thread's anchor (last_profiled_frame) and splicing
+	 * cached callers; for measuring what the frame cache saves. */
+	int no_frame_cache;
 };
 
 #endif

@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: MIT
+/*
+ * frame_cache.c - splice cached callers onto the BPF walk's short records
+ * (CPython 3.15's last_profiled_frame protocol; see frame_cache.h), and
+ * move a thread's anchor up, with the thread stopped, when that pays.
+ *
+ * Per thread: the last whole chain observed (interpreter links included,
+ * innermost first), the index of the anchor in it and the sequence seen
+ * with it. Threads live in an open-addressing table keyed by tid; a chain
+ * buffer grows to the deepest stack seen and is then reused, so the steady
+ * state allocates nothing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include "frame_cache.h"
+#include "remote_mem.h"
+#include "sampler.h"
+
+/* Threads with a cache of their own; later ones are walked whole. */
+#define FC_MAX_THREADS		1024
+#define FC_SLOTS		2048		/* power of two, 2x the above */
+/* Longest chain kept: Python frames plus interpreter links. */
+#define FC_CHAIN_MAX		8192
+/*
+ * Re-anchoring: worth it once walks above the anchor exceed FC_ABOVE
+ * frames; at most once per interval per thread, the interval doubling (up
+ * to FC_INTERVAL_MAX) each time a re-anchor did not bring walks under
+ * FC_ABOVE, and back to FC_INTERVAL_MIN when one did.
+ */
+#define FC_ABOVE		8
+#define FC_INTERVAL_MIN		(100 * 1000000ULL)
+#define FC_INTERVAL_MAX		(6400 * 1000000ULL)
+/* Frames read, with the thread stopped, to find the frame to anchor. */
+#define FC_REANCHOR_STEPS	64
+/*
+ * After a mismatch the thread is walked whole for a cooldown, doubling
+ * from FC_COOLDOWN_MIN with every further mismatch up to FC_COOLDOWN_MAX:
+ * an anchor someone else keeps writing (another profiler) would otherwise
+ * cost a truncated sample per poll.
+ */
+#define FC_COOLDOWN_MIN		(50 * 1000000ULL)
+#define FC_COOLDOWN_MAX		(10000 * 1000000ULL)
+
+struct fc_thread {
+	pid_t tid;			/* 0: free slot */
+	uint64_t tstate;
+	struct py_rawframe *chain;	/* the cached whole chain */
+	uint32_t n, cap;
+	int32_t anchor_idx;		/* index of the anchor; -1: none usable */
+	uint64_t seq;			/* sequence seen with it */
+	bool walk_whole;		/* the kernel's flag, as last set */
+	/* Re-anchoring. */
+	uint64_t next_reanchor_ns;	/* not before (sample clock) */
+	uint64_t interval_ns;
+	uint64_t reanchored_ns;		/* when the last re-anchor ended */
+	uint64_t good_ns;		/* last sample with the anchor high */
+	/* Walk whole until then (sample clock), after mismatches. */
+	uint64_t whole_until_ns;
+	uint64_t cooldown_ns;
+	/* The last output for this thread was the chain's Python frames. */
+	bool out_is_chain;
+	/* Samples taken before this moment (the end of the last re-anchor)
+	 * saw the anchor as it was: they neither end walking whole nor
+	 * judge the re-anchor. */
+	uint64_t barrier_ns;
+};
+
+struct frame_cache {
+	pid_t pid;
+	bool enabled;
+	bool reanchor_ok;		/* ptrace allowed so far */
+	unsigned int max_frames;
+	uint64_t off_current, off_anchor, off_prev, off_owner, frame_size;
+	uint8_t owner_interp_min;
+	struct fc_thread *slots;
+	size_t nthreads;
+	struct py_rawframe *out;	/* the stack handed on */
+	struct frame_cache_stats st;
+};
+
+static uint32_t slot_of(pid_t tid)
+{
+	uint32_t h = (uint32_t)tid * 2654435761u;
+
+	return h & (FC_SLOTS - 1);
+}
+
+static struct fc_thread *find(struct frame_cache *fc, pid_t tid)
+{
+	for (uint32_t i = slot_of(tid), k = 0; k < FC_SLOTS; i = (i + 1) & (FC_SLOTS - 1), k++) {
+		if (fc->slots[i].tid == tid)
+			return &fc->slots[i];
+		if (!fc->slots[i].tid)
+			return NULL;
+	}
+	return NULL;
+}
+
+static struct fc_thread *find_or_add(struct frame_cache *fc, pid_t tid)
+{
+	struct fc_thread *t = find(fc, tid);
+	uint32_t i;
+
+	if (t || fc->nthreads >= FC_MAX_THREADS || tid <= 0)
+		return t;
+	for (i = slot_of(tid); fc->slots[i].tid; i = (i + 1) & (FC_SLOTS - 1))
+		;
+	t = &fc->slots[i];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->anchor_idx = -1;
+	/* As the loader creates the kernel's entry: walk whole. */
+	t->walk_whole = true;
+	t->interval_ns = FC_INTERVAL_MIN;
+	fc->nthreads++;
+	return t;
+}
+
+void frame_cache__forget(struct frame_cache *fc, pid_t tid)
+{
+	struct fc_thread *t;
+	uint32_t i, j, home;
+
+	if (!fc || !fc->enabled || !(t = find(fc, tid)))
+		return;
+	free(t->chain);
+	/* Backward-shift deletion keeps every probe sequence unbroken. */
+	i = (uint32_t)(t - fc->slots);
+	j = i;
+	for (;;) {
+		fc->slots[i].tid = 0;
+		for (;;) {
+			j = (j + 1) & (FC_SLOTS - 1);
+			if (!fc->slots[j].tid)
+				goto done;
+			home = slot_of(fc->slots[j].tid);
+			/* Stays unless its home lies cyclically in (i, j]. */
+			if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+				continue;
+			break;
+		}
+		fc->slots[i] = fc->slots[j];
+		i = j;
+	}
+done:
+	fc->nthreads--;
+}
+
+int frame_cache__new(pid_t pid, const struct py_offsets *o, unsigned int max_frames,
+		     bool enabled, struct frame_cache **out)
+{
+	struct frame_cache *fc = calloc(1, sizeof(*fc));
+
+	if (!fc)
+		return -ENOMEM;
+	fc->pid = pid;
+	fc->enabled = enabled && o->tstate_last_profiled_frame;
+	fc->reanchor_ok = true;
+	fc->max_frames = max_frames;
+	fc->off_current = o->tstate_current_frame;
+	fc->off_anchor = o->tstate_last_profiled_frame;
+	fc->off_prev = o->frame_previous;
+	fc->off_owner = o->frame_owner;
+	fc->frame_size = o->frame_size;
+	fc->owner_interp_min = o->frame_owner_interp_min;
+	if (fc->enabled) {
+		fc->slots = calloc(FC_SLOTS, sizeof(*fc->slots));
+		fc->out = calloc(max_frames ? max_frames : 1, sizeof(*fc->out));
+		if (!fc->slots || !fc->out) {
+			frame_cache__free(fc);
+			return -ENOMEM;
+		}
+	}
+	*out = fc;
+	return 0;
+}
+
+void frame_cache__free(struct frame_cache *fc)
+{
+	if (!fc)
+		return;
+	for (size_t i = 0; fc->slots && i < FC_SLOTS; i++)
+		if (fc->slots[i].tid)
+			free(fc->slots[i].chain);
+	free(fc->slots);
+	free(fc->out);
+	free(fc);
+}
+
+void frame_cache__stats(const struct frame_cache *fc, struct frame_cache_stats *st)
+{
+	*st = fc->st;
+}
+
+static bool is_interp(const struct py_rawframe *f)
+{
+	return f->reserved & FC_FRAME_INTERP;
+}
+
+/* The Python frames of @f[0..n) into fc->out, at most max_frames; false
+ * when some did not fit. */
+static bool emit(struct frame_cache *fc, const struct py_rawframe *f, uint32_t n,
+		 struct frame_cache_out *out)
+{
+	uint32_t k = 0;
+	bool whole = true;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (is_interp(&f[i]))
+			continue;
+		if (k == fc->max_frames) {
+			out->status = SAMPLE_TRUNCATED;
+			whole = false;
+			break;
+		}
+		fc->out[k] = f[i];
+		fc->out[k].reserved = 0;
+		k++;
+	}
+	out->frames = fc->out;
+	out->nframes = k;
+	return whole;
+}
+
+static uint32_t python_frames(const struct py_rawframe *f, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		k += !is_interp(&f[i]);
+	return k;
+}
+
+static int reserve(struct fc_thread *t, uint32_t n)
+{
+	struct py_rawframe *p;
+	uint32_t cap = t->cap ? t->cap : 64;
+
+	if (n <= t->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(t->chain, (size_t)cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	t->chain = p;
+	t->cap = cap;
+	return 0;
+}
+
+/* Index of Python frame @addr in @t's chain, -1 if absent. */
+static int32_t index_of(const struct fc_thread *t, uint64_t addr)
+{
+	for (uint32_t i = 0; addr && i < t->n; i++)
+		if (t->chain[i].frame == addr)
+			return is_interp(&t->chain[i]) ? -1 : (int32_t)i;
+	return -1;
+}
+
+/* A whole walk: the chain to cache, the anchor found in it or not. */
+static int store(struct fc_thread *t, const struct frame_cache_rec *r)
+{
+	if (r->nframes > FC_CHAIN_MAX || reserve(t, r->nframes)) {
+		t->n = 0;
+		t->anchor_idx = -1;
+		return -ENOMEM;
+	}
+	memcpy(t->chain, r->frames, (size_t)r->nframes * sizeof(*t->chain));
+	t->n = r->nframes;
+	t->tstate = r->tstate;
+	t->seq = r->seq;
+	t->anchor_idx = index_of(t, r->anchor);
+	return 0;
+}
+
+/*
+ * The cached index of anchor (@anchor, @seq), -1 on any mismatch: it moved
+ * d = seq - t->seq times, over Python frames only, to where it is.
+ */
+static int32_t locate(const struct fc_thread *t, const struct frame_cache_rec *r)
+{
+	const struct py_rawframe *a = &r->frames[r->nframes - 1];
+	uint64_t d, k;
+
+	if (t->anchor_idx < 0 || t->tstate != r->tstate || r->seq < t->seq)
+		return -1;
+	d = r->seq - t->seq;
+	if (d >= t->n || (uint64_t)t->anchor_idx + d >= t->n)
+		return -1;
+	k = (uint64_t)t->anchor_idx + d;
+	for (uint64_t i = (uint64_t)t->anchor_idx; i <= k; i++)
+		if (is_interp(&t->chain[i]))
+			return -1;
+	if (t->chain[k].frame != r->anchor || a->frame != r->anchor)
+		return -1;
+	/* Checks the protocol makes redundant; a frame's code object and
+	 * caller do not change while it lives. */
+	if (a->code != t->chain[k].code || a->code_version != t->chain[k].code_version)
+		return -1;
+	if (k + 1 < t->n ? t->chain[k + 1].frame != r->anchor_prev : r->anchor_prev != 0)
+		return -1;
+	return (int32_t)k;
+}
+
+/* Record + cached callers of chain[k], stored as the new chain. */
+static int splice(struct fc_thread *t, const struct frame_cache_rec *r, uint32_t k)
+{
+	uint32_t tail = t->n - k - 1, n = r->nframes + tail;
+	int err;
+
+	if (n > FC_CHAIN_MAX)
+		return -E2BIG;
+	err = reserve(t, n);
+	if (err)
+		return err;
+	if (r->nframes != k + 1)
+		memmove(t->chain + r->nframes, t->chain + k + 1, (size_t)tail * sizeof(*t->chain));
+	memcpy(t->chain, r->frames, (size_t)r->nframes * sizeof(*t->chain));
+	t->n = n;
+	t->anchor_idx = (int32_t)r->nframes - 1;
+	t->seq = r->seq;
+	return 0;
+}
+
+/* Walk whole until a usable anchor is cached; say so when it changes. */
+static void want_whole(struct fc_thread *t, const struct frame_cache_rec *r, bool whole,
+		       struct frame_cache_out *out)
+{
+	if (t->walk_whole == whole ||
+	    (!whole && (r->ts_ns < t->barrier_ns || r->ts_ns < t->whole_until_ns)))
+		return;
+	t->walk_whole = whole;
+	out->set_walk_whole = true;
+	out->walk_whole = whole;
+}
+
+/*
+ * Should the anchor move up? @above: frames the kernel walked above it.
+ * A re-anchor pays when the anchor then stays high; the interval doubles
+ * each time the last one stayed good for less than the interval (the
+ * thread's callers change too fast: the anchor slides back down), and
+ * returns to the minimum when one lasted.
+ */
+static void judge(struct fc_thread *t, uint64_t now, uint32_t above, bool deep,
+		  struct frame_cache_out *out)
+{
+	bool poor = t->anchor_idx < 0 ? deep : above > FC_ABOVE;
+
+	if (now < t->barrier_ns || now < t->whole_until_ns)
+		return;
+	if (!poor) {
+		t->good_ns = now;
+		return;
+	}
+	if (now < t->next_reanchor_ns)
+		return;
+	if (t->reanchored_ns) {
+		bool lasted = t->good_ns > t->reanchored_ns &&
+			      t->good_ns - t->reanchored_ns >= t->interval_ns;
+
+		if (lasted)
+			t->interval_ns = FC_INTERVAL_MIN;
+		else if (t->interval_ns < FC_INTERVAL_MAX)
+			t->interval_ns *= 2;
+	}
+	out->reanchor = true;
+}
+
+int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r,
+			 struct frame_cache_out *out)
+{
+	struct fc_thread *t;
+	bool whole;
+	int32_t k;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->status = r->status;
+	if (!fc->enabled) {
+		out->frames = r->frames;
+		out->nframes = r->nframes;
+		return 0;
+	}
+	fc->st.frames_sent += r->nframes;
+	t = find_or_add(fc, r->tid);
+	if (t && t->tstate != r->tstate) {
+		t->n = 0;
+		t->anchor_idx = -1;
+	}
+
+	if (r->flags & FC_REC_AT_ANCHOR && r->nframes) {
+		k = t ? locate(t, r) : -1;
+		if (k >= 0) {
+			uint32_t tail = t->n - (uint32_t)k - 1;
+			uint32_t same = python_frames(t->chain + k + 1, tail);
+			bool was_chain = t->out_is_chain;
+
+			err = splice(t, r, (uint32_t)k);
+			if (!err) {
+				/* Long clean: forget past mismatches. */
+				if (t->cooldown_ns && r->ts_ns > t->whole_until_ns + 10 * t->cooldown_ns)
+					t->cooldown_ns = 0;
+				fc->st.spliced++;
+				fc->st.frames_reused += tail;
+				t->out_is_chain = emit(fc, t->chain, t->n, out);
+				if (was_chain && t->out_is_chain)
+					out->unchanged = same;
+				judge(t, r->ts_ns, r->nframes - 1, true, out);
+				return 0;
+			}
+		}
+		/* The callers are unknown: deliver what is known, honestly,
+		 * and have the kernel walk this thread whole. */
+		fc->st.mismatches++;
+		emit(fc, r->frames, r->nframes, out);
+		out->status = SAMPLE_TRUNCATED;
+		if (t) {
+			t->out_is_chain = false;
+			t->n = 0;
+			t->anchor_idx = -1;
+			t->cooldown_ns = t->cooldown_ns ? t->cooldown_ns * 2 : FC_COOLDOWN_MIN;
+			if (t->cooldown_ns > FC_COOLDOWN_MAX)
+				t->cooldown_ns = FC_COOLDOWN_MAX;
+			t->whole_until_ns = r->ts_ns + t->cooldown_ns;
+			want_whole(t, r, true, out);
+		}
+		return err == -ENOMEM ? err : 0;
+	}
+
+	fc->st.whole++;
+	whole = emit(fc, r->frames, r->nframes, out);
+	if (t)
+		t->out_is_chain = false;
+	if (!t || r->status != SAMPLE_COMPLETE || !(r->flags & FC_REC_BASE) ||
+	    !(r->flags & FC_REC_ANCHOR_READ))
+		return 0;
+	err = store(t, r);
+	if (err)
+		return err;
+	t->out_is_chain = whole;
+	fc->st.stored++;
+	want_whole(t, r, t->anchor_idx < 0, out);
+	judge(t, r->ts_ns, t->anchor_idx < 0 ? t->n : (uint32_t)t->anchor_idx,
+	      t->n > FC_ABOVE, out);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Re-anchoring, with the thread stopped. */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int remote_write_u64(pid_t pid, uint64_t addr, uint64_t v)
+{
+	struct iovec local = { &v, sizeof(v) };
+	struct iovec remote = { (void *)(uintptr_t)addr, sizeof(v) };
+	ssize_t got = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+
+	if (got < 0)
+		return errno == ENOMEM ? -EFAULT : -errno;
+	return got == sizeof(v) ? 0 : -EFAULT;
+}
+
+/*
+ * With the thread stopped: the first Python frame below its innermost
+ * frame, written as its anchor unless it already is. The innermost frame
+ * itself may be half-way through a yield whose anchor check is done.
+ */
+static int anchor_stopped(struct frame_cache *fc, pid_t tid, uint64_t tstate)
+{
+	unsigned char buf[PY_MAX_STRUCT_COPY];
+	uint64_t fp, anchor;
+	int err;
+
+	err = remote_read_u64(tid, tstate + fc->off_current, &fp);
+	if (!err)
+		err = remote_read_u64(tid, tstate + fc->off_anchor, &anchor);
+	for (int i = 0; !err && fp && i < FC_REANCHOR_STEPS; i++) {
+		bool interp;
+
+		err = remote_read(tid, fp, buf, fc->frame_size);
+		if (err)
+			break;
+		interp = fc->owner_interp_min && buf[fc->off_owner] >= fc->owner_interp_min;
+		if (i > 0 && !interp) {
+			if (fp == anchor)
+				return 0;
+			return remote_write_u64(tid, tstate + fc->off_anchor, fp);
+		}
+		memcpy(&fp, buf + fc->off_prev, sizeof(fp));
+	}
+	return err;
+}
+
+int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
+{
+	struct fc_thread *t = fc->enabled ? find(fc, tid) : NULL;
+	uint64_t t0, dt;
+	int status, sig = 0, err;
+
+	if (!t)
+		return -ENOENT;
+	if (!fc->reanchor_ok)
+		return -EPERM;
+	/* The caller has set the kernel's flag: walks are whole from now
+	 * until one sees the new anchor. */
+	t->walk_whole = true;
+	t0 = now_ns();
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+		err = -errno;
+		goto fail;
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
+		err = -errno;
+		goto detach_gone;
+	}
+	while (waitpid(tid, &status, __WALL) < 0) {
+		if (errno != EINTR) {
+			err = -errno;
+			goto detach_gone;
+		}
+	}
+	if (!WIFSTOPPED(status)) {
+		err = -ESRCH;		/* it exited meanwhile */
+		goto fail;
+	}
+	/* A signal on its way stopped it first: let it through on detach. */
+	if (status >> 16 == 0)
+		sig = WSTOPSIG(status);
+	err = anchor_stopped(fc, tid, tstate);
+	if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)sig) && !err)
+		err = -errno;
+	t->barrier_ns = now_ns();
+	t->reanchored_ns = t->barrier_ns;
+	t->next_reanchor_ns = t->barrier_ns + t->interval_ns;
+	dt = t->barrier_ns - t0;
+	fc->st.stop_ns += dt;
+	if (dt > fc->st.stop_max_ns)
+		fc->st.stop_max_ns = dt;
+	if (err)
+		goto fail;
+	fc->st.reanchors++;
+	return 0;
+
+detach_gone:
+	/* Seized but not stopped: only its exit ends the tracing. */
+	ptrace(PTRACE_DETACH, tid, NULL, NULL);
+fail:
+	t->barrier_ns = now_ns();
+	t->reanchored_ns = t->barrier_ns;
+	t->next_reanchor_ns = t->barrier_ns + t->interval_ns;
+	fc->st.reanchor_failures++;
+	if (err == -EPERM)
+		fc->reanchor_ok = false;
+	return err;
+}

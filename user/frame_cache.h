@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * frame_cache.h - the userspace side of CPython 3.15's frame cache: turn the
+ * BPF walk's short records (new frames down to the anchor) back into whole
+ * stacks by splicing the callers cached from an earlier sample.
+ *
+ * The protocol (CPython 3.15, Include/internal/pycore_interpframe.h): the
+ * thread state holds an anchor, last_profiled_frame, and a sequence,
+ * last_profiled_frame_seq. Whenever the interpreter pops the frame the
+ * anchor points at (return, exception, yield), it moves the anchor to that
+ * frame's caller and adds 1 to the sequence. Popping an interpreter-owned
+ * (entry) frame does not move it: an anchor that reaches an entry frame
+ * stays there. Only a profiler writes the anchor.
+ *
+ * So when a stopped thread shows anchor A at index j of its whole chain C
+ * (innermost first, interpreter frames included) with sequence s, and a
+ * later stopped moment shows anchor A' with sequence s', the anchor moved
+ * d = s' - s times along C: it is valid iff C[j..j+d] are all Python frames
+ * and C[j+d] == A', and then the callers of A' are exactly C[j+d+1..]. A
+ * frame popped without the anchor on it moves nothing, so a frame reusing a
+ * popped frame's address never passes for it. Any other (A', s') is a
+ * mismatch: the sample is delivered TRUNCATED (its new frames only, never a
+ * guessed tail) and the kernel is told to walk this thread whole again.
+ *
+ * Every observation comes from the BPF walk of an interrupted, hence
+ * stopped, thread: a whole walk that reached the thread's base frame is
+ * stored (with the anchor's index in it, or none), a walk that stopped at
+ * the anchor is validated as above and its spliced result stored in turn.
+ *
+ * Writing the anchor: the kernel cannot (bpf_probe_write_user is refused
+ * under kernel lockdown, and from a perf_event program it would run in an
+ * interrupt, where the helper fails anyway). A write from userspace while
+ * the thread runs could land on a frame popped meanwhile, whose address a
+ * new frame may then reuse: the race would splice stale callers. So this
+ * module writes the anchor only with the thread stopped (PTRACE_SEIZE +
+ * PTRACE_INTERRUPT, then detach), rarely: when the walks above the anchor
+ * have grown long, at most once per interval per thread, backing off when
+ * re-anchoring does not help. It anchors the first Python frame below the
+ * innermost frame, never the innermost: the interpreter may be stopped
+ * between the anchor check of a yield and its unlinking of the frame, and
+ * a write then would leave the anchor on a frame leaving the chain. The
+ * kernel's next whole walk observes the new anchor and a cached stack
+ * follows from it.
+ *
+ * Not thread-safe; the ptrace calls must come from one thread.
+ */
+#ifndef PYPROF_FRAME_CACHE_H
+#define PYPROF_FRAME_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "py_offsets.h"
+#include "pyproc.h"
+
+struct frame_cache;
+
+/* py_rawframe.reserved of an interpreter-owned link (PYPROF_FF_INTERP). */
+#define FC_FRAME_INTERP 1u
+
+/* frame_cache_rec.flags: the same bits as PYPROF_SF_* (bpf/pyprof.h). */
+#define FC_REC_ANCHOR_READ	(1u << 8)
+#define FC_REC_AT_ANCHOR	(1u << 9)
+#define FC_REC_BASE		(1u << 10)
+
+/* One record of the BPF walk. */
+struct frame_cache_rec {
+	pid_t tid;
+	uint64_t ts_ns;
+	uint64_t tstate;
+	uint32_t status;		/* enum sample_status */
+	uint32_t flags;			/* FC_REC_* */
+	uint64_t anchor, seq;		/* with FC_REC_ANCHOR_READ */
+	uint64_t anchor_prev;		/* with FC_REC_AT_ANCHOR: its caller */
+	uint32_t nframes;
+	/* Innermost first; .reserved is FC_FRAME_INTERP on interpreter
+	 * links (sent only in cache mode). */
+	const struct py_rawframe *frames;
+};
+
+/* What to hand on, and what the kernel should do next for this thread. */
+struct frame_cache_out {
+	uint32_t status;
+	uint32_t nframes;
+	const struct py_rawframe *frames;	/* Python frames only */
+	/* The outermost `unchanged` frames are those of the thread's
+	 * previous output (struct raw_sample.unchanged). */
+	uint32_t unchanged;
+	/* The thread's walk_whole flag must become walk_whole. */
+	bool set_walk_whole;
+	bool walk_whole;
+	/* Worth re-anchoring now (frame_cache__reanchor). */
+	bool reanchor;
+};
+
+struct frame_cache_stats {
+	uint64_t whole;		/* records of whole walks */
+	uint64_t spliced;	/* records completed from the cache */
+	uint64_t mismatches;	/* delivered truncated, thread re-walked */
+	uint64_t stored;	/* whole stacks stored */
+	uint64_t frames_sent;	/* frames the kernel recorded */
+	uint64_t frames_reused;	/* frames taken from the cache */
+	uint64_t reanchors;	/* anchors written with the thread stopped */
+	uint64_t reanchor_failures;
+	uint64_t stop_ns;	/* total time threads were held stopped */
+	uint64_t stop_max_ns;
+};
+
+/*
+ * @enabled false: a pass-through (no 3.15 protocol, or switched off); the
+ * records then hold Python frames only. @o: the target's offsets; @pid: the
+ * target. @max_frames: Python frames per delivered stack.
+ */
+int frame_cache__new(pid_t pid, const struct py_offsets *o, unsigned int max_frames,
+		     bool enabled, struct frame_cache **out);
+void frame_cache__free(struct frame_cache *fc);
+
+/*
+ * Turn @r into a whole stack in @out (valid until the next call). Returns
+ * 0, or -ENOMEM (the record is then passed on as it came, truncated).
+ */
+int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r,
+			 struct frame_cache_out *out);
+
+/*
+ * Stop thread @tid (state @tstate), anchor the first Python frame below
+ * its innermost frame, let it go. The caller must first have set the
+ * thread's walk_whole flag in the kernel: samples after the write must
+ * walk whole until one observes the new anchor (process() then asks for
+ * the flag to be cleared). Returns 0 (written, or nothing to write),
+ * -EPERM (not allowed: another tracer, no CAP_SYS_PTRACE; re-anchoring is
+ * then off for good), -ESRCH (gone), -ENOENT (a thread without a cache) or
+ * another -errno.
+ */
+int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate);
+
+/* Forget a thread (it exited, or its thread state changed). */
+void frame_cache__forget(struct frame_cache *fc, pid_t tid);
+
+void frame_cache__stats(const struct frame_cache *fc, struct frame_cache_stats *st);
+
+#endif
