@@ -1,0 +1,352 @@
+"""The benchmark's report: a markdown table (one row per profiler x rate x
+threads x depth, medians over the rounds), the issue's targets met or not
+with the numbers, and a PNG chart."""
+import os
+import statistics
+
+CPYTHON = "cpython-3.15"
+OURS = ("pyprof-bpf", "pyprof-remote")
+
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def summarize(results):
+    """(profiler, rate, threads, depth) -> medians over the rounds."""
+    groups = {}
+    for r in results:
+        groups.setdefault((r["profiler"], r["rate"], r["threads"], r["depth"]), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        ok = [r for r in rs if "failed" not in r]
+        s = dict(n=len(rs), ok=len(ok), failed=[r["failed"] for r in rs if "failed" in r])
+        for k in ("samples", "achieved", "target_cores", "twin_cores", "cpu_us", "bpf_us",
+                  "user_us", "steady_us", "throughput", "efficiency", "rss_mb", "bpf_runs",
+                  "truncated", "errors", "lost", "loadavg", "sampling_s", "target_cs_per_s"):
+            s[k] = med([r.get(k) for r in ok])
+        tp = [r["throughput"] for r in ok if r.get("throughput") is not None]
+        s["throughput_min"] = min(tp) if tp else None
+        s["throughput_max"] = max(tp) if tp else None
+        s["rss_max"] = max([r["rss_mb"] for r in ok], default=None)
+        out[key] = s
+    return out
+
+
+def fmt_us(v):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def fmt_pct(v):
+    return "-" if v is None else "%.0f%%" % (100 * v) if v >= 0.995 else "%.1f%%" % (100 * v)
+
+
+def table(meta, summ, profs, unavailable, configs):
+    lines = [
+        "| Hz | threads | depth | profiler | target | samples | rate achieved | target CPU (cores) "
+        "| CPU/sample (us) | of which BPF (us) | steady CPU/sample (us) | throughput vs twin "
+        "| per CPU-s vs twin | RSS (MB) |",
+        "| ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: "
+        "| ---: |",
+    ]
+    for (rate, threads, depth) in sorted(configs, key=lambda c: (c[2], c[1], c[0])):
+        for p in profs:
+            head = "| %d | %d | %d | %s | %s " % (rate, threads, depth, p.label, p.target.label)
+            if p.key in unavailable:
+                lines.append(head + "| unavailable: %s |  |  |  |  |  |  |  |  |"
+                             % unavailable[p.key])
+                continue
+            s = summ.get((p.key, rate, threads, depth))
+            if s is None:
+                continue
+            if not s["ok"]:
+                lines.append(head + "| failed (%d/%d): %s |  |  |  |  |  |  |  |  |"
+                             % (len(s["failed"]), s["n"], s["failed"][0].replace("|", "/")))
+                continue
+            tp = "-"
+            if s["throughput"] is not None:
+                tp = "%.2f" % s["throughput"]
+                if s["ok"] > 1:
+                    tp += " (%.2f-%.2f)" % (s["throughput_min"], s["throughput_max"])
+            fail = " (%d failed)" % len(s["failed"]) if s["failed"] else ""
+            if s.get("lost"):
+                fail += " (+%d lost)" % s["lost"]
+            eff = "-" if s["efficiency"] is None else "%.2f" % s["efficiency"]
+            lines.append(head + "| %d%s | %s | %.2f | %s | %s | %s | %s | %s | %.1f |" % (
+                s["samples"], fail, fmt_pct(s["achieved"]), s["target_cores"], fmt_us(s["cpu_us"]),
+                fmt_us(s["bpf_us"]) if p.bpf else "", fmt_us(s["steady_us"]), tp, eff,
+                s["rss_max"]))
+    return "\n".join(lines)
+
+
+def legend(meta):
+    return "\n".join([
+        "How to read it (medians over %d round(s) of %d s per profiler; in each round the "
+        "profilers run one after the other in shuffled order):"
+        % (meta["rounds"], meta["duration"]),
+        "",
+        "- *samples*: thread stacks delivered.",
+        "- *rate achieved*: samples / expected. Samplers that read every thread on every tick "
+        "(pyprof-bpf remote, CPython, austin): expected = rate x duration x threads. Samplers "
+        "that sample threads while they run on a CPU (pyprof-bpf BPF, perf cpu-clock): expected = "
+        "rate x the target's CPU seconds between their start and end of sampling. With the GIL, "
+        "32 threads use about one core.",
+        "- *target CPU*: the profiled workload's CPU time over the measured window, in cores: a "
+        "loaded machine shows here, not as a profiler failure.",
+        "- *CPU/sample*: the profiler's utime + stime over its whole life (start-up and output "
+        "included, children included) plus, for pyprof-bpf's BPF backend, its BPF programs' "
+        "run_time_ns (kernel BPF statistics), divided by samples. *of which BPF*: that last part, "
+        "spent in the target's context. perf's in-kernel sampling is not counted (it shows in "
+        "the target's throughput).",
+        "- *steady CPU/sample*: the same over the measured window only, which starts when the "
+        "profiler is seen sampling (pyprof-bpf: its 'sampling process' line; perf: its sleep "
+        "child; at least %.1f s after launch) or %.1f s after launch (CPython, austin), and ends "
+        "%.1f s before its sampling does. Samples in the window are estimated pro rata of the "
+        "target's CPU time (CPU-time samplers) or of wall time (the others)."
+        % (meta["start_min_s"], meta["start_s"], meta["end_margin_s"]),
+        "- *throughput vs twin*: iterations/s of the profiled workload over those of an identical "
+        "unprofiled copy running at the same time, over the window (median, min-max over "
+        "rounds). On this shared 2-CPU machine it also follows the share of CPU the scheduler "
+        "gave each copy; *per CPU-s vs twin* divides that share out (but would hide a profiler "
+        "that stops its target).",
+        "- *RSS*: the profiler's peak resident set (VmHWM, ru_maxrss), max over rounds.",
+    ])
+
+
+def _verdict(ok):
+    return "**met**" if ok else "**not met**"
+
+
+def targets(summ, profs, configs, soak, duration):
+    rates = sorted({c[0] for c in configs})
+    shapes = sorted({(c[1], c[2]) for c in configs})
+    out = ["## Targets (issue #4)", ""]
+
+    # 1. CPU per sample at 10 kHz vs CPython 3.15's.
+    out.append("- Profiler CPU per sample at 10 kHz <= 1/20 of CPython 3.15's profiler, "
+               "same workload:")
+    any_ = False
+    for (t, d) in shapes:
+        c = summ.get((CPYTHON, 10000, t, d))
+        for ours in OURS:
+            s = summ.get((ours, 10000, t, d))
+            if not s or not s["ok"] or s["cpu_us"] is None:
+                continue
+            any_ = True
+            if not c or not c["ok"] or c["cpu_us"] is None:
+                out.append("  - %s, %d thread(s), %d deep: %s us/sample; CPython 3.15 has no result"
+                           % (ours, t, d, fmt_us(s["cpu_us"])))
+                continue
+            ratio = c["cpu_us"] / s["cpu_us"]
+            out.append("  - %s, %d thread(s), %d deep: %s vs %s us/sample = 1/%.1f "
+                       "(needs <= %s): %s"
+                       % (ours, t, d, fmt_us(s["cpu_us"]), fmt_us(c["cpu_us"]), ratio,
+                          fmt_us(c["cpu_us"] / 20), _verdict(ratio >= 20)))
+    if not any_:
+        out.append("  - not measured in this run (no 10 kHz rows)")
+
+    # 2. 100% of the asked rate at 10 kHz, 32 threads.
+    out.append("- 100% of the asked rate at 10 kHz with 32 threads (met at >= 99%: the edges of "
+               "the run and the CPU-time estimate of the expected count):")
+    any_ = False
+    for ours in OURS:
+        for d in sorted({c[2] for c in configs}):
+            s = summ.get((ours, 10000, 32, d))
+            if not s or not s["ok"] or s["achieved"] is None:
+                continue
+            any_ = True
+            fired = ""
+            if s.get("bpf_runs"):
+                fired = "; its BPF program ran %d times, %.1f%% of them delivered" % (
+                    s["bpf_runs"], 100.0 * s["samples"] / s["bpf_runs"])
+            peer = summ.get(("perf", 10000, 32, d))
+            if peer and peer["ok"] and peer["achieved"] is not None and ours == "pyprof-bpf":
+                fired += "; perf on the same cpu-clock event: %s" % fmt_pct(peer["achieved"])
+            if s.get("target_cs_per_s"):
+                fired += "; the target switched context %.0f times/s" % s["target_cs_per_s"]
+            out.append("  - %s, %d deep: %s (%d samples, target %.2f cores%s): %s"
+                       % (ours, d, fmt_pct(s["achieved"]), s["samples"], s["target_cores"], fired,
+                          _verdict(s["achieved"] >= 0.99)))
+    if not any_:
+        out.append("  - not measured in this run (no 10 kHz 32-thread rows)")
+
+    # 3. 1,000-deep <= 2x 25-deep per sample.
+    out.append("- A 1,000-deep stack costs at most 2x a 25-deep one per sample (CPU/sample):")
+    any_ = False
+    for ours in OURS:
+        parts = []
+        for r in sorted(rates, reverse=True):
+            for t in sorted({c[1] for c in configs}):
+                a, b = summ.get((ours, r, t, 25)), summ.get((ours, r, t, 1000))
+                if not (a and b and a["ok"] and b["ok"] and a["cpu_us"] and b["cpu_us"]):
+                    continue
+                ratio = b["cpu_us"] / a["cpu_us"]
+                parts.append("%d Hz %d thr: %s -> %s us = %.2fx %s"
+                             % (r, t, fmt_us(a["cpu_us"]), fmt_us(b["cpu_us"]), ratio,
+                                _verdict(ratio <= 2)))
+        if parts:
+            any_ = True
+            out.append("  - %s: %s" % (ours, "; ".join(parts)))
+    if not any_:
+        out.append("  - not measured in this run (needs 25- and 1,000-deep rows)")
+
+    # 4. RSS: the verdict is the soak's; this run's short recordings are context.
+    out.append("- Profiler RSS <= 32 MB after 10 minutes at 1 kHz:")
+    if soak:
+        out.append("  - latest soak (`scripts/bench --soak`, %s, %s, %s, %g min at %d Hz, "
+                   "%d thread(s), %d deep): VmHWM %.1f MB, final VmRSS %.1f MB: %s"
+                   % (soak["started"], soak["git"], soak["label"], soak["minutes"], soak["rate"],
+                      soak["threads"], soak["depth"], soak["vmhwm_mb"], soak["final_rss_mb"] or 0,
+                      _verdict(soak["vmhwm_mb"] <= 32 and soak["minutes"] >= 10
+                               and soak["rate"] >= 1000)))
+    else:
+        out.append("  - not measured yet: run `scripts/bench --soak` (10 minutes), then "
+                   "`scripts/bench --report DIR` to put it here")
+    for ours in OURS:
+        peaks = []
+        for r in rates:
+            vals = [s["rss_max"] for k, s in summ.items()
+                    if k[0] == ours and k[1] == r and s["ok"] and s["rss_max"] is not None]
+            if vals:
+                peaks.append("%.1f MB at %d Hz" % (max(vals), r))
+        if peaks:
+            out.append("  - context, %s peak RSS in this run's %d-s recordings: %s"
+                       % (ours, duration, ", ".join(peaks)))
+    return "\n".join(out)
+
+
+def observations(results, duration):
+    """Facts the table hides: pyprof-bpf runs that kept sampling (and so cost
+    their target CPU) well past their duration."""
+    out = []
+    late = [r for r in results if r["profiler"] in OURS and "failed" not in r
+            and r.get("sampling_s") and r["sampling_s"] > duration + 0.5]
+    for r in late:
+        lost = ""
+        if r.get("lost"):
+            lost = ", %d more lost (ring buffer full)" % r["lost"]
+        unseen = r.get("bpf_runs", 0) - r["samples"] - r.get("lost", 0)
+        if unseen > 0:
+            lost += ", %d more taken but never read" % unseen
+        out.append("- %s, %d Hz, %d threads, %d deep, round %d: its perf events sampled for "
+                   "%.1f s (asked %d s); it exited after %.1f s with %d samples%s."
+                   % (r["label"], r["rate"], r["threads"], r["depth"], r["round"], r["sampling_s"],
+                      duration, r["wall_s"], r["samples"], lost))
+    if out:
+        out.insert(0, "## Observations\n")
+        out.append("\npyprof-bpf keeps its perf events attached after its duration, while it "
+                   "drains the ring buffer and writes its output; when the consumer is behind "
+                   "(1,000-deep stacks at 10 kHz) the target keeps paying for samples that are "
+                   "lost or never read.")
+    return "\n".join(out)
+
+
+def chart(path, summ, profs, configs, unavailable):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return "matplotlib: %s (scripts/install-peers.sh installs python3-matplotlib)" % e
+    cfgs = sorted(configs, key=lambda c: (c[2], c[1], c[0]))
+    short = {100: "100", 1000: "1k", 10000: "10k"}
+    labels = ["%s Hz\n%d thr\n%d deep" % (short.get(r, str(r)), t, d) for (r, t, d) in cfgs]
+    shown = [p for p in profs if p.key not in unavailable]
+    metrics = [("cpu_us", "profiler CPU per sample (us, log)", True),
+               ("achieved", "rate achieved (% of asked)", False),
+               ("throughput", "target throughput / unprofiled twin", False)]
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(12, 1.3 * len(cfgs) + 3), 13),
+                             sharex=True)
+    width = 0.8 / max(1, len(shown))
+    colors = ["#1f77b4", "#6baed6", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
+    for ax, (key, title, log) in zip(axes, metrics):
+        for i, p in enumerate(shown):
+            xs, ys = [], []
+            for j, (r, t, d) in enumerate(cfgs):
+                s = summ.get((p.key, r, t, d))
+                v = s.get(key) if s and s["ok"] else None
+                if v is None:
+                    continue
+                xs.append(j - 0.4 + width * (i + 0.5))
+                ys.append(100 * v if key == "achieved" else v)
+            ax.bar(xs, ys, width, label="%s [%s]" % (p.label, p.target.label),
+                   color=colors[i % len(colors)])
+        ax.set_title(title, loc="left", fontsize=12)
+        ax.grid(axis="y", alpha=0.3)
+        if log:
+            ax.set_yscale("log")
+        top = max([b.get_height() for b in ax.patches] or [1])
+        if key == "achieved":
+            ax.axhline(100, color="k", lw=0.8, ls="--")
+            ax.set_ylim(0, max(115, min(300, top * 1.05)))
+        if key == "throughput":
+            ax.axhline(1.0, color="k", lw=0.8, ls="--")
+            ax.set_ylim(0, max(1.25, min(4, top * 1.05)))
+        for j in range(1, len(cfgs)):
+            ax.axvline(j - 0.5, color="grey", lw=0.3)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.965), fontsize=10,
+               ncol=min(3, len(names)), frameon=False)
+    axes[-1].set_xticks(range(len(cfgs)))
+    axes[-1].set_xticklabels(labels, fontsize=9)
+    fig.suptitle("pyprof-bpf vs peers, side by side (medians over rounds) [target interpreter]",
+                 fontsize=14)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return None
+
+
+def write(outdir, meta, results, profs, unavailable, configs, soak):
+    summ = summarize(results)
+    chart_err = chart(os.path.join(outdir, "chart.png"), summ, profs, configs, unavailable)
+    la0, la1 = meta["loadavg_start"][0], meta.get("loadavg_end", [0])[0]
+    head = ("## Benchmark: pyprof-bpf vs peers (`scripts/bench%s`)\n\n"
+            "%s; pyprof-bpf %s (%s); kernel %s, %d CPUs; load average %.1f at start, %.1f at end; "
+            "%d round(s) x %d s; %.0f min; BPF statistics: %s.\n"
+            % (" --quick" if meta["quick"] else "", meta["started"], meta["git"],
+               meta["version"], meta["kernel"], meta["cpus"], la0, la1, meta["rounds"],
+               meta["duration"], meta.get("elapsed_s", 0) / 60, meta.get("bpf_stats", "?")))
+    changed = sorted({(r.get("max_sample_rate_before"), r.get("max_sample_rate_after"))
+                      for r in results if r.get("max_sample_rate_after") is not None
+                      and r.get("max_sample_rate_before") != r.get("max_sample_rate_after")})
+    warn = ""
+    if changed:
+        warn = ("\nNote: the kernel lowered kernel.perf_event_max_sample_rate during the run (%s): "
+                "interrupts took too long.\n" % ", ".join("%s -> %s" % c for c in changed))
+    obs = observations(results, meta["duration"])
+    parts = [head, table(meta, summ, profs, unavailable, configs), "", legend(meta), warn,
+             targets(summ, profs, configs, soak, meta["duration"]), ""]
+    if obs:
+        parts += [obs, ""]
+    text = "\n".join(parts)
+    with open(os.path.join(outdir, "table.md"), "w") as f:
+        f.write(text)
+    return text, chart_err
+
+
+def soak_text(res):
+    lines = ["## Soak: %s, %g min at %d Hz (%s, %d thread(s), %d deep)"
+             % (res["label"], res["minutes"], res["rate"], res["target"], res["threads"],
+                res["depth"]),
+             "", "%s, %s." % (res["started"], res["git"]), "",
+             "| minute | VmRSS (MB) | VmHWM (MB) |", "| ---: | ---: | ---: |"]
+    last = -1
+    for t, rss, hwm in res["timeline"]:
+        m = int(t // 60)
+        if m != last and rss:
+            last = m
+            lines.append("| %d | %.1f | %.1f |" % (m, rss / 1024, hwm / 1024))
+    verdict = ("no verdict: shorter than the target's 10 minutes" if res["met"] is None
+               else "**met**" if res["met"] else "**not met**")
+    lines += ["", "%d samples, %.2f us CPU per sample. Peak RSS %.1f MB. RSS <= 32 MB after 10 "
+              "minutes at 1 kHz: %s" % (res["samples"], res["cpu_us"], res["vmhwm_mb"], verdict),
+              ""]
+    return "\n".join(lines)
