@@ -804,6 +804,8 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 		return ret;
 	s->cache = skel->rodata->cfg.frame_cache;
 	ret = frame_cache__new(s->pid, pyproc__offsets(s->proc), max_frames, s->cache, &s->fc);
+	if (!ret)
+		frame_cache__set_reanchor(s->fc, o->frame_cache_anchor);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		return ret;

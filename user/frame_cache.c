@@ -160,7 +160,7 @@ int frame_cache__new(pid_t pid, const struct py_offsets *o, unsigned int max_fra
 		return -ENOMEM;
 	fc->pid = pid;
 	fc->enabled = enabled && o->tstate_last_profiled_frame;
-	fc->reanchor_ok = true;
+	fc->reanchor_ok = false;	/* frame_cache__set_reanchor() */
 	fc->max_frames = max_frames;
 	fc->off_current = o->tstate_current_frame;
 	fc->off_anchor = o->tstate_last_profiled_frame;
@@ -564,4 +564,9 @@ fail:
 	if (err == -EPERM)
 		fc->reanchor_ok = false;
 	return err;
+}
+
+void frame_cache__set_reanchor(struct frame_cache *fc, bool allowed)
+{
+	fc->reanchor_ok = allowed;
 }

@@ -114,6 +114,8 @@ struct frame_cache_stats {
 int frame_cache__new(pid_t pid, const struct py_offsets *o, unsigned int max_frames,
 		     bool enabled, struct frame_cache **out);
 void frame_cache__free(struct frame_cache *fc);
+/* Whether the cache may move anchors itself (ptrace stops); off by default. */
+void frame_cache__set_reanchor(struct frame_cache *fc, bool allowed);
 
 /*
  * Turn @r into a whole stack in @out (valid until the next call). Returns

@@ -182,11 +182,20 @@ static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 	uint64_t type = pyproc__code_type(s->proc);
 	int rc;
 
+	uint64_t refcnt;
+
+	memset(key, 0, sizeof(*key));	/* compared with memcmp, padding too */
 	rc = remote_read(s->pid, code, cb, o->code_size);
 	if (rc)
 		return rc;
 	if (type && get_u64(cb, o->ob_type) != type)
 		return -EINVAL;	/* not a code object (any more) */
+	/* A freed object still looks like itself until reused, but its first
+	 * word is gone: pymalloc keeps its free list there (a pointer, or NULL).
+	 * A live one has a 32-bit count (3.14+ keep flags in bits 48-63). */
+	refcnt = get_u64(cb, 0);
+	if ((refcnt & 0xffffffffull) == 0 || (refcnt & 0xffff00000000ull))
+		return -ESTALE;
 	key->qualname = get_u64(cb, o->code_qualname);
 	key->filename = get_u64(cb, o->code_filename);
 	key->linetable = get_u64(cb, o->code_linetable);
@@ -270,8 +279,18 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 		rc = decode_spans(tab, tablen, key->firstlineno, &n.spans, &n.nspans);
 		free(tab);
 	}
-	if (rc)
+	if (!rc) {
+		/* the object must not have changed while its parts were read */
+		struct code_key again;
+
+		rc = read_key(s, code, &again);
+		if (!rc && memcmp(&again, key, sizeof(again)) != 0)
+			rc = -ESTALE;
+	}
+	if (rc) {
+		free(n.spans);
 		return rc;
+	}
 	free(e->spans);
 	n.addr = code;
 	n.key = *key;
@@ -330,6 +349,9 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 		rc = read_key(s, code, &key);
 		if (rc)
 			return rc;
+		/* the sampled object is gone: what is there now is another */
+		if (version && key.version != version)
+			return -ESTALE;
 		if (memcmp(&key, &e->key, sizeof(key)) == 0) {
 			e->verified_epoch = s->epoch;
 			*out = e;
@@ -344,6 +366,8 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 	rc = read_key(s, code, &key);
 	if (rc)
 		return rc;
+	if (version && key.version != version)
+		return -ESTALE;
 	rc = fill_entry(s, &s->codes[j], code, &key);
 	if (rc)
 		return rc;
