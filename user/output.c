@@ -100,7 +100,7 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- small containers ---- */
 
-int out_grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
+int out_grow(void **arr, uint32_t *cap, uint64_t need, size_t size)
 {
 	uint32_t ncap;
 	void *n;

@@ -137,7 +137,7 @@ int out_utf8_seq(const unsigned char *s, uint32_t *cp);
 char *out_utf8_clean(const char *s);
 
 /* Grow an array of @size-byte items to hold at least @need; 0 or -ENOMEM. */
-int out_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+int out_grow(void **arr, uint32_t *cap, uint64_t need, size_t size);
 
 enum out_frame_kind {
 	OUT_FRAME_PYTHON = 0,

@@ -60,27 +60,6 @@ int rawrec__wanted(const char *format, const char *path)
 	return n > 7 && !strcasecmp(path + n - 7, ".pyprof");
 }
 
-/* Grow an array of @size-byte items to hold at least @need. 0 or -ENOMEM. */
-static int grow(void **arr, uint32_t *cap, uint64_t need, size_t size)
-{
-	uint32_t ncap;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	if (need > UINT32_MAX / 2)
-		return -ENOMEM;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	n = reallocarray(*arr, ncap, size);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *s = p;
@@ -240,7 +219,7 @@ static int64_t str_id(struct rawrec_writer *w, const char *s)
 		w->str_nslots = nn;
 		mask = nn - 1;
 	}
-	err = grow((void **)&w->strs, &w->strs_cap, (uint64_t)w->nstrs + 1, sizeof(*w->strs));
+	err = out_grow((void **)&w->strs, &w->strs_cap, (uint64_t)w->nstrs + 1, sizeof(*w->strs));
 	if (!err)
 		err = wbuf(w, len);
 	if (err)
@@ -312,7 +291,7 @@ static int64_t frame_id(struct rawrec_writer *w, const struct py_sym *ps)
 		w->frame_nslots = nn;
 		mask = nn - 1;
 	}
-	err = grow((void **)&w->frames, &w->frames_cap, (uint64_t)w->nframes + 1,
+	err = out_grow((void **)&w->frames, &w->frames_cap, (uint64_t)w->nframes + 1,
 		   sizeof(*w->frames));
 	if (!err)
 		err = wbuf(w, 4 * VARINT_MAX);
@@ -437,7 +416,7 @@ int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 	name = str_id(w, s->thread_name);
 	if (name < 0)
 		return (int)name;
-	err = grow((void **)&w->ids, &w->ids_cap, s->nframes, sizeof(*w->ids));
+	err = out_grow((void **)&w->ids, &w->ids_cap, s->nframes, sizeof(*w->ids));
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < s->nframes; i++) {
@@ -770,7 +749,7 @@ static int parse_string(struct rawrec_reader *r, char *err, size_t errlen)
 
 	if (memchr(r->rec, 0, r->rec_len))
 		return corrupt(r, "a string holds a NUL byte", err, errlen);
-	rc = grow((void **)&r->strs, &r->strs_cap, (uint64_t)r->nstrs + 1, sizeof(*r->strs));
+	rc = out_grow((void **)&r->strs, &r->strs_cap, (uint64_t)r->nstrs + 1, sizeof(*r->strs));
 	s = rc ? NULL : strndup((const char *)r->rec, r->rec_len);
 	if (!s) {
 		seterr(err, errlen, "out of memory");
@@ -797,7 +776,7 @@ static int parse_frame(struct rawrec_reader *r, char *err, size_t errlen)
 		return corrupt(r, "a frame names a string not defined before it", err, errlen);
 	if (line < INT_MIN || line > INT_MAX || first < INT_MIN || first > INT_MAX)
 		return corrupt(r, "a frame's line is out of range", err, errlen);
-	if (grow((void **)&r->frames, &r->frames_cap, (uint64_t)r->nframes + 1,
+	if (out_grow((void **)&r->frames, &r->frames_cap, (uint64_t)r->nframes + 1,
 		 sizeof(*r->frames))) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -832,7 +811,7 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 		return corrupt(r, "a sample names a string not defined before it", err, errlen);
 	if (n > (uint64_t)(c.end - c.p))	/* every frame id takes a byte at least */
 		return corrupt(r, "a sample with more frames than its record holds", err, errlen);
-	if (grow((void **)&r->sample, &r->sample_cap, n, sizeof(*r->sample))) {
+	if (out_grow((void **)&r->sample, &r->sample_cap, n, sizeof(*r->sample))) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
