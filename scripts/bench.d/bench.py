@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import struct
@@ -533,7 +534,7 @@ def main_bench(args):
         configs = [(r, t, d) for d in args.depths for t in args.threads for r in args.rates]
         rounds = args.rounds or FULL["rounds"]
     ctx = prepare(args)
-    profs = peers.all_profilers(ctx.binary, args.pyprof_target)
+    profs = peers.all_profilers(ctx.binary, args.pyprof_target, shlex.split(args.pyprof_args))
     if args.profilers:
         want = set(args.profilers.split(","))
         unknown = want - {p.key for p in profs}
@@ -554,6 +555,7 @@ def main_bench(args):
         "results in %s" % (cells, rounds, len(configs), len(runnable), est / 60, ctx.outdir))
 
     meta = dict(started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), git=ctx.git,
+                pyprof_args=args.pyprof_args,
                 version=ctx.version, kernel=os.uname().release, cpus=os.cpu_count(),
                 duration=ctx.duration, rounds=rounds, quick=bool(args.quick),
                 start_s=START_S, start_min_s=START_MIN_S, end_margin_s=END_MARGIN_S,
@@ -649,7 +651,8 @@ def main_soak(args):
     ctx = prepare(args)
     minutes = args.soak
     dur = int(minutes * 60)
-    prof = peers.PyprofBpf(ctx.binary, args.backend, args.pyprof_target)
+    prof = peers.PyprofBpf(ctx.binary, args.backend, args.pyprof_target,
+                           shlex.split(args.pyprof_args))
     why = prof.unavailable()
     if why:
         raise BenchError("pyprof-bpf unavailable: " + why)
@@ -750,6 +753,8 @@ def parse_args(argv):
                     help="interpreter for pyprof-bpf's rows (default sid-3.15, as CPython's own)")
     ap.add_argument("--binary", help="the pyprof-bpf to measure (default: the tree's ./pyprof-bpf)")
     ap.add_argument("--label", help="how the report names that build (default: git describe)")
+    ap.add_argument("--pyprof-args", default="", metavar="ARGS",
+                    help="more options for pyprof-bpf, e.g. --pyprof-args=--frame-cache")
     ap.add_argument("--seed", type=int, default=4, help="seed of the shuffled profiler order")
     ap.add_argument("--out", help="results directory (default %s/<UTC time>)" % BENCH_DIR)
     args = ap.parse_args(argv)

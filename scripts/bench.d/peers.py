@@ -118,8 +118,8 @@ class Profiler:
 
 
 class PyprofBpf(Profiler):
-    def __init__(self, binary, backend, target="sid-3.15"):
-        self.binary, self.backend = binary, backend
+    def __init__(self, binary, backend, target="sid-3.15", extra=()):
+        self.binary, self.backend, self.extra = binary, backend, list(extra)
         self.key = "pyprof-" + backend
         self.label = "pyprof-bpf (%s)" % ("BPF" if backend == "bpf" else "remote")
         self.target = TARGETS[target]
@@ -149,7 +149,7 @@ class PyprofBpf(Profiler):
     def command(self, run):
         return [self.binary, "-p", str(run.pid), "-F", str(run.rate), "-d", str(run.duration),
                 "-o", os.path.join(run.work_host, "out.folded"), "--format", "collapsed",
-                "--backend", self.backend]
+                "--backend", self.backend] + self.extra
 
     def parse(self, run, stderr):
         want = "with the %s backend" % ("BPF" if self.backend == "bpf" else "remote")
@@ -306,6 +306,7 @@ def _install_note(name):
     return ""
 
 
-def all_profilers(binary, pyprof_target="sid-3.15"):
-    return [PyprofBpf(binary, "bpf", pyprof_target), PyprofBpf(binary, "remote", pyprof_target),
+def all_profilers(binary, pyprof_target="sid-3.15", pyprof_extra=()):
+    return [PyprofBpf(binary, "bpf", pyprof_target, pyprof_extra),
+            PyprofBpf(binary, "remote", pyprof_target, pyprof_extra),
             CPython315(), Austin(), Perf()]

@@ -311,7 +311,8 @@ def write(outdir, meta, results, profs, unavailable, configs, soak):
     head = ("## Benchmark: pyprof-bpf vs peers (`scripts/bench%s`)\n\n"
             "%s; pyprof-bpf %s (%s); kernel %s, %d CPUs; load average %.1f at start, %.1f at end; "
             "%d round(s) x %d s; %.0f min; BPF statistics: %s.\n"
-            % (" --quick" if meta["quick"] else "", meta["started"], meta["git"],
+            % (" --quick" if meta["quick"] else "", meta["started"],
+               meta["git"] + (" with " + meta["pyprof_args"] if meta.get("pyprof_args") else ""),
                meta["version"], meta["kernel"], meta["cpus"], la0, la1, meta["rounds"],
                meta["duration"], meta.get("elapsed_s", 0) / 60, meta.get("bpf_stats", "?")))
     changed = sorted({(r.get("max_sample_rate_before"), r.get("max_sample_rate_after"))
