@@ -750,10 +750,20 @@ void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st)
 	free(v);
 }
 
+void bpf_sampler__stop(struct bpf_sampler *s)
+{
+	/* Closing an original event also removes its inherited copies. */
+	for (size_t i = 0; i < s->nth; i++) {
+		bpf_link__destroy(s->th[i].link);
+		s->th[i].link = NULL;
+	}
+	for (size_t i = 0; i < s->nretired; i++)
+		bpf_link__destroy(s->retired[i]);
+	s->nretired = 0;
+}
+
 void bpf_sampler__free(struct bpf_sampler *s)
 {
-	size_t i;
-
 	if (!s)
 		return;
 	if (s->verbose && s->cache && s->fc) {
@@ -770,11 +780,7 @@ void bpf_sampler__free(struct bpf_sampler *s)
 			(unsigned long long)st.reanchor_failures, st.stop_ns / 1e6,
 			st.stop_max_ns / 1e6);
 	}
-	/* Closing an original event also removes its inherited copies. */
-	for (i = 0; i < s->nth; i++)
-		bpf_link__destroy(s->th[i].link);
-	for (i = 0; i < s->nretired; i++)
-		bpf_link__destroy(s->retired[i]);
+	bpf_sampler__stop(s);
 	ring_buffer__free(s->rb);
 	pyprof_bpf__destroy(s->skel);
 	frame_cache__free(s->fc);

@@ -78,6 +78,9 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx);
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st);
 
 /* Detach and unload; no program, map, link or event remains. Accepts NULL. */
+/* Stop sampling (detach every event); what the ring holds can still be
+ * polled. The duration ends here, not after the last drain. */
+void bpf_sampler__stop(struct bpf_sampler *s);
 void bpf_sampler__free(struct bpf_sampler *s);
 
 #endif

@@ -461,6 +461,8 @@ int record__main(int argc, char **argv)
 	}
 	if (progress)
 		fputs("\r\033[K", stderr);
+	if (bs)
+		bpf_sampler__stop(bs);
 	if (bs && !rc) {	/* what the ring buffer still holds */
 		rc = bpf_sampler__poll(bs, on_sample, &ctx);
 		rc = rc < 0 ? rc : 0;
