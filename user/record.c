@@ -53,6 +53,11 @@ struct record_ctx {
 	struct symbolizer *sym;
 	struct output *out;	/* NULL when only a raw recording is written */
 	struct output *summary;	/* the hottest functions on a terminal's stderr */
+	/* -d: CLOCK_MONOTONIC ns after which a poll stops taking samples (a
+	 * consumer behind the kernel must not stretch the recording). */
+	uint64_t deadline_ns;
+	int past_deadline;
+	uint64_t late;		/* samples dropped for being after it */
 	struct rawrec_writer *raw;
 	struct py_sym *syms;
 	char comm[32];
@@ -243,6 +248,11 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	size_t nf;
 	int rc;
 
+	if (c->deadline_ns && r->ts_ns > c->deadline_ns) {
+		c->past_deadline = 1;	/* taken after -d ended: not part of it */
+		c->late++;
+		return 1;
+	}
 	s.thread_name = thread_name(c, r->tid);
 	symbolizer__resolve_stack(c->sym, r->frames, r->nframes, c->syms, &nf, &c->symbol_errors);
 	s.nframes = (uint32_t)nf;
@@ -415,6 +425,8 @@ int record__main(int argc, char **argv)
 
 	start = now_s();
 	end = env.duration ? start + env.duration : 0;
+	if (end)
+		ctx.deadline_ns = (uint64_t)(end * 1e9);
 	next_refresh = start + 0.1;
 	next_progress = start + 1.0;
 	for (double next = start; !stop_requested;) {
@@ -429,6 +441,8 @@ int record__main(int argc, char **argv)
 			if (rc < 0)
 				break;
 			rc = 0;
+			if (ctx.past_deadline)
+				break;
 			if (t >= next_refresh) {
 				next_refresh = t + 0.1;
 				if (!procfs__alive(env.pid)) {
@@ -476,6 +490,7 @@ int record__main(int argc, char **argv)
 		bpf_sampler__stats(bs, &st);
 	else
 		remote_sampler__stats(rs, &st);
+	st.samples -= ctx.late < st.samples ? ctx.late : st.samples;
 	rc = ctx.out_err;
 	if (!rc && ctx.out) {
 		rc = output__finish(ctx.out);
