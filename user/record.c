@@ -57,7 +57,7 @@ struct record_ctx {
 	 * consumer behind the kernel must not stretch the recording). */
 	uint64_t deadline_ns;
 	int past_deadline;
-	uint64_t late;		/* samples dropped for being after it */
+	struct sampler_stats late;	/* samples dropped for being after it */
 	struct rawrec_writer *raw;
 	struct py_sym *syms;
 	char comm[32];
@@ -250,7 +250,11 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 
 	if (c->deadline_ns && r->ts_ns > c->deadline_ns) {
 		c->past_deadline = 1;	/* taken after -d ended: not part of it */
-		c->late++;
+		c->late.samples++;
+		if (r->status == SAMPLE_TRUNCATED)
+			c->late.truncated++;
+		else if (r->status != SAMPLE_COMPLETE)
+			c->late.errors++;
 		return 1;
 	}
 	s.thread_name = thread_name(c, r->tid);
@@ -490,7 +494,9 @@ int record__main(int argc, char **argv)
 		bpf_sampler__stats(bs, &st);
 	else
 		remote_sampler__stats(rs, &st);
-	st.samples -= ctx.late < st.samples ? ctx.late : st.samples;
+	st.samples -= ctx.late.samples;	/* the sampler counted them too */
+	st.truncated -= ctx.late.truncated;
+	st.errors -= ctx.late.errors;
 	rc = ctx.out_err;
 	if (!rc && ctx.out) {
 		rc = output__finish(ctx.out);
