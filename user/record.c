@@ -520,6 +520,9 @@ int record__main(int argc, char **argv)
 		output__finish(ctx.summary);
 	if (ended)
 		fprintf(stderr, "pyprof-bpf: %s; the recording is complete up to then\n", ended);
+	if (ctx.late.samples)
+		fprintf(stderr, "pyprof-bpf: %llu samples taken after the %g s duration were "
+			"dropped\n", (unsigned long long)ctx.late.samples, env.duration);
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
 		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames\n",
 		(unsigned long long)st.samples, end - start, st.samples / (end - start), env.freq,
