@@ -100,6 +100,16 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- small containers ---- */
 
+uint32_t *out_model__path_buf(const struct out_model *m)
+{
+	uint32_t maxdepth = 0;
+
+	for (uint32_t i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].depth > maxdepth)
+			maxdepth = m->nodes[i].depth;
+	return calloc((size_t)maxdepth + 1, sizeof(uint32_t));
+}
+
 int out_grow(void **arr, uint32_t *cap, uint64_t need, size_t size)
 {
 	uint32_t ncap;
@@ -633,16 +643,13 @@ int output__build_folded(struct output *o, struct out_folded **out, size_t *nout
 {
 	const struct out_model *m = &o->m;
 	struct out_folded *v = NULL;
-	uint32_t *path = NULL, maxdepth = 0;
+	uint32_t *path = NULL;
 	size_t n = 0, w;
 	int err = 0;
 
 	*out = NULL;
 	*nout = 0;
-	for (uint32_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i].depth > maxdepth)
-			maxdepth = m->nodes[i].depth;
-	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	path = out_model__path_buf(m);
 	v = calloc(m->naggs ? m->naggs : 1, sizeof(*v));
 	if (!path || !v) {
 		err = -ENOMEM;

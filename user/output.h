@@ -198,6 +198,9 @@ struct out_model {
 	uint64_t first_period;	/* first non-zero period seen */
 	uint64_t first_ts, last_ts;
 };
+/* A zeroed array long enough for the deepest node's path (free() it); NULL
+ * when out of memory. */
+uint32_t *out_model__path_buf(const struct out_model *m);
 
 struct output_ops {
 	int aggregate;		/* build nodes and aggregates in output__add() */

@@ -516,14 +516,11 @@ static int flamegraph_finish(struct output *o)
 {
 	const struct out_model *m = &o->m;
 	struct fg_tree t = { 0 };
-	uint32_t *path = NULL, maxdepth = 0;
+	uint32_t *path = NULL;
 	char title[256];
 	int err;
 
-	for (uint32_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i].depth > maxdepth)
-			maxdepth = m->nodes[i].depth;
-	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	path = out_model__path_buf(m);
 	if (!path) {
 		err = -ENOMEM;
 		goto out;

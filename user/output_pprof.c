@@ -172,15 +172,12 @@ static int pprof_finish(struct output *o)
 	struct pprof_ctx c = { 0 };
 	struct pbuf b = { 0 }, sub = { 0 }, sub2 = { 0 };
 	struct out_map fn_map = { 0 };
-	uint32_t *fn_of = NULL, *path = NULL, maxdepth = 0, nfn = 0;
+	uint32_t *fn_of = NULL, *path = NULL, nfn = 0;
 	int err;
 
 	str(&c, "");
 	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
-	for (uint32_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i].depth > maxdepth)
-			maxdepth = m->nodes[i].depth;
-	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	path = out_model__path_buf(m);
 	if (!fn_of || !path) {
 		err = -ENOMEM;
 		goto out;

@@ -81,16 +81,13 @@ static int top_finish(struct output *o)
 	const struct out_model *m = &o->m;
 	struct out_map fmap = { 0 };
 	struct top_fn *fns = NULL;
-	uint32_t *fn_of = NULL, *path = NULL, nfn = 0, fcap = 0, maxdepth = 0, rows;
+	uint32_t *fn_of = NULL, *path = NULL, nfn = 0, fcap = 0, rows;
 	uint64_t total = m->total_count;
 	int err = 0, w;
 	FILE *f = o->f;
 
 	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
-	for (uint32_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i].depth > maxdepth)
-			maxdepth = m->nodes[i].depth;
-	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	path = out_model__path_buf(m);
 	if (!fn_of || !path) {
 		err = -ENOMEM;
 		goto out;

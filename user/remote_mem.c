@@ -7,13 +7,6 @@
 /* The kernel takes at most IOV_MAX iovecs per call on each side. */
 #define BATCH 1024
 
-static uint64_t calls;
-
-uint64_t remote_mem__calls(void)
-{
-	return calls;
-}
-
 static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n, size_t *whole)
 {
 	struct iovec local[BATCH], remote[BATCH];
@@ -27,7 +20,6 @@ static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n, size_t 
 		remote[i].iov_len = iov[i].len;
 		want += iov[i].len;
 	}
-	calls++;
 	got = process_vm_readv(pid, local, n, remote, n, 0);
 	if (got < 0) {
 		*whole = 0;

@@ -29,7 +29,4 @@ int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *val);
  */
 int remote_readv_prefix(pid_t pid, const struct remote_iov *iov, size_t n, size_t *done);
 
-/* Number of process_vm_readv() calls made so far (for benchmarks). */
-uint64_t remote_mem__calls(void);
-
 #endif
