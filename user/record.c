@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "bpf_sampler.h"
 #include "output.h"
+#include "output_args.h"
 #include "procfs.h"
 #include "pyproc.h"
 #include "rawrec.h"
@@ -33,14 +34,12 @@ struct record_env {
 	pid_t pid;
 	long freq;
 	double duration;	/* seconds, 0 = until stopped */
-	const char *output;
-	const char *format;
+	struct output_args out;	/* -o, --format, --threads, ... */
 	const char *raw;	/* --raw FILE */
 	enum backend backend;
 	long max_frames;
 	int verbose;
 	int frame_cache;	/* --frame-cache: may stop threads to move anchors */
-	struct output_opts oopts;
 };
 
 struct tid_name {
@@ -112,11 +111,7 @@ static const char record_doc[] =
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
-	OPT_FORMAT = 1000,
-	OPT_BACKEND,
-	OPT_THREADS,
-	OPT_NO_LINES,
-	OPT_COMM_ROOT,
+	OPT_BACKEND = 1000,
 	OPT_FRAME_CACHE,
 	OPT_MAX_DEPTH,
 	OPT_RAW,
@@ -126,13 +121,8 @@ static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to profile", 0 },
 	{ "freq", 'F', "HZ", 0, "Samples per second per running thread (default 99)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit)", 0 },
-	{ "output", 'o', "FILE", 0, "Write here instead of stdout", 0 },
-	{ "format", OPT_FORMAT, "FMT", 0, "Output format (see below)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
 	  "to remote when BPF cannot be used)", 0 },
-	{ "threads", OPT_THREADS, NULL, 0, "Root every stack at its thread", 0 },
-	{ "no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, without line numbers", 0 },
-	{ "comm-root", OPT_COMM_ROOT, NULL, 0, "Root every stack at a [comm:pid] frame", 0 },
 	{ "frame-cache", OPT_FRAME_CACHE, NULL, 0, "CPython 3.15, BPF: let pyprof-bpf move each "
 	  "thread's frame-cache anchor, stopping it ~50 us (ptrace) at most every 100 ms; deep "
 	  "stacks then cost about what shallow ones do", 0 },
@@ -150,6 +140,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	long v = 0;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &env->out;
+		break;
 	case 'p':
 		if (parse_long(arg, 1, INT_MAX, &v))
 			argp_error(state, "invalid PID: %s", arg);
@@ -166,12 +159,6 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		if (errno || end == arg || *end || env->duration <= 0 || env->duration > 1e7)
 			argp_error(state, "invalid duration: %s", arg);
 		break;
-	case 'o':
-		env->output = arg;
-		break;
-	case OPT_FORMAT:
-		env->format = arg;
-		break;
 	case OPT_BACKEND:
 		if (strcmp(arg, "bpf") == 0)
 			env->backend = BACKEND_BPF;
@@ -180,17 +167,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid backend (bpf or remote): %s", arg);
 		break;
-	case OPT_THREADS:
-		env->oopts.per_thread_roots = 1;
-		break;
-	case OPT_COMM_ROOT:
-		env->oopts.comm_root = 1;
-		break;
 	case OPT_FRAME_CACHE:
 		env->frame_cache = 1;
-		break;
-	case OPT_NO_LINES:
-		env->oopts.no_lines = 1;
 		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
@@ -209,7 +187,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!env->pid)
 			argp_error(state, "a target is needed: -p PID");
-		if (env->raw && rawrec__wanted(env->format, env->output))
+		if (env->raw && rawrec__wanted(env->out.format, env->out.output))
 			argp_error(state, "--raw is for writing another format besides the raw "
 				   "recording; -o already writes one");
 		break;
@@ -264,7 +242,7 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	rc = c->out ? output__add(c->out, &s) : 0;
 	if (rc) {
 		c->out_err = rc;
-		c->out_err_file = c->env->output;
+		c->out_err_file = c->env->out.output;
 		return rc;
 	}
 	if (c->summary && output__add(c->summary, &s)) {
@@ -274,7 +252,7 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	rc = c->raw ? rawrec_writer__add(c->raw, &s) : 0;
 	if (rc) {
 		c->out_err = rc;
-		c->out_err_file = c->env->raw ? c->env->raw : c->env->output;
+		c->out_err_file = c->env->raw ? c->env->raw : c->env->out.output;
 		return rc;
 	}
 	return 0;
@@ -319,8 +297,13 @@ static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, dou
 
 int record__main(int argc, char **argv)
 {
+	static const struct argp_child children[] = {
+		{ .argp = &output_args_argp, .header = "Output:" },
+		{ 0 },
+	};
 	static const struct argp argp = {
 		.options = record_options, .parser = record_parse, .doc = record_doc,
+		.children = children,
 	};
 	struct record_env env = {
 		.freq = DEFAULT_FREQ, .max_frames = DEFAULT_MAX_FRAMES, .backend = BACKEND_AUTO,
@@ -369,13 +352,13 @@ int record__main(int argc, char **argv)
 		goto fail;
 	}
 	/* The raw recording keeps the start time: `report` gives pprof the same. */
-	env.oopts.start_time_ns = clock_ns(CLOCK_REALTIME);
+	env.out.oopts.start_time_ns = clock_ns(CLOCK_REALTIME);
 	rinfo.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	raw_path = env.raw;
-	if (rawrec__wanted(env.format, env.output))
-		raw_path = env.output ? env.output : "-";
+	if (rawrec__wanted(env.out.format, env.out.output))
+		raw_path = env.out.output ? env.out.output : "-";
 	else
-		rc = output__new(env.format, env.output, &env.oopts, &ctx.out, err, sizeof(err));
+		rc = output__new(env.out.format, env.out.output, &env.out.oopts, &ctx.out, err, sizeof(err));
 	if (rc)
 		goto fail;
 
@@ -401,9 +384,9 @@ int record__main(int argc, char **argv)
 		}
 	}
 	/* Recording to a file from a terminal: end with the hottest functions. */
-	if (progress && ctx.out && env.output && strcmp(env.output, "-") &&
-	    !(env.format && strcmp(env.format, "top") == 0)) {
-		struct output_opts so = env.oopts;
+	if (progress && ctx.out && env.out.output && strcmp(env.out.output, "-") &&
+	    !(env.out.format && strcmp(env.out.format, "top") == 0)) {
+		struct output_opts so = env.out.oopts;
 		char serr[PYPROF_ERRLEN];
 
 		so.top_rows = 10;
@@ -418,7 +401,7 @@ int record__main(int argc, char **argv)
 		rinfo.freq_hz = (uint32_t)env.freq;
 		rinfo.period_ns = ctx.period_ns;
 		rinfo.max_frames = (uint32_t)env.max_frames;
-		rinfo.start_time_ns = env.oopts.start_time_ns;
+		rinfo.start_time_ns = env.out.oopts.start_time_ns;
 		rc = rawrec_writer__open(raw_path, &rinfo, &ctx.raw, err, sizeof(err));
 		if (rc)
 			goto fail;
@@ -500,7 +483,7 @@ int record__main(int argc, char **argv)
 	rc = ctx.out_err;
 	if (!rc && ctx.out) {
 		rc = output__finish(ctx.out);
-		ctx.out_err_file = env.output;
+		ctx.out_err_file = env.out.output;
 	}
 	if (!rc && ctx.raw) {
 		rend = (struct rawrec_end){ .lost = st.lost, .truncated = st.truncated,

@@ -16,16 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 #include "output.h"
+#include "output_args.h"
 #include "pyproc.h"		/* PYPROF_ERRLEN */
 #include "rawrec.h"
 #include "record.h"
 
 struct report_env {
 	const char *input;
-	const char *output;
-	const char *format;
+	struct output_args out;	/* -o, --format, --threads, ... */
 	int quiet;
-	struct output_opts oopts;
 };
 
 static const char report_doc[] =
@@ -48,20 +47,8 @@ static const char report_doc[] =
 "    pyprof-bpf report -i rec.pyprof --threads -o out.speedscope.json\n"
 "    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n";
 
-enum {
-	OPT_FORMAT = 1000,
-	OPT_THREADS,
-	OPT_NO_LINES,
-	OPT_COMM_ROOT,
-};
-
 static const struct argp_option report_options[] = {
 	{ "input", 'i', "REC", 0, "The raw recording to read (- for stdin)", 0 },
-	{ "output", 'o', "FILE", 0, "Write here instead of stdout", 0 },
-	{ "format", OPT_FORMAT, "FMT", 0, "Output format (see below)", 0 },
-	{ "threads", OPT_THREADS, NULL, 0, "Root every stack at its thread", 0 },
-	{ "no-lines", OPT_NO_LINES, NULL, 0, "Aggregate by function, without line numbers", 0 },
-	{ "comm-root", OPT_COMM_ROOT, NULL, 0, "Root every stack at a [comm:pid] frame", 0 },
 	{ "quiet", 'q', NULL, 0, "No summary of the recording on stderr", 0 },
 	{ 0 },
 };
@@ -71,23 +58,11 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 	struct report_env *env = state->input;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &env->out;
+		break;
 	case 'i':
 		env->input = arg;
-		break;
-	case 'o':
-		env->output = arg;
-		break;
-	case OPT_FORMAT:
-		env->format = arg;
-		break;
-	case OPT_THREADS:
-		env->oopts.per_thread_roots = 1;
-		break;
-	case OPT_COMM_ROOT:
-		env->oopts.comm_root = 1;
-		break;
-	case OPT_NO_LINES:
-		env->oopts.no_lines = 1;
 		break;
 	case 'q':
 		env->quiet = 1;
@@ -101,7 +76,7 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!env->input)
 			argp_error(state, "a raw recording is needed: -i REC.pyprof");
-		if (rawrec__wanted(env->format, env->output))
+		if (rawrec__wanted(env->out.format, env->out.output))
 			argp_error(state, "--format and -o name what to write (%s); the raw "
 				   "recording is the input (-i)", output__format_names());
 		break;
@@ -147,8 +122,13 @@ static void remove_output(const char *path)
 
 int report__main(int argc, char **argv)
 {
+	static const struct argp_child children[] = {
+		{ .argp = &output_args_argp, .header = "Output:" },
+		{ 0 },
+	};
 	static const struct argp argp = {
 		.options = report_options, .parser = report_parse, .doc = report_doc,
+		.children = children,
 	};
 	struct report_env env = { 0 };
 	char err[PYPROF_ERRLEN] = "";
@@ -169,8 +149,8 @@ int report__main(int argc, char **argv)
 		goto fail;
 	info = rawrec_reader__info(r);
 	/* What record gives the writers besides the samples (record.c). */
-	env.oopts.start_time_ns = info->start_time_ns;
-	rc = output__new(env.format, env.output, &env.oopts, &out, err, sizeof(err));
+	env.out.oopts.start_time_ns = info->start_time_ns;
+	rc = output__new(env.out.format, env.out.output, &env.out.oopts, &out, err, sizeof(err));
 	if (rc)
 		goto fail;
 	while ((rc = rawrec_reader__next(r, &s, err, sizeof(err))) > 0) {
@@ -193,12 +173,12 @@ int report__main(int argc, char **argv)
 	exit_code = 0;
 	goto out;
 fail_write:
-	snprintf(err, sizeof(err), "writing %s: %s", env.output ? env.output : "stdout",
+	snprintf(err, sizeof(err), "writing %s: %s", env.out.output ? env.out.output : "stdout",
 		 strerror(-rc));
 fail_remove:
 	output__free(out);
 	out = NULL;
-	remove_output(env.output);
+	remove_output(env.out.output);
 fail:
 	fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
 out:
