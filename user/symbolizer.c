@@ -244,6 +244,10 @@ fail:
 	return rc;
 }
 
+/* An instruction offset past the code object's end: the frame was read torn
+ * (it moved to another code object while we read it), not a line. */
+#define LINE_BEYOND_CODE (-2)
+
 static int span_line(const struct code_entry *e, int64_t offset)
 {
 	size_t lo = 0, hi = e->nspans;
@@ -258,7 +262,7 @@ static int span_line(const struct code_entry *e, int64_t offset)
 		else
 			hi = mid;
 	}
-	return lo < e->nspans ? e->spans[lo].line : -1;
+	return lo < e->nspans ? e->spans[lo].line : LINE_BEYOND_CODE;
 }
 
 /* Read the object's strings and table; @e is replaced only on success. */
@@ -390,6 +394,8 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f, struc
 	 * one; both give the same byte offset into co_code_adaptive. */
 	offset = (int64_t)(f->instr - (f->code + o->code_adaptive));
 	line = span_line(e, offset);
+	if (line == LINE_BEYOND_CODE)
+		return -ESTALE;
 	out->function = e->qualname;
 	out->file = e->filename;
 	out->line = line;
