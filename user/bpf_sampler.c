@@ -704,7 +704,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Move the anchors the frame cache asked for, each thread briefly stopped. */
+/* Move the anchors the frame cache asked for (one write each, no stop). */
 static void reanchor(struct bpf_sampler *s)
 {
 	for (size_t i = 0; i < s->nreanchor; i++) {
@@ -772,13 +772,11 @@ void bpf_sampler__free(struct bpf_sampler *s)
 		frame_cache__stats(s->fc, &st);
 		fprintf(stderr, "pyprof-bpf: frame cache: %llu samples spliced, %llu walked whole, "
 			"%llu mismatched (delivered truncated); %llu frames sent by the kernel, "
-			"%llu reused; %llu anchors written (%llu failed), threads held %.3f ms "
-			"(longest %.3f ms)\n",
+			"%llu reused; %llu anchors written (%llu failed)\n",
 			(unsigned long long)st.spliced, (unsigned long long)st.whole,
 			(unsigned long long)st.mismatches, (unsigned long long)st.frames_sent,
 			(unsigned long long)st.frames_reused, (unsigned long long)st.reanchors,
-			(unsigned long long)st.reanchor_failures, st.stop_ns / 1e6,
-			st.stop_max_ns / 1e6);
+			(unsigned long long)st.reanchor_failures);
 	}
 	bpf_sampler__stop(s);
 	ring_buffer__free(s->rb);
@@ -811,7 +809,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	s->cache = skel->rodata->cfg.frame_cache;
 	ret = frame_cache__new(s->pid, pyproc__offsets(s->proc), max_frames, s->cache, &s->fc);
 	if (!ret)
-		frame_cache__set_reanchor(s->fc, o->frame_cache_anchor);
+		frame_cache__set_reanchor(s->fc, true);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		return ret;

@@ -20,14 +20,13 @@
  * (tstate->last_profiled_frame) and bpf_sampler__poll() splices the cached
  * callers back (user/frame_cache.h), so callbacks always get whole stacks;
  * a sample that cannot be spliced is delivered SAMPLE_TRUNCATED. Now and
- * then, when deep walks above the anchor pay for it, a poll stops a thread
- * (ptrace) to move its anchor up: some 50 us, milliseconds on a loaded
- * machine, at most once per 100 ms per thread and backing off to once per
+ * then, when deep walks above the anchor pay for it, a poll moves a
+ * thread's anchor up with one 16-byte write into the running target (no
+ * stop), at most once per 100 ms per thread and backing off to once per
  * 6.4 s when it does not help. o->no_frame_cache turns all of this off
- * (every walk whole).
+ * (every walk whole, nothing written).
  *
- * Not thread-safe: one thread drives a sampler (and ptrace wants the same
- * thread throughout).
+ * Not thread-safe: one thread drives a sampler.
  */
 #ifndef PYPROF_BPF_SAMPLER_H
 #define PYPROF_BPF_SAMPLER_H

@@ -2,7 +2,7 @@
 /*
  * frame_cache.c - splice cached callers onto the BPF walk's short records
  * (CPython 3.15's last_profiled_frame protocol; see frame_cache.h), and
- * move a thread's anchor up, with the thread stopped, when that pays.
+ * move a thread's anchor up when that pays.
  *
  * Per thread: the last whole chain observed (interpreter links included,
  * innermost first), the index of the anchor in it and the sequence seen
@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/ptrace.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 #include "frame_cache.h"
 #include "remote_mem.h"
 #include "sampler.h"
@@ -35,8 +33,6 @@
 #define FC_ABOVE		8
 #define FC_INTERVAL_MIN		(100 * 1000000ULL)
 #define FC_INTERVAL_MAX		(6400 * 1000000ULL)
-/* Frames read, with the thread stopped, to find the frame to anchor. */
-#define FC_REANCHOR_STEPS	64
 /*
  * After a mismatch the thread is walked whole for a cooldown, doubling
  * from FC_COOLDOWN_MIN with every further mismatch up to FC_COOLDOWN_MAX:
@@ -73,10 +69,11 @@ struct fc_thread {
 struct frame_cache {
 	pid_t pid;
 	bool enabled;
-	bool reanchor_ok;		/* ptrace allowed so far */
+	bool reanchor_ok;		/* writing the target allowed so far */
 	unsigned int max_frames;
-	uint64_t off_current, off_anchor, off_prev, off_owner, frame_size;
-	uint8_t owner_interp_min;
+	uint64_t off_anchor;
+	/* The sequence lies just after the anchor: one write sets both. */
+	bool seq_follows;
 	struct fc_thread *slots;
 	size_t nthreads;
 	struct py_rawframe *out;	/* the stack handed on */
@@ -162,12 +159,8 @@ int frame_cache__new(pid_t pid, const struct py_offsets *o, unsigned int max_fra
 	fc->enabled = enabled && o->tstate_last_profiled_frame;
 	fc->reanchor_ok = false;	/* frame_cache__set_reanchor() */
 	fc->max_frames = max_frames;
-	fc->off_current = o->tstate_current_frame;
 	fc->off_anchor = o->tstate_last_profiled_frame;
-	fc->off_prev = o->frame_previous;
-	fc->off_owner = o->frame_owner;
-	fc->frame_size = o->frame_size;
-	fc->owner_interp_min = o->frame_owner_interp_min;
+	fc->seq_follows = o->tstate_last_profiled_frame_seq == fc->off_anchor + 8;
 	if (fc->enabled) {
 		fc->slots = calloc(FC_SLOTS, sizeof(*fc->slots));
 		fc->out = calloc(max_frames ? max_frames : 1, sizeof(*fc->out));
@@ -451,7 +444,7 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 }
 
 /* ------------------------------------------------------------------------ */
-/* Re-anchoring, with the thread stopped. */
+/* Re-anchoring: one write into the running target, no stop. */
 
 static uint64_t now_ns(void)
 {
@@ -461,108 +454,63 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int remote_write_u64(pid_t pid, uint64_t addr, uint64_t v)
-{
-	struct iovec local = { &v, sizeof(v) };
-	struct iovec remote = { (void *)(uintptr_t)addr, sizeof(v) };
-	ssize_t got = process_vm_writev(pid, &local, 1, &remote, 1, 0);
-
-	if (got < 0)
-		return errno == ENOMEM ? -EFAULT : -errno;
-	return got == sizeof(v) ? 0 : -EFAULT;
-}
-
 /*
- * With the thread stopped: the first Python frame below its innermost
- * frame, written as its anchor unless it already is. The innermost frame
- * itself may be half-way through a yield whose anchor check is done.
+ * The frame to anchor: the first Python frame below the innermost of the
+ * thread's latest chain (the innermost changes fastest, and may be half-way
+ * through a yield whose anchor check is done). 0: none.
  */
-static int anchor_stopped(struct frame_cache *fc, pid_t tid, uint64_t tstate)
+static uint64_t anchor_choice(const struct fc_thread *t)
 {
-	unsigned char buf[PY_MAX_STRUCT_COPY];
-	uint64_t fp, anchor;
-	int err;
-
-	err = remote_read_u64(tid, tstate + fc->off_current, &fp);
-	if (!err)
-		err = remote_read_u64(tid, tstate + fc->off_anchor, &anchor);
-	for (int i = 0; !err && fp && i < FC_REANCHOR_STEPS; i++) {
-		bool interp;
-
-		err = remote_read(tid, fp, buf, fc->frame_size);
-		if (err)
-			break;
-		interp = fc->owner_interp_min && buf[fc->off_owner] >= fc->owner_interp_min;
-		if (i > 0 && !interp) {
-			if (fp == anchor)
-				return 0;
-			return remote_write_u64(tid, tstate + fc->off_anchor, fp);
-		}
-		memcpy(&fp, buf + fc->off_prev, sizeof(fp));
-	}
-	return err;
+	for (uint32_t i = 1; i < t->n; i++)
+		if (!is_interp(&t->chain[i]))
+			return t->chain[i].frame;
+	return 0;
 }
 
 int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
 {
 	struct fc_thread *t = fc->enabled ? find(fc, tid) : NULL;
-	uint64_t t0, dt;
-	int status, sig = 0, err;
+	uint64_t cur[2], want, addr;
+	struct iovec local, remote;
+	ssize_t got;
+	int err = 0;
 
 	if (!t)
 		return -ENOENT;
-	if (!fc->reanchor_ok)
+	if (!fc->reanchor_ok || !fc->seq_follows)
 		return -EPERM;
 	/* The caller has set the kernel's flag: walks are whole from now
 	 * until one sees the new anchor. */
 	t->walk_whole = true;
-	t0 = now_ns();
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
-		err = -errno;
-		goto fail;
-	}
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
-		err = -errno;
-		goto detach_gone;
-	}
-	while (waitpid(tid, &status, __WALL) < 0) {
-		if (errno != EINTR) {
-			err = -errno;
-			goto detach_gone;
-		}
-	}
-	if (!WIFSTOPPED(status)) {
-		err = -ESRCH;		/* it exited meanwhile */
-		goto fail;
-	}
-	/* A signal on its way stopped it first: let it through on detach. */
-	if (status >> 16 == 0)
-		sig = WSTOPSIG(status);
-	err = anchor_stopped(fc, tid, tstate);
-	if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)sig) && !err)
-		err = -errno;
-	t->barrier_ns = now_ns();
-	t->reanchored_ns = t->barrier_ns;
-	t->next_reanchor_ns = t->barrier_ns + t->interval_ns;
-	dt = t->barrier_ns - t0;
-	fc->st.stop_ns += dt;
-	if (dt > fc->st.stop_max_ns)
-		fc->st.stop_max_ns = dt;
-	if (err)
-		goto fail;
-	fc->st.reanchors++;
-	return 0;
+	want = anchor_choice(t);
+	addr = tstate + fc->off_anchor;
+	err = remote_read(tid, addr, cur, sizeof(cur));
+	if (!err && want && want != cur[0]) {
+		/* Anchor and sequence in one 16-byte write. The sequence jumps
+		 * by 2^32 so that no chain cached before the write can ever
+		 * validate an anchor seen after it (locate() takes the jump for
+		 * 2^32 moves and refuses); only a whole walk that sees the new
+		 * anchor caches again. */
+		uint64_t v[2] = { want, cur[1] + (1ULL << 32) };
 
-detach_gone:
-	/* Seized but not stopped: only its exit ends the tracing. */
-	ptrace(PTRACE_DETACH, tid, NULL, NULL);
-fail:
+		local = (struct iovec){ v, sizeof(v) };
+		remote = (struct iovec){ (void *)(uintptr_t)addr, sizeof(v) };
+		got = process_vm_writev(tid, &local, 1, &remote, 1, 0);
+		if (got < 0)
+			err = errno == ENOMEM ? -EFAULT : -errno;
+		else if (got != (ssize_t)sizeof(v))
+			err = -EFAULT;
+		else
+			fc->st.reanchors++;
+	}
 	t->barrier_ns = now_ns();
 	t->reanchored_ns = t->barrier_ns;
 	t->next_reanchor_ns = t->barrier_ns + t->interval_ns;
-	fc->st.reanchor_failures++;
-	if (err == -EPERM)
-		fc->reanchor_ok = false;
+	if (err) {
+		fc->st.reanchor_failures++;
+		if (err == -EPERM)
+			fc->reanchor_ok = false;
+	}
 	return err;
 }
 

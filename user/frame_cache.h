@@ -29,20 +29,25 @@
  *
  * Writing the anchor: the kernel cannot (bpf_probe_write_user is refused
  * under kernel lockdown, and from a perf_event program it would run in an
- * interrupt, where the helper fails anyway). A write from userspace while
- * the thread runs could land on a frame popped meanwhile, whose address a
- * new frame may then reuse: the race would splice stale callers. So this
- * module writes the anchor only with the thread stopped (PTRACE_SEIZE +
- * PTRACE_INTERRUPT, then detach), rarely: when the walks above the anchor
- * have grown long, at most once per interval per thread, backing off when
- * re-anchoring does not help. It anchors the first Python frame below the
- * innermost frame, never the innermost: the interpreter may be stopped
- * between the anchor check of a yield and its unlinking of the frame, and
- * a write then would leave the anchor on a frame leaving the chain. The
- * kernel's next whole walk observes the new anchor and a cached stack
- * follows from it.
+ * interrupt, where the helper fails anyway), so this module writes it from
+ * userspace with process_vm_writev while the thread runs, as CPython's own
+ * profiler does; the interpreter only ever compares the anchor with the
+ * frame it pops, never dereferences it. Such a write can land on a frame
+ * popped meanwhile, whose address a new frame may reuse; it is safe because
+ * nothing is trusted until a whole walk of the stopped thread (in the
+ * kernel) has seen the new anchor in its chain: the thread's walk_whole flag
+ * is set before the write, and the same write moves the sequence on by
+ * 2^32, so no chain cached before it validates any later anchor. A dangling
+ * anchor is simply never found; a new frame at its address is live when
+ * found, and its pop moves the anchor on as the protocol says. The
+ * remaining window is the nanoseconds between the 16-byte write's two
+ * stores. Writes are rare: only when the walks above the anchor have grown
+ * long, at most once per interval per thread, backing off when re-anchoring
+ * does not help, and only when the chosen frame is not already the anchor.
+ * It anchors the first Python frame below the innermost of the latest
+ * chain: the innermost changes fastest.
  *
- * Not thread-safe; the ptrace calls must come from one thread.
+ * Not thread-safe.
  */
 #ifndef PYPROF_FRAME_CACHE_H
 #define PYPROF_FRAME_CACHE_H
@@ -100,10 +105,8 @@ struct frame_cache_stats {
 	uint64_t stored;	/* whole stacks stored */
 	uint64_t frames_sent;	/* frames the kernel recorded */
 	uint64_t frames_reused;	/* frames taken from the cache */
-	uint64_t reanchors;	/* anchors written with the thread stopped */
+	uint64_t reanchors;	/* anchors written */
 	uint64_t reanchor_failures;
-	uint64_t stop_ns;	/* total time threads were held stopped */
-	uint64_t stop_max_ns;
 };
 
 /*
@@ -114,7 +117,8 @@ struct frame_cache_stats {
 int frame_cache__new(pid_t pid, const struct py_offsets *o, unsigned int max_frames,
 		     bool enabled, struct frame_cache **out);
 void frame_cache__free(struct frame_cache *fc);
-/* Whether the cache may move anchors itself (ptrace stops); off by default. */
+/* Whether the cache may move anchors itself (writes into the target); off
+ * until set. */
 void frame_cache__set_reanchor(struct frame_cache *fc, bool allowed);
 
 /*
@@ -125,14 +129,14 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 			 struct frame_cache_out *out);
 
 /*
- * Stop thread @tid (state @tstate), anchor the first Python frame below
- * its innermost frame, let it go. The caller must first have set the
- * thread's walk_whole flag in the kernel: samples after the write must
- * walk whole until one observes the new anchor (process() then asks for
- * the flag to be cleared). Returns 0 (written, or nothing to write),
- * -EPERM (not allowed: another tracer, no CAP_SYS_PTRACE; re-anchoring is
- * then off for good), -ESRCH (gone), -ENOENT (a thread without a cache) or
- * another -errno.
+ * Anchor the first Python frame below the innermost of thread @tid's latest
+ * chain (its thread state at @tstate), unless it already is the anchor.
+ * The caller must first have set the thread's walk_whole flag in the
+ * kernel: samples after the write must walk whole until one observes the
+ * new anchor (process() then asks for the flag to be cleared). Returns 0
+ * (written, or nothing to write), -EPERM (not allowed, or no 3.15 layout
+ * that one write covers; re-anchoring is then off for good), -ESRCH (gone),
+ * -ENOENT (a thread without a cache), -EFAULT or another -errno.
  */
 int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate);
 

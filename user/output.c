@@ -476,58 +476,61 @@ static const char *status_name(uint32_t status, char *buf, size_t len)
 	}
 }
 
-static int push(struct output *o, uint32_t *n, uint32_t id)
-{
-	int err = out_grow((void **)&o->stack, &o->stack_cap, *n + 1, sizeof(*o->stack));
-
-	if (err)
-		return err;
-	o->stack[(*n)++] = id;
-	return 0;
-}
-
-/* Fill o->stack with the sample's frame ids, root first. */
+/*
+ * Fill the thread's ids with the sample's frame ids, root first. The first
+ * *keep of them are those of the thread's previous sample, untouched (its
+ * roots and the s->unchanged outermost Python frames).
+ */
 static int sample_stack(struct output *o, const struct out_sample *s, uint32_t thread,
-			uint32_t *np)
+			uint32_t *np, uint32_t *keep)
 {
 	struct out_model *m = &o->m;
-	const struct out_thread *t = &m->threads[thread];
+	struct out_thread *t = &m->threads[thread];
+	uint32_t n = 0, id, py_from;
 	char buf[128];
-	uint32_t n = 0, id;
 	int err;
 
+	err = out_grow((void **)&t->ids, &t->ids_cap, 3 + (uint64_t)s->nframes, sizeof(*t->ids));
+	if (err)
+		return err;
+	*keep = 0;
+	if (s->unchanged && s->status == SAMPLE_COMPLETE && t->npy &&
+	    s->unchanged <= s->nframes && s->unchanged <= t->npy && t->ids_name == t->name) {
+		*keep = t->nroots + s->unchanged;
+		n = *keep;
+		py_from = s->nframes - s->unchanged;
+		goto python;
+	}
 	if (o->opts.comm_root) {
 		snprintf(buf, sizeof(buf), "[%s:%d]", t->comm, (int)s->pid);
 		err = model_frame(m, OUT_FRAME_PROCESS, buf, "", 0, 0, &id);
-		if (!err)
-			err = push(o, &n, id);
 		if (err)
 			return err;
+		t->ids[n++] = id;
 	}
 	if (o->opts.per_thread_roots) {
 		char tb[192];
 
 		snprintf(tb, sizeof(tb), "[%.160s:%d]", t->name, (int)s->tid);
 		err = model_frame(m, OUT_FRAME_THREAD, tb, "", 0, 0, &id);
-		if (!err)
-			err = push(o, &n, id);
 		if (err)
 			return err;
+		t->ids[n++] = id;
 	}
+	t->nroots = n;
+	t->ids_name = t->name;
 	if (s->status != SAMPLE_COMPLETE || !s->nframes) {
 		const char *st = s->status == SAMPLE_COMPLETE ? "[no-python-frames]" :
 				 status_name(s->status, buf, sizeof(buf));
 
 		err = model_frame(m, OUT_FRAME_STATUS, st, "", 0, 0, &id);
-		if (!err)
-			err = push(o, &n, id);
 		if (err)
 			return err;
+		t->ids[n++] = id;
 	}
-	err = out_grow((void **)&o->stack, &o->stack_cap, n + s->nframes, sizeof(*o->stack));
-	if (err)
-		return err;
-	for (uint32_t i = s->nframes; i-- > 0;) {
+	py_from = s->nframes;
+python:
+	for (uint32_t i = py_from; i-- > 0;) {
 		const struct py_sym *ps = &s->frames[i];
 		int line = o->opts.no_lines ? ps->firstlineno : ps->line;
 
@@ -535,8 +538,10 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 				  ps->file ? ps->file : "", line, ps->firstlineno, &id);
 		if (err)
 			return err;
-		o->stack[n++] = id;
+		t->ids[n++] = id;
 	}
+	t->nids = n;
+	t->npy = s->status == SAMPLE_COMPLETE ? s->nframes : 0;
 	*np = n;
 	return 0;
 }
@@ -563,20 +568,28 @@ static int model_node(struct out_model *m, uint32_t parent, uint32_t frame, uint
 	return 0;
 }
 
+/* Count the sample at its stack's node; nodes[0..keep) are still those of
+ * the thread's previous sample. */
 static int model_agg(struct out_model *m, const struct out_sample *s, uint32_t thread,
-		     const uint32_t *stack, uint32_t n)
+		     uint32_t n, uint32_t keep)
 {
-	uint32_t node = OUT_NONE, id;
+	struct out_thread *t = &m->threads[thread];
+	uint32_t node, id;
 	struct out_agg *a;
 	int err;
 
-	for (uint32_t i = 0; i < n; i++) {
-		err = model_node(m, node, stack[i], &node);
+	if (!n)
+		return 0;	/* cannot happen: every stack has a frame */
+	err = out_grow((void **)&t->nodes, &t->nodes_cap, n, sizeof(*t->nodes));
+	if (err)
+		return err;
+	node = keep ? t->nodes[keep - 1] : OUT_NONE;
+	for (uint32_t i = keep; i < n; i++) {
+		err = model_node(m, node, t->ids[i], &node);
 		if (err)
 			return err;
+		t->nodes[i] = node;
 	}
-	if (node == OUT_NONE)
-		return 0;	/* cannot happen: every stack has a frame */
 	id = out_map__get(&m->agg_map, node, thread);
 	if (id == OUT_NONE) {
 		err = out_grow((void **)&m->aggs, &m->aggs_cap, m->naggs + 1, sizeof(*m->aggs));
@@ -612,6 +625,10 @@ static void model_free(struct out_model *m)
 	}
 	free(m->frames);
 	free(m->nodes);
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		free(m->threads[i].ids);
+		free(m->threads[i].nodes);
+	}
 	free(m->threads);
 	free(m->aggs);
 	out_map__clear(&m->frame_map);
@@ -766,7 +783,7 @@ int output__new(const char *format, const char *path, const struct output_opts *
 int output__add(struct output *o, const struct out_sample *s)
 {
 	struct out_model *m = &o->m;
-	uint32_t thread = 0, n = 0;
+	uint32_t thread = 0, n = 0, keep = 0;
 	int err;
 
 	if (o->finished)
@@ -778,13 +795,12 @@ int output__add(struct output *o, const struct out_sample *s)
 	err = model_thread(m, s, &thread);
 	if (err)
 		return err;
-	err = sample_stack(o, s, thread, &n);
-	if (err)
+	err = sample_stack(o, s, thread, &n, &keep);
+	if (!err && o->fmt->ops->aggregate)
+		err = model_agg(m, s, thread, n, keep);
+	if (err) {
+		m->threads[thread].npy = 0;	/* half-built: nothing to reuse */
 		return err;
-	if (o->fmt->ops->aggregate) {
-		err = model_agg(m, s, thread, o->stack, n);
-		if (err)
-			return err;
 	}
 	if (!m->total_count)
 		m->first_ts = s->ts_ns;
@@ -794,7 +810,7 @@ int output__add(struct output *o, const struct out_sample *s)
 	if (!m->first_period && s->period_ns)
 		m->first_period = s->period_ns;
 	if (o->fmt->ops->add)
-		return o->fmt->ops->add(o, s, thread, o->stack, n);
+		return o->fmt->ops->add(o, s, thread, m->threads[thread].ids, n);
 	return 0;
 }
 
@@ -831,6 +847,5 @@ void output__free(struct output *o)
 	if (o->close_f)
 		fclose(o->f);
 	model_free(&o->m);
-	free(o->stack);
 	free(o);
 }

@@ -53,6 +53,10 @@ struct out_sample {
 	uint32_t status;		/* enum sample_status (sampler.h) */
 	uint32_t nframes;
 	const struct py_sym *frames;	/* innermost first */
+	/* A hint, 0 when unknown: the outermost `unchanged` frames are those
+	 * of the previous sample of the same (pid, tid) given to this output,
+	 * symbol for symbol (struct stack_memo); they are not looked up again. */
+	uint32_t unchanged;
 };
 
 struct output_opts {
@@ -173,6 +177,15 @@ struct out_thread {
 	uint64_t count;		/* samples */
 	uint64_t weight;	/* sum of weights */
 	uint64_t first_ts, last_ts;
+	/* Its previous sample, for the next one's unchanged outer frames:
+	 * frame ids root first, and (aggregating formats) the node of each
+	 * prefix. ids[0..nroots) are the comm/thread roots; npy Python
+	 * frames follow (0: nothing to reuse); ids_name: the name the thread
+	 * root was made of. */
+	uint32_t *ids, *nodes;
+	uint32_t nids, ids_cap, nodes_cap;
+	uint32_t nroots, npy;
+	const char *ids_name;
 };
 
 struct out_agg {		/* samples of one (node, thread) */
@@ -229,8 +242,6 @@ struct output {
 	int svg;		/* flamegraph: write SVG */
 	struct out_model m;
 	void *priv;		/* the writer's own state */
-	uint32_t *stack;	/* scratch: frame ids of the sample being added */
-	uint32_t stack_cap;
 };
 
 extern const struct output_ops output_perf_ops;

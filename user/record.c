@@ -22,6 +22,7 @@
 #include "rawrec.h"
 #include "record.h"
 #include "remote_sampler.h"
+#include "stack_memo.h"
 #include "symbolizer.h"
 
 #define DEFAULT_FREQ 99
@@ -39,7 +40,7 @@ struct record_env {
 	enum backend backend;
 	long max_frames;
 	int verbose;
-	int frame_cache;	/* --frame-cache: may stop threads to move anchors */
+	int no_frame_cache;	/* --no-frame-cache */
 };
 
 struct tid_name {
@@ -58,7 +59,7 @@ struct record_ctx {
 	int past_deadline;
 	struct sampler_stats late;	/* samples dropped for being after it */
 	struct rawrec_writer *raw;
-	struct py_sym *syms;
+	struct stack_memo *memo;	/* each thread's previous stack */
 	char comm[32];
 	struct tid_name *names;
 	size_t nnames;
@@ -112,7 +113,7 @@ static const char record_doc[] =
 
 enum {
 	OPT_BACKEND = 1000,
-	OPT_FRAME_CACHE,
+	OPT_NO_FRAME_CACHE,
 	OPT_MAX_DEPTH,
 	OPT_RAW,
 };
@@ -123,9 +124,10 @@ static const struct argp_option record_options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
 	  "to remote when BPF cannot be used)", 0 },
-	{ "frame-cache", OPT_FRAME_CACHE, NULL, 0, "CPython 3.15, BPF: let pyprof-bpf move each "
-	  "thread's frame-cache anchor, stopping it ~50 us (ptrace) at most every 100 ms; deep "
-	  "stacks then cost about what shallow ones do", 0 },
+	{ "no-frame-cache", OPT_NO_FRAME_CACHE, NULL, 0, "CPython 3.15, BPF: walk every stack "
+	  "whole, and never write the frame-cache anchor (last_profiled_frame) into the target "
+	  "(by default a rare 16-byte write, without stopping it, makes deep stacks cost about "
+	  "what shallow ones do)", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -167,8 +169,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid backend (bpf or remote): %s", arg);
 		break;
-	case OPT_FRAME_CACHE:
-		env->frame_cache = 1;
+	case OPT_NO_FRAME_CACHE:
+		env->no_frame_cache = 1;
 		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
@@ -221,9 +223,7 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		.ts_ns = r->ts_ns,
 		.period_ns = c->period_ns,
 		.status = r->status,
-		.frames = c->syms,
 	};
-	size_t nf;
 	int rc;
 
 	if (c->deadline_ns && r->ts_ns > c->deadline_ns) {
@@ -236,8 +236,9 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		return 1;
 	}
 	s.thread_name = thread_name(c, r->tid);
-	symbolizer__resolve_stack(c->sym, r->frames, r->nframes, c->syms, &nf, &c->symbol_errors);
-	s.nframes = (uint32_t)nf;
+	/* -ENOMEM only costs the reuse: the symbols are there. */
+	stack_memo__resolve(c->memo, c->sym, r, &s.frames, &s.nframes, &s.unchanged,
+			    &c->symbol_errors);
 	/* Both get the very same sample: `report` of the raw recording gives this output. */
 	rc = c->out ? output__add(c->out, &s) : 0;
 	if (rc) {
@@ -336,12 +337,11 @@ int record__main(int argc, char **argv)
 	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
 				       .max_frames = (unsigned int)env.max_frames,
 				       .verbose = env.verbose,
-				       .frame_cache_anchor = env.frame_cache };
+				       .no_frame_cache = env.no_frame_cache };
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
 	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
-	ctx.syms = calloc(env.max_frames, sizeof(*ctx.syms));
 	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
-	if (!ctx.syms || !ctx.names) {
+	if (stack_memo__new((unsigned int)env.max_frames, &ctx.memo) || !ctx.names) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -522,7 +522,7 @@ out:
 	rawrec_writer__free(ctx.raw);
 	output__free(ctx.summary);
 	symbolizer__free(ctx.sym);
-	free(ctx.syms);
+	stack_memo__free(ctx.memo);
 	free(ctx.names);
 	pyproc__free(p);
 	return exit_code;

@@ -47,13 +47,9 @@ struct sampler_opts {
 	int verbose;
 	/* BPF backend, CPython 3.15: walk every sample whole instead of
 	 * stopping at the thread's anchor (last_profiled_frame) and splicing
-	 * cached callers; for measuring what the frame cache saves. */
+	 * cached callers, and never write the anchor; for measuring what the
+	 * frame cache saves, or to leave the target's memory untouched. */
 	int no_frame_cache;
-	/* CPython 3.15: allowed to move a thread's anchor, which needs the
-	 * thread stopped for some 50 us (ptrace; BPF may not write user memory
-	 * under lockdown). Off by default: pyprof-bpf does not stop targets
-	 * unless asked; without it the cache serves anchors others set. */
-	int frame_cache_anchor;
 };
 
 #endif
