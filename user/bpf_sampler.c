@@ -53,13 +53,14 @@
 #define THREADS_MAP_ENTRIES	16384
 /*
  * The ring holds this much of records at the asked rate on every online CPU
- * at a typical depth: the record loop drains it every ~100 ms, so a slow
- * round has slack before records are lost (and counted).
+ * at a typical depth: the record loop drains it every 10 ms, so a slow
+ * round has slack before records are lost (and counted). Capped: the ring's
+ * pages are mapped twice (for wrap-around reads), and both count in RSS.
  */
-#define RING_SLACK_MS		500
+#define RING_SLACK_MS		200
 #define RING_TYPICAL_FRAMES	128
-#define RING_MIN		(8UL << 20)
-#define RING_MAX		(64UL << 20)
+#define RING_MIN		(4UL << 20)
+#define RING_MAX		(16UL << 20)
 /*
  * A thread that appeared after attach and ran this many sampling periods of
  * CPU time without a single sample has no inherited event (it was created
