@@ -754,7 +754,7 @@ def parse_args(argv):
     ap.add_argument("--binary", help="the pyprof-bpf to measure (default: the tree's ./pyprof-bpf)")
     ap.add_argument("--label", help="how the report names that build (default: git describe)")
     ap.add_argument("--pyprof-args", default="", metavar="ARGS",
-                    help="more options for pyprof-bpf, e.g. --pyprof-args=--frame-cache")
+                    help="more options for pyprof-bpf, e.g. --pyprof-args=--no-frame-cache")
     ap.add_argument("--seed", type=int, default=4, help="seed of the shuffled profiler order")
     ap.add_argument("--out", help="results directory (default %s/<UTC time>)" % BENCH_DIR)
     args = ap.parse_args(argv)
