@@ -11,10 +11,24 @@ identity under address reuse.
   - The same with the target writing its own anchor like a racy profiler
     would (--hostile): still never a mixed stack; what cannot be spliced is
     delivered truncated, never guessed.
+  - The anchor as the target itself sees it (tests/targets/anchor_watch.py:
+    one thread 300 frames deep spinning at the top, logging its own
+    last_profiled_frame and last_profiled_frame_seq about every
+    millisecond), recorded for 4 s at 2 kHz on 3.15. By default: the anchor
+    is zero until pyprof-bpf writes it, then always one of the thread's live
+    frames next to the spinning one (the first Python frame below the
+    innermost), the sequence jumped by 2^32 once per anchor written (as
+    counted by -v), rarely (every 100 ms at most); most samples spliced,
+    the kernel sending a small fraction of the frames, and every stack
+    whole. With --no-frame-cache: anchor and sequence stay zero throughout
+    (nothing is written into the target), nothing is spliced, stacks whole.
   - Code objects freed and re-created at the same address
     (tests/targets/exec_reuse.py): every sample's leaf is the function that
     was running at that moment (by the target's own clock), at one of its
     own lines, called from drive().
+
+The 3.15 targets find their thread-state fields with
+tests/targets/tstate_anchor.py, which Target stages next to every script.
 
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_frame_cache.py
@@ -39,6 +53,11 @@ START_TIMEOUT = 90
 ALT_DEPTH = 30
 ALT_SAMPLES = 100_000
 ALT_BUDGET_S = 100          # recording time allowed to reach ALT_SAMPLES
+WATCH_DEPTH = 300
+WATCH_S = 4
+WATCH_HZ = 2000
+# The targets' shared helper, staged next to each of them.
+HELPERS = ("tstate_anchor.py",)
 
 
 def binary():
@@ -73,6 +92,8 @@ class Target:
         for name in files:
             seen = os.path.join("/tmp/pyprof-tests" if py.root else self.dir, f"{name}-{tag}")
             self.files[name] = (seen, py.host_path(seen))
+        for helper in HELPERS:
+            py.stage(os.path.join(TARGETS, helper))
         path = py.stage(os.path.join(TARGETS, script))
         argv = [path, self.ready_seen] + [self.files[a][0] if a in self.files else a
                                           for a in args]
@@ -120,12 +141,13 @@ def target():
         t.stop()
 
 
-def record(pid, seconds, freq, fmt, out):
+def record(pid, seconds, freq, fmt, out, extra=()):
     """pyprof-bpf record with the BPF backend (on 3.15 it moves anchors),
-    verbose (for the frame cache's counters). Returns (samples,
-    counters, stderr)."""
+    verbose (for the frame cache's counters), with extra options. Returns
+    (samples, counters, stderr); the counters are {} when pyprof-bpf
+    printed none (no frame cache)."""
     cmd = [binary(), "record", "-p", str(pid), "-F", str(freq), "-d", str(seconds),
-           "--backend", "bpf", "--format", fmt, "-o", out, "-v"]
+           "--backend", "bpf", "--format", fmt, "-o", out, "-v", *extra]
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                        timeout=seconds + 60)
     err = "\n".join(l for l in p.stderr.splitlines() if not l.startswith("libbpf:"))
@@ -140,6 +162,11 @@ def record(pid, seconds, freq, fmt, out):
     if m2:
         fc = dict(zip(("spliced", "whole", "mismatched"), map(int, m2.groups())))
         fc["late"] = int(late.group(1)) if late else 0
+        m3 = re.search(r"frame cache: .*; (\d+) frames sent by the kernel, (\d+) reused; "
+                       r"(\d+) anchors written \((\d+) failed\)", err)
+        assert m3, err
+        fc.update(zip(("sent", "reused", "written", "write_failed"),
+                      map(int, m3.groups())))
     return int(m.group(1)), fc, err
 
 
@@ -239,6 +266,117 @@ def test_alternating_chains_without_the_protocol(target):
     assert n > 1000
     assert not fc or fc["spliced"] == 0
     check_alternating(out, 200_000, allow_truncated=False)
+
+
+# --------------------------------------------------------------------------
+# The anchor as the target sees it
+
+
+def watch_log(path):
+    """[(t_ns, anchor, seq, where)] of anchor_watch.py's log (complete
+    lines only: the target may be writing the last one)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break
+            t, a, s, w = line.split()
+            out.append((int(t), int(a, 16), int(s), w))
+    return out
+
+
+def check_watch_stacks(path, period_ns, depth):
+    """Every stack of a collapsed file of anchor_watch.py whole: <module>;
+    main; descend x depth; top, then at most the logging calls, unless
+    marked truncated. Returns (samples, truncated samples)."""
+    want = ["<module>", "main"] + ["descend"] * depth + ["top"]
+    tails = ([], ["note"], ["note", "Anchor.get_consistent"], ["note", "Anchor.caller"])
+    total = truncated = 0
+    bad = []
+    with open(path) as f:
+        for line in f:
+            stack, weight = line.rstrip("\n").rsplit(" ", 1)
+            texts = stack.split(";")
+            if texts and not texts[0].startswith("py::"):
+                texts = texts[1:]           # the comm
+            names = [frame_name(t) for t in texts]
+            n = int(weight) // period_ns
+            total += n
+            if "[truncated]" in names:
+                truncated += n
+                continue
+            if names[:len(want)] != want or names[len(want):] not in tails:
+                short = names if len(names) < 12 else names[:4] + ["..."] + names[-6:]
+                bad.append(f"{len(names)} frames: {';'.join(short)}")
+    assert not bad, f"{len(bad)} stacks not whole, first: " + "\n".join(bad[:5])
+    return total, truncated
+
+
+def watch_run(target, extra=()):
+    """anchor_watch.py recorded WATCH_S s at WATCH_HZ. Returns (samples,
+    frame cache counters, log lines, recording start and end in
+    CLOCK_MONOTONIC ns, truncated samples)."""
+    py = interp("sid-3.15")
+    t = target(py, "anchor_watch.py", "LOG", str(WATCH_DEPTH), files=("LOG",))
+    assert t.info["chain"] >= WATCH_DEPTH + 3, t.info
+    out = os.path.join(t.dir, "out.folded")
+    t0 = time.monotonic_ns()
+    n, fc, err = record(t.pid, WATCH_S, WATCH_HZ, "collapsed", out, extra)
+    t1 = time.monotonic_ns()
+    # The log up to a line written after the recording ended.
+    deadline = time.monotonic() + 10
+    while True:
+        lines = watch_log(t.host("LOG"))
+        if lines and lines[-1][0] > t1:
+            break
+        assert time.monotonic() < deadline, "the target stopped logging"
+        time.sleep(0.05)
+    assert lines[0][0] < t0, "no log line before the recording"
+    got, truncated = check_watch_stacks(out, 1_000_000_000 // WATCH_HZ, WATCH_DEPTH)
+    assert got == n, f"{got} samples in the output, {n} recorded"
+    assert n >= WATCH_S * WATCH_HZ // 4, f"only {n} samples: the machine is too busy"
+    during = [l for l in lines if t0 <= l[0] <= t1]
+    print(f"{n} samples, {truncated} truncated, frame cache: {fc}; {len(lines)} log "
+          f"lines, {len(during)} during the recording, anchors seen: "
+          f"{sorted({(hex(a), s, w) for _, a, s, w in lines})}")
+    return n, fc, lines, t0, t1, truncated
+
+
+def test_anchor_written_by_pyprof(target):
+    n, fc, lines, t0, t1, truncated = watch_run(target)
+    # Nothing wrote the anchor before pyprof-bpf did.
+    first = next((i for i, l in enumerate(lines) if l[1] or l[2]), None)
+    assert first is not None, "the anchor was never written"
+    assert lines[first][0] >= t0
+    assert lines[first][0] <= t1, "the anchor was written after the recording ended"
+    assert all(l[1:] == (0, 0, "none") for l in lines[:first])
+    # From then on, always one of the thread's live frames, and the one
+    # pyprof-bpf picks: the first Python frame below the innermost (top(),
+    # or note() while logging), or where the interpreter's pops moved it
+    # (top(), from note()). Its sequence took the 2^32 jump of each write.
+    bad = [l for l in lines[first:] if l[3] not in ("-1", "0", "1") or l[2] < 1 << 32]
+    assert not bad, (f"{len(bad)} of {len(lines) - first} log lines with a bad anchor "
+                     f"(where: index from top(), -1 note(); dead: no live frame), "
+                     f"first: {bad[:5]}")
+    # One jump per anchor written, all of them seen; rare writes.
+    assert fc, "no frame cache counters: was the cache on?"
+    assert fc["written"] >= 1 and fc["write_failed"] == 0, fc
+    assert lines[-1][2] >> 32 == fc["written"], (hex(lines[-1][2]), fc)
+    assert fc["written"] <= WATCH_S * 10 + 1, f"more than one write per 100 ms: {fc}"
+    # The cache did the work: spliced samples, few frames from the kernel.
+    assert fc["spliced"] + fc["whole"] + fc["mismatched"] == n + fc["late"], fc
+    assert fc["spliced"] >= 0.8 * (n + fc["late"]), fc
+    assert fc["sent"] < 0.1 * (fc["sent"] + fc["reused"]), fc
+    assert fc["mismatched"] <= n * 0.001, fc
+    assert truncated == fc["mismatched"], fc
+
+
+def test_no_frame_cache_writes_nothing(target):
+    n, fc, lines, t0, t1, truncated = watch_run(target, ["--no-frame-cache"])
+    bad = [l for l in lines if l[1:] != (0, 0, "none")]
+    assert not bad, f"the anchor was written with --no-frame-cache: {bad[:5]}"
+    assert not fc or fc["spliced"] == 0, fc
+    assert truncated == 0
 
 
 # --------------------------------------------------------------------------

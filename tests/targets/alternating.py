@@ -18,13 +18,16 @@ just before the b-chain's innermost frame takes that address: the anchor
 then sits on a reused address with an unchanged sequence. (This is what a
 profiler writing the anchor while the thread runs can do.) The target
 finds the thread-state fields itself and checks the interpreter's anchor
-protocol before relying on it; READY says whether hostile mode is on.
+protocol before relying on it (tstate_anchor.py, staged next to this
+script); READY says whether hostile mode is on.
 """
-import ctypes
 import json
 import os
 import sys
 import threading
+
+sys.dont_write_bytecode = True      # no __pycache__ next to the targets
+from tstate_anchor import U64, Anchor, protocol_works  # noqa: E402
 
 args = sys.argv[1:]
 READY = args[0]
@@ -51,79 +54,6 @@ def make_chain(prefix):
     ns = {"spin": spin, "here": lambda: 0}
     exec("".join(src), ns)
     return ns
-
-
-# --------------------------------------------------------------------------
-# Thread-state fields, for --hostile (3.15: current_frame, base_frame,
-# last_profiled_frame, last_profiled_frame_seq are consecutive words).
-
-U64 = ctypes.c_uint64
-
-
-def tstate_addr():
-    get = ctypes.pythonapi.PyThreadState_Get
-    get.restype = ctypes.c_void_p
-    return get()
-
-
-def find_current_frame_offset(ts):
-    """The word of the thread state that points at the running frame:
-    a frame whose f_executable (offset 0, a tagged reference) is this
-    function's code object. Words that may not be pointers are read by
-    write(2) into a pipe, where a bad address is EFAULT, not a crash (a
-    chroot may have no /proc)."""
-    code = id(find_current_frame_offset.__code__)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
-    libc.write.restype = ctypes.c_ssize_t
-    r, w = os.pipe()
-    try:
-        for off in range(0, 512, 8):
-            p = U64.from_address(ts + off).value
-            if not p or p % 8 or libc.write(w, p, 8) != 8:
-                continue
-            if int.from_bytes(os.read(r, 8), "little") & ~7 == code:
-                return off
-    finally:
-        os.close(r)
-        os.close(w)
-    return None
-
-
-class Anchor:
-    def __init__(self):
-        ts = tstate_addr()
-        cur = find_current_frame_offset(ts)
-        if cur is None:
-            raise RuntimeError("current_frame not found")
-        self.ts = ts
-        self.cur = ts + cur
-        self.lpf = ts + cur + 16
-        self.seq = ts + cur + 24
-
-    def caller(self):
-        """The frame that called this method."""
-        return U64.from_address(U64.from_address(self.cur).value + 8).value
-
-    def get(self):
-        return U64.from_address(self.lpf).value, U64.from_address(self.seq).value
-
-    def set(self, addr):
-        U64.from_address(self.lpf).value = addr
-
-
-def protocol_works(anchor):
-    """Anchor this callee's frame, return: the anchor must move to the
-    caller and the sequence grow by one."""
-    def callee():
-        f = anchor.caller()
-        anchor.set(f)
-        return f
-    me = anchor.caller()
-    _, s0 = anchor.get()
-    callee()
-    a, s1 = anchor.get()
-    return a == me and s1 == s0 + 1
 
 
 # --------------------------------------------------------------------------
