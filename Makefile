@@ -86,6 +86,11 @@ $(SAN_DIR)/test_%: tests/unit/test_%.c $(SAN_LIB)
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
+# test_stack_memo fakes the symbolizer: it links stack_memo alone.
+$(SAN_DIR)/test_stack_memo: tests/unit/test_stack_memo.c $(SAN_DIR)/stack_memo.o
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ -lcmocka -o $@
+
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 

@@ -411,33 +411,42 @@ static void clean_comm(const char *comm, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
+/* thread_map's key for the first entry of a (pid, tid), whatever its comm. */
+#define OUT_FIRST_COMM UINT64_MAX
+
 static int model_thread(struct out_model *m, const struct out_sample *s, uint32_t *out)
 {
+	uint64_t key = (uint64_t)(uint32_t)s->pid << 32 | (uint32_t)s->tid;
 	char comm[64];
 	struct out_thread *t;
 	int64_t comm_id, name_id;
-	uint32_t id;
+	uint32_t id, first;
 	int err;
 
 	clean_comm(s->comm, comm, sizeof(comm));
 	comm_id = out_strtab__id(&m->strs, comm);
 	if (comm_id < 0)
 		return (int)comm_id;
-	id = out_map__get(&m->thread_map, (uint64_t)(uint32_t)s->pid << 32 | (uint32_t)s->tid,
-			  (uint64_t)comm_id);
+	id = out_map__get(&m->thread_map, key, (uint64_t)comm_id);
 	if (id == OUT_NONE) {
 		err = out_grow((void **)&m->threads, &m->threads_cap, m->nthreads + 1,
 			       sizeof(*m->threads));
 		if (err)
 			return err;
 		id = m->nthreads;
-		err = out_map__put(&m->thread_map,
-				   (uint64_t)(uint32_t)s->pid << 32 | (uint32_t)s->tid,
-				   (uint64_t)comm_id, id);
+		/* Before the entry's own key: out of memory between the
+		 * two, entries may lose their reuse, never gain a wrong one. */
+		first = out_map__get(&m->thread_map, key, OUT_FIRST_COMM);
+		if (first == OUT_NONE)
+			err = out_map__put(&m->thread_map, key, OUT_FIRST_COMM, id);
+		if (!err)
+			err = out_map__put(&m->thread_map, key, (uint64_t)comm_id, id);
 		if (err)
 			return err;
 		t = &m->threads[id];
 		memset(t, 0, sizeof(*t));
+		if (first != OUT_NONE)
+			t->comm_twin = m->threads[first].comm_twin = 1;
 		t->pid = s->pid;
 		t->tid = s->tid;
 		t->comm_id = (uint32_t)comm_id;
@@ -494,7 +503,7 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 	if (err)
 		return err;
 	*keep = 0;
-	if (s->unchanged && s->status == SAMPLE_COMPLETE && t->npy &&
+	if (s->unchanged && s->status == SAMPLE_COMPLETE && t->npy && !t->comm_twin &&
 	    s->unchanged <= s->nframes && s->unchanged <= t->npy && t->ids_name == t->name) {
 		*keep = t->nroots + s->unchanged;
 		n = *keep;

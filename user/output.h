@@ -186,6 +186,9 @@ struct out_thread {
 	uint32_t nids, ids_cap, nodes_cap;
 	uint32_t nroots, npy;
 	const char *ids_name;
+	/* This (pid, tid) has another entry, under another comm (an exec):
+	 * its previous sample may be that entry's, so nothing is reused. */
+	int comm_twin;
 };
 
 struct out_agg {		/* samples of one (node, thread) */

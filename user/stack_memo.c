@@ -100,7 +100,8 @@ static int reserve(struct sm_thread *t, uint32_t n)
 	uint32_t cap = t->cap ? t->cap : 32;
 	void *p;
 
-	if (n <= t->cap)
+	/* Allocated at the first call even for no frame: cum[0] is written. */
+	if (n <= t->cap && t->cum)
 		return 0;
 	while (cap < n)
 		cap *= 2;
@@ -132,11 +133,12 @@ static int exact_frame(const struct py_rawframe *a, const struct py_rawframe *b)
 	       a->code_version == b->code_version;
 }
 
-/* Outermost frames of @r that are those of @t's previous stack. */
-static uint32_t unchanged(const struct sm_thread *t, const struct raw_sample *r)
+/* Outermost frames of @r's first @n (the ones kept, innermost first) that
+ * are those of @t's previous stack. */
+static uint32_t unchanged(const struct sm_thread *t, const struct raw_sample *r, uint32_t n)
 {
 	const struct py_rawframe *f = r->frames;
-	uint32_t n = r->nframes, lim = n, u = 0, h = r->unchanged;
+	uint32_t lim = n, u = 0, h = r->unchanged;
 
 	if (lim > t->nraw)
 		lim = t->nraw;
@@ -179,7 +181,7 @@ int stack_memo__resolve(struct stack_memo *m, struct symbolizer *sym,
 	}
 
 	t->cum[0] = 0;
-	u = unchanged(t, r);
+	u = unchanged(t, r, n);
 	c = t->cum[u];
 	m->st.reused += u;
 

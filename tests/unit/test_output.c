@@ -4,7 +4,9 @@
  * perf-script and collapsed text, the naming rule's escapes, status frames,
  * JSON validity (speedscope, flame graph data), the pprof protobuf decoded by
  * hand, the top table, empty profiles, deep and repeated stacks (no growth),
- * format selection, and write errors.
+ * format selection, and write errors. The unchanged-frames hint: which
+ * hints are refused, and over random recordings that every format writes
+ * the same bytes with true hints as with none.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -737,6 +739,291 @@ static void test_deep_repeated(void **state)
 	free(fr);
 }
 
+/* ---- unchanged outer frames (out_sample.unchanged): reuse never shows ---- */
+
+static int str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static int psym_eq(const struct py_sym *a, const struct py_sym *b)
+{
+	return str_eq(a->function, b->function) && str_eq(a->file, b->file) &&
+	       a->line == b->line && a->firstlineno == b->firstlineno;
+}
+
+/* How many outermost frames of @s are, symbol for symbol, those of @prev. */
+static uint32_t outer_equal(const struct out_sample *s, const struct out_sample *prev)
+{
+	uint32_t u = 0;
+
+	while (u < s->nframes && u < prev->nframes &&
+	       psym_eq(&s->frames[s->nframes - 1 - u], &prev->frames[prev->nframes - 1 - u]))
+		u++;
+	return u;
+}
+
+/* Set every sample's hint: its outer frames equal to the previous sample
+ * of its (pid, tid), whatever the statuses (the output must check those). */
+static void set_hints(struct out_sample *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		s[i].unchanged = 0;
+		for (size_t j = i; j-- > 0;) {
+			if (s[j].pid == s[i].pid && s[j].tid == s[i].tid) {
+				s[i].unchanged = outer_equal(&s[i], &s[j]);
+				break;
+			}
+		}
+	}
+}
+
+static const char *const reuse_fmts[] = { "perf-script", "collapsed", "speedscope", "pprof",
+					  "flamegraph", "svg", "top" };
+
+/* @s as given and with no hint at all give the same bytes, in every format. */
+static void assert_hints_invisible(const struct output_opts *opts, const struct out_sample *s,
+				   size_t n)
+{
+	struct out_sample *plain = malloc((n ? n : 1) * sizeof(*plain));
+
+	assert_non_null(plain);
+	memcpy(plain, s, n * sizeof(*s));
+	for (size_t i = 0; i < n; i++)
+		plain[i].unchanged = 0;
+	for (size_t k = 0; k < sizeof(reuse_fmts) / sizeof(reuse_fmts[0]); k++) {
+		size_t la, lb, at = 0;
+		char *a = run_fmt(reuse_fmts[k], opts, s, n, &la);
+		char *b = run_fmt(reuse_fmts[k], opts, plain, n, &lb);
+
+		while (at < la && at < lb && a[at] == b[at])
+			at++;
+		if (la != lb || at != la)
+			fail_msg("%s (threads %d, comm root %d, no lines %d): with hints "
+				 "%zu bytes, without %zu, first difference at %zu",
+				 reuse_fmts[k], opts->per_thread_roots, opts->comm_root,
+				 opts->no_lines, la, lb, at);
+		free(a);
+		free(b);
+	}
+	free(plain);
+}
+
+/* A false hint the output trusts shows in what it writes, which is what
+ * makes the byte-for-byte comparisons mean something; those it must refuse
+ * do not. */
+static void test_unchanged_refused(void **state)
+{
+	static const struct py_sym other[] = {	/* innermost first */
+		{ "other.leaf", "/app/o.py", 5, 4 },
+		{ "other.mid", "/app/o.py", 9, 8 },
+		{ "other.main", "/app/o.py", 2, 1 },
+	};
+	const struct py_sym spliced[] = { other[0], work_frames[1], work_frames[2] };
+	struct output_opts opts = { .per_thread_roots = 1, .comm_root = 1 };
+	struct out_sample s[3], t[2];
+	char *a, *b;
+
+	(void)state;
+	s[0] = sample(1, 1000, SAMPLE_COMPLETE, work_frames, 3);
+	s[1] = sample(1, 2000, SAMPLE_COMPLETE, other, 3);
+	s[1].unchanged = 2;	/* false: the output believes it */
+	t[0] = s[0];
+	t[1] = sample(1, 2000, SAMPLE_COMPLETE, spliced, 3);
+	a = run_fmt("collapsed", &opts, s, 2, NULL);
+	b = run_fmt("collapsed", &opts, t, 2, NULL);
+	assert_string_equal(a, b);
+	assert_non_null(strstr(a, "Worker.run:/app/work.py:30;py::other.leaf"));
+	free(a);
+	free(b);
+
+	for (int c = 0; c < 10; c++) {
+		s[0] = sample(1, 1000, SAMPLE_COMPLETE, work_frames, 3);
+		s[1] = sample(1, 2000, SAMPLE_COMPLETE, other, 3);
+		s[1].unchanged = 2;
+		switch (c) {
+		case 0:		/* the previous sample was not a whole stack */
+			s[0].status = SAMPLE_TRUNCATED;
+			break;
+		case 1:		/* this one is not */
+			s[1].status = SAMPLE_TRUNCATED;
+			break;
+		case 2:
+			s[1].status = SAMPLE_READ_FAULT;
+			break;
+		case 3:		/* the previous one had no frame */
+			s[0].nframes = 0;
+			break;
+		case 4:		/* its thread root has another name */
+			s[1].thread_name = "renamed";
+			break;
+		case 5:		/* more than it has */
+			s[1].nframes = 1;
+			break;
+		case 6:		/* more than the previous one had */
+			s[0].nframes = 1;
+			break;
+		case 7:		/* another thread's previous sample */
+			s[1].tid = 2;
+			break;
+		case 8:		/* another process's */
+			s[1].pid = 99;
+			break;
+		default:	/* no previous sample at all: s[1] alone */
+			break;
+		}
+		for (int k = 0; k < 8; k++) {
+			struct output_opts o = { .per_thread_roots = k & 1, .comm_root = k >> 1 & 1,
+						 .no_lines = k >> 2 };
+
+			assert_hints_invisible(&o, c == 9 ? s + 1 : s, c == 9 ? 1 : 2);
+		}
+	}
+
+	/* The previous sample of a (pid, tid) is that of any comm: the thread
+	 * ran python3, then python3.12 (an exec), then python3 again. */
+	s[0] = sample(1, 1000, SAMPLE_COMPLETE, work_frames, 3);
+	s[1] = sample(1, 2000, SAMPLE_COMPLETE, other, 3);
+	s[2] = sample(1, 3000, SAMPLE_COMPLETE, other, 3);
+	s[1].comm = "python3.12";
+	set_hints(s, 3);
+	assert_int_equal(s[2].unchanged, 3);
+	assert_hints_invisible(&opts, s, 3);
+}
+
+/* A random recording: threads of two processes whose stacks share outer
+ * frames, statuses that are not whole stacks, thread names that change. */
+enum { SEQ_DEPTH = 24, SEQ_NAMES = 12, SEQ_POOL = 36, SEQ_THREADS = 7 };
+
+static uint64_t seq_rng;
+
+static uint32_t seq_rnd(uint32_t n)
+{
+	seq_rng ^= seq_rng << 13;
+	seq_rng ^= seq_rng >> 7;
+	seq_rng ^= seq_rng << 17;
+	return n ? (uint32_t)((seq_rng >> 11) % n) : 0;
+}
+
+struct seq_thread {
+	pid_t pid, tid;
+	uint32_t stack[SEQ_DEPTH];	/* pool indices, outermost first */
+	uint32_t n;
+	uint32_t name;
+	uint32_t comm;
+};
+
+/* Sym i and i + SEQ_NAMES differ by their line only: one frame with no_lines. */
+static void seq_pool(struct py_sym *pool)
+{
+	static char fn[SEQ_NAMES][24];
+	static const char *const files[] = { "/app/main.py", "/app/lib/w.py", NULL };
+
+	for (int i = 0; i < SEQ_NAMES; i++)
+		snprintf(fn[i], sizeof(fn[i]), i == 5 ? "odd name;%d" : "mod.f%d", i);
+	for (int i = 0; i < SEQ_POOL; i++)
+		pool[i] = (struct py_sym){
+			.function = i == SEQ_POOL - 1 ? NULL : fn[i % SEQ_NAMES],
+			.file = files[i % 3],
+			.firstlineno = i % SEQ_NAMES * 10 + 1,
+			.line = i % SEQ_NAMES * 10 + 2 + i / SEQ_NAMES,
+		};
+}
+
+/* @n samples into @s, their frames into @frames (n * SEQ_DEPTH). */
+static void seq_build(uint64_t seed, struct out_sample *s, struct py_sym *frames, size_t n,
+		      int comm_changes)
+{
+	static const char *const names[] = { "MainThread", "worker", "Thread-2 (run)", NULL, "" };
+	static const char *const comms[] = { "python3", "python3.12" };
+	struct seq_thread th[SEQ_THREADS];
+	struct py_sym pool[SEQ_POOL];
+
+	seq_rng = seed;
+	seq_pool(pool);
+	for (int i = 0; i < SEQ_THREADS; i++) {
+		th[i] = (struct seq_thread){ .pid = i < 4 ? 1234 : 1235, .tid = 1234 + i % 4 };
+		th[i].name = seq_rnd(5);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct seq_thread *t = &th[seq_rnd(SEQ_THREADS)];
+		struct py_sym *f = frames + i * SEQ_DEPTH;
+		uint32_t r = seq_rnd(100), status = SAMPLE_COMPLETE, nf;
+
+		if (r < 30) {
+			;			/* the same stack */
+		} else if (r < 55) {		/* the leaf's line */
+			if (t->n)
+				t->stack[t->n - 1] = (t->stack[t->n - 1] + SEQ_NAMES) % SEQ_POOL;
+		} else {			/* returns, then calls */
+			uint32_t calls = seq_rnd(r < 95 ? 5 : SEQ_DEPTH);
+
+			t->n = r < 90 && t->n > 3 ? t->n - seq_rnd(4) : seq_rnd(t->n + 1);
+			for (; calls && t->n < SEQ_DEPTH; calls--)
+				t->stack[t->n++] = seq_rnd(SEQ_POOL);
+		}
+		if (!seq_rnd(150))
+			t->name = seq_rnd(5);
+		if (comm_changes && !seq_rnd(100))
+			t->comm ^= 1;
+		nf = t->n;
+		r = seq_rnd(100);
+		if (r < 4) {
+			status = SAMPLE_TRUNCATED;
+		} else if (r < 7) {
+			status = SAMPLE_NO_PYSTATE;
+			nf = 0;
+		} else if (r < 9) {
+			status = SAMPLE_READ_FAULT;
+			nf = seq_rnd(nf + 1);
+		} else if (r < 10) {
+			status = 9;
+		} else if (r < 12) {
+			nf = 0;			/* complete, and empty */
+		}
+		/* Innermost first; a truncated stack keeps the innermost. */
+		for (uint32_t k = 0; k < nf; k++)
+			f[k] = pool[t->stack[t->n - 1 - k]];
+		s[i] = (struct out_sample){
+			.comm = comms[t->comm], .pid = t->pid, .tid = t->tid,
+			.thread_name = names[t->name], .cpu = seq_rnd(8), .ts_ns = 1000000 * i,
+			.period_ns = seq_rnd(20) ? 10101010 : 0, .status = status,
+			.nframes = nf, .frames = f,
+		};
+	}
+	set_hints(s, n);
+}
+
+static void random_hints(uint64_t seed, size_t n, int comm_changes)
+{
+	struct out_sample *s = calloc(n, sizeof(*s));
+	struct py_sym *frames = calloc(n * SEQ_DEPTH, sizeof(*frames));
+	size_t hinted = 0;
+
+	assert_non_null(s);
+	assert_non_null(frames);
+	seq_build(seed, s, frames, n, comm_changes);
+	for (size_t i = 0; i < n; i++)
+		hinted += s[i].unchanged > 0 && s[i].status == SAMPLE_COMPLETE;
+	assert_true(hinted > n / 3);
+	for (int k = 0; k < 8; k++) {
+		struct output_opts o = { .per_thread_roots = k & 1, .comm_root = k >> 1 & 1,
+					 .no_lines = k >> 2 };
+
+		assert_hints_invisible(&o, s, n);
+	}
+	free(frames);
+	free(s);
+}
+
+static void test_unchanged_random(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 3; seed++)
+		random_hints(seed * 0x9e3779b97f4a7c15ull, 1500, 0);
+	random_hints(0x2545f4914f6cdd1dull, 1500, 1);	/* comms change too */
+}
+
 /* Disk full: streaming formats fail in output__add, the others in output__finish. */
 static void test_write_errors(void **state)
 {
@@ -824,6 +1111,8 @@ int main(void)
 		cmocka_unit_test(test_top),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_deep_repeated),
+		cmocka_unit_test(test_unchanged_refused),
+		cmocka_unit_test(test_unchanged_random),
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_json_writer),
 	};
