@@ -1210,6 +1210,25 @@ def test_remote_backend(label, procs, tmp_path):
     assert kinds["hot"] > kinds["warm"] > 0, dict(kinds)
 
 
+def test_remote_backend_deadline_mid_tick(procs, tmp_path):
+    """-d ends while a remote tick is reading 50 threads (at 1 kHz a tick
+    takes about as long as the period): the recording ends cleanly with
+    what came before the deadline. (It used to fail with "sampling failed:
+    Unknown error -1".)"""
+    interp = by_label("sid-3.15")
+    target = start_churn(interp, procs, tmp_path, 50, churn=False)
+    hz, secs = 1000, 1
+    for i in range(4):
+        out = str(tmp_path / f"remote-deadline-{i}.perf")
+        rec = Recorder(procs, tmp_path, target.pid, ["-F", hz, "-d", secs, "-o", out,
+                                                     "--backend", "remote"],
+                       name=f"remote-deadline-{i}").wait_started()
+        rec.wait(secs + RECORD_SLACK).check_ok()
+        samples = parse_perf(read_file(out))
+        assert len(samples) >= 50, f"only {len(samples)} samples\n{rec.stderr}"
+        check_summary(rec, samples, duration=secs)
+
+
 @pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
 def test_remote_backend_threads_churn(label, procs, tmp_path):
     """The remote backend reads 50 churning threads while they run: every

@@ -448,6 +448,10 @@ int record__main(int argc, char **argv)
 			}
 			if (t >= next_refresh)
 				next_refresh = t + 0.1;
+			if (ctx.past_deadline) {
+				rc = 0;		/* the tick crossed -d: done */
+				break;
+			}
 			if (rc)
 				break;
 			next += 1.0 / env.freq;
