@@ -47,6 +47,13 @@ struct fc_thread {
 	uint64_t tstate;
 	struct py_rawframe *chain;	/* the cached whole chain */
 	uint32_t n, cap;
+	/* Its Python frames alone, innermost first (what is handed on), and
+	 * pyc[i]: the Python frames among chain[i..n) (pyc[n] = 0). Both are
+	 * kept up to date by the splice, so handing on a spliced stack costs
+	 * the frames it changed, not its depth. */
+	struct py_rawframe *py;
+	uint32_t *pyc;
+	uint32_t npy;
 	int32_t anchor_idx;		/* index of the anchor; -1: none usable */
 	uint64_t seq;			/* sequence seen with it */
 	bool walk_whole;		/* the kernel's flag, as last set */
@@ -126,6 +133,8 @@ void frame_cache__forget(struct frame_cache *fc, pid_t tid)
 	if (!fc || !fc->enabled || !(t = find(fc, tid)))
 		return;
 	free(t->chain);
+	free(t->py);
+	free(t->pyc);
 	/* Backward-shift deletion keeps every probe sequence unbroken. */
 	i = (uint32_t)(t - fc->slots);
 	j = i;
@@ -178,8 +187,11 @@ void frame_cache__free(struct frame_cache *fc)
 	if (!fc)
 		return;
 	for (size_t i = 0; fc->slots && i < FC_SLOTS; i++)
-		if (fc->slots[i].tid)
+		if (fc->slots[i].tid) {
 			free(fc->slots[i].chain);
+			free(fc->slots[i].py);
+			free(fc->slots[i].pyc);
+		}
 	free(fc->slots);
 	free(fc->out);
 	free(fc);
@@ -231,19 +243,47 @@ static uint32_t python_frames(const struct py_rawframe *f, uint32_t n)
 
 static int reserve(struct fc_thread *t, uint32_t n)
 {
-	struct py_rawframe *p;
 	uint32_t cap = t->cap ? t->cap : 64;
+	void *p;
 
 	if (n <= t->cap)
 		return 0;
 	while (cap < n)
 		cap *= 2;
-	p = realloc(t->chain, (size_t)cap * sizeof(*p));
-	if (!p)
+	if (!(p = realloc(t->chain, (size_t)cap * sizeof(*t->chain))))
 		return -ENOMEM;
 	t->chain = p;
+	if (!(p = realloc(t->py, (size_t)cap * sizeof(*t->py))))
+		return -ENOMEM;
+	t->py = p;
+	if (!(p = realloc(t->pyc, ((size_t)cap + 1) * sizeof(*t->pyc))))
+		return -ENOMEM;
+	t->pyc = p;
 	t->cap = cap;
 	return 0;
+}
+
+/*
+ * chain[0..nf) is new and chain[nf..n) with pyc[nf..n] is in place (no
+ * older frame when nf == n): count and list the new Python frames, which
+ * come before the @kept already at py[0..kept) (moved there by the caller).
+ */
+static void index_new(struct fc_thread *t, uint32_t nf, uint32_t kept)
+{
+	uint32_t m = 0;
+
+	if (nf == t->n)
+		t->pyc[nf] = 0;
+	for (uint32_t i = nf; i-- > 0;)
+		t->pyc[i] = t->pyc[i + 1] + !is_interp(&t->chain[i]);
+	for (uint32_t i = 0; i < nf; i++) {
+		if (is_interp(&t->chain[i]))
+			continue;
+		t->py[m] = t->chain[i];
+		t->py[m].reserved = 0;
+		m++;
+	}
+	t->npy = m + kept;
 }
 
 /* Index of Python frame @addr in @t's chain, -1 if absent. */
@@ -265,6 +305,7 @@ static int store(struct fc_thread *t, const struct frame_cache_rec *r)
 	}
 	memcpy(t->chain, r->frames, (size_t)r->nframes * sizeof(*t->chain));
 	t->n = r->nframes;
+	index_new(t, t->n, 0);
 	t->tstate = r->tstate;
 	t->seq = r->seq;
 	t->anchor_idx = index_of(t, r->anchor);
@@ -303,7 +344,8 @@ static int32_t locate(const struct fc_thread *t, const struct frame_cache_rec *r
 /* Record + cached callers of chain[k], stored as the new chain. */
 static int splice(struct fc_thread *t, const struct frame_cache_rec *r, uint32_t k)
 {
-	uint32_t tail = t->n - k - 1, n = r->nframes + tail;
+	uint32_t tail = t->n - k - 1, n = r->nframes + tail, nf = r->nframes;
+	uint32_t kept = t->pyc[k + 1], m;
 	int err;
 
 	if (n > FC_CHAIN_MAX)
@@ -311,13 +353,33 @@ static int splice(struct fc_thread *t, const struct frame_cache_rec *r, uint32_t
 	err = reserve(t, n);
 	if (err)
 		return err;
-	if (r->nframes != k + 1)
-		memmove(t->chain + r->nframes, t->chain + k + 1, (size_t)tail * sizeof(*t->chain));
-	memcpy(t->chain, r->frames, (size_t)r->nframes * sizeof(*t->chain));
+	m = python_frames(r->frames, nf);
+	if (nf != k + 1) {
+		memmove(t->chain + nf, t->chain + k + 1, (size_t)tail * sizeof(*t->chain));
+		memmove(t->pyc + nf, t->pyc + k + 1, ((size_t)tail + 1) * sizeof(*t->pyc));
+	}
+	if (m != t->npy - kept)
+		memmove(t->py + m, t->py + (t->npy - kept), (size_t)kept * sizeof(*t->py));
+	memcpy(t->chain, r->frames, (size_t)nf * sizeof(*t->chain));
 	t->n = n;
-	t->anchor_idx = (int32_t)r->nframes - 1;
+	index_new(t, nf, kept);
+	t->anchor_idx = (int32_t)nf - 1;
 	t->seq = r->seq;
 	return 0;
+}
+
+/* The chain's Python frames, at most max_frames (the innermost); false
+ * when some did not fit. */
+static bool emit_chain(struct frame_cache *fc, const struct fc_thread *t,
+		       struct frame_cache_out *out)
+{
+	out->frames = t->py;
+	out->nframes = t->npy;
+	if (t->npy <= fc->max_frames)
+		return true;
+	out->nframes = fc->max_frames;
+	out->status = SAMPLE_TRUNCATED;
+	return false;
 }
 
 /* Walk whole until a usable anchor is cached; say so when it changes. */
@@ -390,7 +452,7 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 		k = t ? locate(t, r) : -1;
 		if (k >= 0) {
 			uint32_t tail = t->n - (uint32_t)k - 1;
-			uint32_t same = python_frames(t->chain + k + 1, tail);
+			uint32_t same = t->pyc[k + 1];
 			bool was_chain = t->out_is_chain;
 
 			err = splice(t, r, (uint32_t)k);
@@ -400,7 +462,7 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 					t->cooldown_ns = 0;
 				fc->st.spliced++;
 				fc->st.frames_reused += tail;
-				t->out_is_chain = emit(fc, t->chain, t->n, out);
+				t->out_is_chain = emit_chain(fc, t, out);
 				if (was_chain && t->out_is_chain)
 					out->unchanged = same;
 				judge(t, r->ts_ns, r->nframes - 1, true, out);
