@@ -191,6 +191,18 @@ def test_bad_arguments(args):
         f"{args}: the first line does not name the problem: {show(proc)}")
 
 
+@pytest.mark.parametrize("args,says", [
+    (["record", "-p", "1", "--events", "bogus"], "invalid events"),
+    (["record", "-p", "1", "--events", "cpu", "--backend", "remote"], "--events is for the BPF"),
+    (["record", "-p", "1", "--backend", "tcp"], "invalid backend"),
+], ids=["events-bogus", "events-remote", "backend-bogus"])
+def test_bad_record_options(args, says):
+    proc = run_tool(args, timeout=ERR_TIMEOUT)
+    assert proc.returncode > 0, f"{args}: {show(proc)}"
+    assert proc.stdout == b"", f"{args}: printed on stdout: {show(proc)}"
+    assert says in proc.stderr.decode("utf-8", "replace"), f"{args}: {show(proc)}"
+
+
 def test_pid_overflow():
     proc = run_tool(["dump", "-p", "99999999999999999999999"], timeout=ERR_TIMEOUT)
     assert proc.returncode > 0, show(proc)

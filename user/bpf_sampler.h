@@ -31,6 +31,7 @@
 #ifndef PYPROF_BPF_SAMPLER_H
 #define PYPROF_BPF_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "pyproc.h"
 #include "sampler.h"
@@ -76,10 +77,13 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx);
 
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st);
 
-/* Detach and unload; no program, map, link or event remains. Accepts NULL. */
+/* Whether the events are per CPU (else per thread of the target). */
+bool bpf_sampler__per_cpu(const struct bpf_sampler *s);
+
 /* Stop sampling (detach every event); what the ring holds can still be
  * polled. The duration ends here, not after the last drain. */
 void bpf_sampler__stop(struct bpf_sampler *s);
+/* Detach and unload; no program, map, link or event remains. Accepts NULL. */
 void bpf_sampler__free(struct bpf_sampler *s);
 
 #endif

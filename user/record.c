@@ -41,6 +41,7 @@ struct record_env {
 	long max_frames;
 	int verbose;
 	int no_frame_cache;	/* --no-frame-cache */
+	enum sampler_events events;	/* --events */
 };
 
 struct tid_name {
@@ -114,6 +115,7 @@ static const char record_doc[] =
 enum {
 	OPT_BACKEND = 1000,
 	OPT_NO_FRAME_CACHE,
+	OPT_EVENTS,
 	OPT_MAX_DEPTH,
 	OPT_RAW,
 };
@@ -128,6 +130,10 @@ static const struct argp_option record_options[] = {
 	  "whole, and never write the frame-cache anchor (last_profiled_frame) into the target "
 	  "(by default a rare 16-byte write, without stopping it, makes deep stacks cost about "
 	  "what shallow ones do)", 0 },
+	{ "events", OPT_EVENTS, "auto|thread|cpu", 0, "BPF: one cpu-clock event per thread of "
+	  "the target (ticks only while it runs, but a cost at each of its context switches), "
+	  "or one per CPU (no cost at its switches, a timer on every CPU); auto (default): per "
+	  "CPU while CPUs x rate <= 200,000", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -172,6 +178,16 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_FRAME_CACHE:
 		env->no_frame_cache = 1;
 		break;
+	case OPT_EVENTS:
+		if (strcmp(arg, "auto") == 0)
+			env->events = SAMPLER_EVENTS_AUTO;
+		else if (strcmp(arg, "thread") == 0)
+			env->events = SAMPLER_EVENTS_THREAD;
+		else if (strcmp(arg, "cpu") == 0)
+			env->events = SAMPLER_EVENTS_CPU;
+		else
+			argp_error(state, "invalid events (auto, thread or cpu): %s", arg);
+		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
 			argp_error(state, "invalid depth (1 to 65536): %s", arg);
@@ -192,6 +208,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		if (env->raw && rawrec__wanted(env->out.format, env->out.output))
 			argp_error(state, "--raw is for writing another format besides the raw "
 				   "recording; -o already writes one");
+		if (env->events && env->backend == BACKEND_REMOTE)
+			argp_error(state, "--events is for the BPF backend");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -337,7 +355,8 @@ int record__main(int argc, char **argv)
 	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
 				       .max_frames = (unsigned int)env.max_frames,
 				       .verbose = env.verbose,
-				       .no_frame_cache = env.no_frame_cache };
+				       .no_frame_cache = env.no_frame_cache,
+				       .events = env.events };
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
 	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
 	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
@@ -407,7 +426,8 @@ int record__main(int argc, char **argv)
 			goto fail;
 	}
 	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) at %ld Hz with the %s "
-		"backend%s\n", (int)env.pid, pyproc__version(p), env.freq, bs ? "BPF" : "remote",
+		"backend%s%s\n", (int)env.pid, pyproc__version(p), env.freq, bs ? "BPF" : "remote",
+		!bs ? "" : bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
 		env.duration ? "" : "; Ctrl-C to stop");
 
 	start = now_s();

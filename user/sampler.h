@@ -41,6 +41,12 @@ struct sampler_stats {
 	uint64_t errors;	/* no Python state + read faults */
 };
 
+enum sampler_events {
+	SAMPLER_EVENTS_AUTO = 0,
+	SAMPLER_EVENTS_THREAD,
+	SAMPLER_EVENTS_CPU,
+};
+
 struct sampler_opts {
 	unsigned int freq_hz;
 	unsigned int max_frames;	/* depth limit per sample */
@@ -50,6 +56,10 @@ struct sampler_opts {
 	 * cached callers, and never write the anchor; for measuring what the
 	 * frame cache saves, or to leave the target's memory untouched. */
 	int no_frame_cache;
+	/* BPF backend: one cpu-clock event per thread of the target, or one
+	 * per CPU (every task, the target's ticks kept); auto picks per CPU
+	 * while CPUs x rate stays small. See user/bpf_sampler.c. */
+	enum sampler_events events;
 };
 
 #endif
