@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -347,6 +348,11 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
             raise BenchError("%s exited (status 0) before the end of the measured window (log %s)"
                              % (prof.label, logpath))
         res.update(parsed)
+        # pyprof-bpf's first line says which perf events it used: per-CPU
+        # events also run (and return at once) on other tasks' ticks.
+        m = re.search(r"\(per-(CPU|thread) events\)", text)
+        if m:
+            res["events"] = m.group(1).lower()
         bpf_ns = 0
         if progs is not None:
             bpf_ns, bpf_cnt = progs.totals()

@@ -30,6 +30,7 @@ def summarize(results):
         s["throughput_min"] = min(tp) if tp else None
         s["throughput_max"] = max(tp) if tp else None
         s["rss_max"] = max([r["rss_mb"] for r in ok], default=None)
+        s["events"] = next((r["events"] for r in ok if r.get("events")), None)
         out[key] = s
     return out
 
@@ -163,12 +164,16 @@ def targets(summ, profs, configs, soak, duration):
                 continue
             any_ = True
             fired = ""
-            if s.get("bpf_runs"):
-                fired = "; its BPF program ran %d times, %.1f%% of them delivered" % (
-                    s["bpf_runs"], 100.0 * s["samples"] / s["bpf_runs"])
+            if s.get("bpf_runs") and s.get("events") == "cpu":
+                fired = ("; per-CPU events: its BPF program ran %d times on every task, "
+                         "%d of them (%.1f%%) in the target" % (
+                             s["bpf_runs"], s["samples"], 100.0 * s["samples"] / s["bpf_runs"]))
+            elif s.get("bpf_runs"):
+                fired = "; per-thread events: its BPF program ran %d times, %.1f%% of them " \
+                        "delivered" % (s["bpf_runs"], 100.0 * s["samples"] / s["bpf_runs"])
             peer = summ.get(("perf", 10000, 32, d))
             if peer and peer["ok"] and peer["achieved"] is not None and ours == "pyprof-bpf":
-                fired += "; perf on the same cpu-clock event: %s" % fmt_pct(peer["achieved"])
+                fired += "; perf record -p (a cpu-clock event per thread): %s" % fmt_pct(peer["achieved"])
             if s.get("target_cs_per_s"):
                 fired += "; the target switched context %.0f times/s" % s["target_cs_per_s"]
             out.append("  - %s, %d deep: %s (%d samples, target %.2f cores%s): %s"
@@ -233,7 +238,7 @@ def observations(results, duration):
         if r.get("lost"):
             lost = ", %d more lost (ring buffer full)" % r["lost"]
         unseen = r.get("bpf_runs", 0) - r["samples"] - r.get("lost", 0)
-        if unseen > 0:
+        if unseen > 0 and r.get("events") != "cpu":
             lost += ", %d more taken but never read" % unseen
         out.append("- %s, %d Hz, %d threads, %d deep, round %d: its perf events sampled for "
                    "%.1f s (asked %d s); it exited after %.1f s with %d samples%s."
