@@ -927,10 +927,11 @@ def test_threads_churn(label, events, procs, tmp_path):
         f"{target.describe()}: only {len(seen)} of the {len(born)} threads born during the "
         f"recording have a sample with their worker stack ({dict(chk.kinds)})")
     # Not much of the threads' CPU is lost to missing thread states. The
-    # loader refreshes the tid -> thread state map every ~100 ms, so each
-    # thread (living 0.2 to 0.8 s here) may lose its first ~100 ms: 10 to 15%
-    # of these samples are measured here; more means the refresh is broken.
-    assert chk.kinds["no-state at birth or death"] <= 0.25 * len(samples), dict(chk.kinds)
+    # loader refreshes the tid -> thread state map every 100 ms, and 20 ms
+    # after a sample of a thread it did not know, so each thread (living 0.2
+    # to 0.8 s here) may lose its first ~20 ms: 5 to 8% of these samples are
+    # measured here (10 to 15% with the 100 ms refresh alone).
+    assert chk.kinds["no-state at birth or death"] <= 0.15 * len(samples), dict(chk.kinds)
 
 
 @pytest.mark.parametrize("label", ["sid-3.15", "pyenv-3.11.7"])

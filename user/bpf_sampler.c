@@ -138,6 +138,9 @@ struct bpf_sampler {
 	struct bpf_link **cpu_links;
 	int ncpu_links;
 	bool attached;		/* the first scan is done */
+	/* A thread the last refresh did not know has been sampled (it has no
+	 * thread state in the map yet): refresh soon. */
+	bool unknown_tid;
 
 	struct bpf_thread *th;	/* live threads, sorted by tid */
 	size_t nth;
@@ -584,6 +587,7 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 	bool have_py;
 	int err, first_err = 0;
 
+	s->unknown_tid = false;
 	err = scan_tasks(s, &ntids);
 	if (err)
 		return err;
@@ -701,6 +705,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		queue_reanchor(s, r->tid);
 
 	s->samples++;
+	if (r->status == PYPROF_NO_PYSTATE && !s->unknown_tid &&
+	    !find_thread(s->th, s->nth, (pid_t)r->tid))
+		s->unknown_tid = true;
 	if (fo.status == PYPROF_TRUNCATED)
 		s->truncated++;
 	else if (fo.status != PYPROF_COMPLETE)
@@ -766,6 +773,11 @@ void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st)
 		for (i = 0; i < s->ncpus; i++)
 			st->lost += v[i];
 	free(v);
+}
+
+bool bpf_sampler__unknown_tid(const struct bpf_sampler *s)
+{
+	return s->unknown_tid;
 }
 
 bool bpf_sampler__per_cpu(const struct bpf_sampler *s)

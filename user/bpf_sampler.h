@@ -11,8 +11,9 @@
  * Threads created after attach: every event is opened with inherit=1 (and
  * inherit_thread=1), so the kernel gives a new thread a copy of its
  * creator's event, program included, from its first instruction. The
- * thread's thread state reaches the map at the next bpf_sampler__refresh();
- * samples taken before that say SAMPLE_NO_PYSTATE. A new thread that shows
+ * thread's thread state reaches the map at the next bpf_sampler__refresh()
+ * (sooner when bpf_sampler__unknown_tid() says one was sampled); samples taken
+ * before that say SAMPLE_NO_PYSTATE. A new thread that shows
  * CPU time but no samples (created while we were attaching) gets an event of
  * its own. Call bpf_sampler__refresh() about every 100 ms.
  *
@@ -66,6 +67,12 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
  * when the target has exited, or another -errno.
  */
 int bpf_sampler__refresh(struct bpf_sampler *s);
+/*
+ * Has a thread the last refresh did not know been sampled since? Its
+ * samples say SAMPLE_NO_PYSTATE until a refresh puts its thread state in the
+ * map: refreshing sooner than the usual 100 ms shortens that.
+ */
+bool bpf_sampler__unknown_tid(const struct bpf_sampler *s);
 
 /*
  * Hand every record the kernel has produced so far to @fn, without

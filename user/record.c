@@ -450,7 +450,10 @@ int record__main(int argc, char **argv)
 			rc = 0;
 			if (ctx.past_deadline)
 				break;
-			if (t >= next_refresh) {
+			/* A new thread's state is wanted soon: until then its
+			 * samples have no stack. */
+			if (t >= next_refresh ||
+			    (bpf_sampler__unknown_tid(bs) && t >= next_refresh - 0.08)) {
 				next_refresh = t + 0.1;
 				if (!procfs__alive(env.pid)) {
 					ended = "the target exited";
