@@ -35,6 +35,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* Set by the loader before load; frozen, so the verifier sees constants. */
 const volatile struct pyprof_config cfg = {};
 
+/* The target's mm_struct, as its first tick saw it (0: none yet). */
+__u64 target_mm = 0;
+
 /*
  * The walk in progress. It lives in the scratch map, not on the stack: the
  * verifier tracks stack values across bpf_loop iterations, refining them at
@@ -311,12 +314,27 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	struct loop_ctx lc;
 	struct scratch *sc;
 	struct walk *w;
-	__u64 base = 0, fp = 0;
+	__u64 base = 0, fp = 0, mm;
 	long err;
 	__u32 n;
 
 	if (cfg.tgid && tgid != cfg.tgid) {
 		count(PYPROF_CNT_FOREIGN);
+		return 0;
+	}
+	/* Per-CPU events outlive an exec() of the target (per-thread ones are
+	 * removed on exec): the first tick notes the address space, ticks in
+	 * another one (the new image, from the moment exec switches to it)
+	 * are dropped. A thread past exit_mm() has none: nothing to read. */
+	mm = (__u64)bpf_get_current_task_btf()->mm;
+	if (!mm) {
+		count(PYPROF_CNT_NO_MM);
+		return 0;
+	}
+	if (!target_mm)
+		target_mm = mm;
+	if (mm != target_mm) {
+		count(PYPROF_CNT_EXECED);
 		return 0;
 	}
 	th = bpf_map_lookup_elem(&threads, &tid);

@@ -89,6 +89,11 @@ enum pyprof_counter {
 	PYPROF_CNT_WINDOW_FAULTS, /* windows that faulted (the frame read alone) */
 	PYPROF_CNT_FRAME_READS,	/* frames read on their own */
 	PYPROF_CNT_VERSION_READS, /* co_version reads (others from the memo) */
+	/* Ticks of the target after it exec'd another program: the thread
+	 * states in the map are the old image's; nothing is read. */
+	PYPROF_CNT_EXECED,
+	/* Ticks of a target thread past exit_mm(): no memory to read. */
+	PYPROF_CNT_NO_MM,
 	PYPROF_CNT_NR,
 };
 

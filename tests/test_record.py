@@ -1027,6 +1027,38 @@ def test_target_exits(fmt, how, backend, procs, tmp_path, node_env):
         assert sum(s["value"][0] for s in dec["samples"]) == summ["samples"]
 
 
+@pytest.mark.parametrize("events", EVENTS)
+def test_target_execs(events, procs, tmp_path):
+    """The target exec()s its interpreter again (same pid, another image, a
+    spinning one-line program): no sample of the new image is read with the
+    old image's thread states. Per-CPU events see the exec and end the
+    recording, saying so; per-thread events are removed by the kernel, and
+    the recording runs to its end without samples."""
+    interp = by_label("sid-3.15")
+    lifetime = 1.5
+    target = start_split(interp, procs, tmp_path, args=[lifetime, "exec"])
+    out = str(tmp_path / "exec.perf")
+    secs = 30 if events == "cpu" else 4
+    rec = Recorder(procs, tmp_path, target.pid, ["-F", HZ, "-d", secs, "-o", out,
+                                                 "--events", events],
+                   name="exec").wait_started()
+    rec.wait(secs + RECORD_SLACK)
+    what = f"recording {target.describe()} through its exec ({events} events)"
+    assert rec.p.returncode == 0, f"{what}: exit {rec.p.returncode}\n{rec.stderr}"
+    assert alive(target.popen), f"{what}: the target died: {stderr_of(target.popen)}"
+    if events == "cpu":
+        assert rec.t_exit - rec.t_launch < 10, f"{what}: took {rec.t_exit - rec.t_launch:.1f}s"
+        assert "exec'd another program" in rec.stderr, f"{what}: not said:\n{rec.stderr}"
+    samples = parse_perf(read_file(out))
+    assert len(samples) >= 0.5 * HZ, f"{what}: {len(samples)} samples\n{rec.stderr}"
+    # Every sample is a whole stack of the workload, from before the exec.
+    bad = [s for s in samples if s.status != "complete" or not s.root_first
+           or s.root_first[0].func != "<module>"
+           or any(f.file != target.script for f in s.root_first)]
+    assert not bad, f"{what}: {len(bad)} of {len(samples)} samples are not the workload's, " \
+                    f"e.g. {bad[0].describe(8)}"
+
+
 # --------------------------------------------------------------------------
 # 6. consumers of a real recording
 

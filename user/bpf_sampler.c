@@ -758,21 +758,31 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx)
 	return n;
 }
 
+/* A per-CPU counter of the program, summed (0 when unreadable). */
+static uint64_t counter(const struct bpf_sampler *s, __u32 key)
+{
+	uint64_t sum = 0;
+	__u64 *v = calloc(s->ncpus, sizeof(*v));
+
+	if (v && !bpf_map_lookup_elem(s->counters_fd, &key, v))
+		for (int i = 0; i < s->ncpus; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st)
 {
-	__u32 key = PYPROF_CNT_LOST;
-	__u64 *v;
-	int i;
-
 	memset(st, 0, sizeof(*st));
 	st->samples = s->samples;
 	st->truncated = s->truncated;
 	st->errors = s->errors;
-	v = calloc(s->ncpus, sizeof(*v));
-	if (v && !bpf_map_lookup_elem(s->counters_fd, &key, v))
-		for (i = 0; i < s->ncpus; i++)
-			st->lost += v[i];
-	free(v);
+	st->lost = counter(s, PYPROF_CNT_LOST);
+}
+
+bool bpf_sampler__execed(const struct bpf_sampler *s)
+{
+	return counter(s, PYPROF_CNT_EXECED) > 0;
 }
 
 bool bpf_sampler__unknown_tid(const struct bpf_sampler *s)

@@ -84,6 +84,12 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx);
 
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st);
 
+/*
+ * Has the target exec'd another program? Seen by per-CPU events (per-thread
+ * ones are removed by the exec, and then sample nothing more).
+ */
+bool bpf_sampler__execed(const struct bpf_sampler *s);
+
 /* Whether the events are per CPU (else per thread of the target). */
 bool bpf_sampler__per_cpu(const struct bpf_sampler *s);
 

@@ -459,6 +459,10 @@ int record__main(int argc, char **argv)
 					ended = "the target exited";
 					break;
 				}
+				if (bpf_sampler__execed(bs)) {
+					ended = "the target exec'd another program";
+					break;
+				}
 				bpf_sampler__refresh(bs);
 			}
 			next = t + 0.01;

@@ -1,11 +1,12 @@
 """A CPU-bound target with a known split, under a fixed 30-deep stack, that
 times itself.
 
-    python split_workload.py LAYOUT STATS [LIFETIME [_exit|raise]]
+    python split_workload.py LAYOUT STATS [LIFETIME [_exit|raise|exec]]
 
 The only thread runs, forever (or LIFETIME seconds after writing LAYOUT, then
 os._exit(0), or with "raise" a SystemExit that unwinds the stack and lets the
-interpreter finalize normally):
+interpreter finalize normally, or with "exec" an execv() of the same
+interpreter spinning in a one-line program: same pid, another image):
 
     <module> -> main -> rec x30 -> cycle -> hot | warm
 
@@ -87,6 +88,8 @@ def cycle(m, end):
         if end and mono() > end:
             if HOW == "raise":
                 raise SystemExit(0)
+            if HOW == "exec":
+                os.execv(sys.executable, [sys.executable, "-c", "while True: pass"])
             os._exit(0)
 
 
