@@ -105,11 +105,12 @@ static const char record_doc[] =
 "samples every thread.\n"
 "\n"
 "EXAMPLES:\n"
-"    sudo pyprof-bpf -p 1234                      # 99 Hz until Ctrl-C, to stdout\n"
+"    sudo pyprof-bpf -p 1234                      # 99 Hz to stdout, to Ctrl-C\n"
 "    sudo pyprof-bpf -p 1234 -F 999 -d 30 -o out.perf\n"
 "    sudo pyprof-bpf -p 1234 -d 10 --format collapsed | flamegraph.pl > f.svg\n"
 "    sudo pyprof-bpf -p 1234 -d 30 -o rec.pyprof  # for: pyprof-bpf report\n"
 "    sudo pyprof-bpf -p 1234 -o f.html --raw r.pyprof  # both, same samples\n"
+"    sudo pyprof-bpf -p 1234 -F 9999 --events thread  # per-thread events\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
