@@ -881,8 +881,9 @@ class ThreadCheck:
         pytest.fail("\n".join(msg), pytrace=False)
 
 
+# sid-3.15: the frame cache writes anchors into threads that come and go.
 @pytest.mark.parametrize("events", EVENTS)
-@pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
+@pytest.mark.parametrize("label", ["sid-3.14", "sid-3.15", "pyenv-3.12.1"])
 def test_threads_churn(label, events, procs, tmp_path):
     interp = by_label(label)
     target = start_churn(interp, procs, tmp_path, 50, churn=True)

@@ -729,14 +729,34 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Move the anchors the frame cache asked for (one write each, no stop). */
+/* Is (@tid, @tstate) among the @n threads the target lists right now? */
+static bool still_linked(const struct py_thread *pyth, size_t n, pid_t tid, uint64_t tstate)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pyth[i].tstate == tstate && pyth[i].host_tid == tid)
+			return true;
+	return false;
+}
+
+/*
+ * Move the anchors the frame cache asked for (one write each, no stop).
+ * The map's thread states may be up to a refresh old, and a write into a
+ * thread state freed meanwhile would land in whatever the target allocated
+ * there since: each is first found again, linked in its interpreter's list,
+ * by a fresh read of the lists just before the writes.
+ */
 static void reanchor(struct bpf_sampler *s)
 {
+	size_t npy = 0;
+
+	if (scan_pythreads(s, &npy))
+		npy = 0;	/* unreadable now: write nothing */
 	for (size_t i = 0; i < s->nreanchor; i++) {
 		pid_t tid = s->reanchor[i];
 		struct bpf_thread *t = find_thread(s->th, s->nth, tid);
 
-		if (!t || !t->tstate || set_walk_whole(s, tid, true))
+		if (!t || !t->tstate || !still_linked(s->pyth, npy, tid, t->tstate) ||
+		    set_walk_whole(s, tid, true))
 			continue;
 		frame_cache__reanchor(s->fc, tid, t->tstate);
 	}
