@@ -423,10 +423,20 @@ static int model_thread(struct out_model *m, const struct out_sample *s, uint32_
 	uint32_t id, first;
 	int err;
 
-	clean_comm(s->comm, comm, sizeof(comm));
-	comm_id = out_strtab__id(&m->strs, comm);
-	if (comm_id < 0)
-		return (int)comm_id;
+	/* The comm rarely changes: its id is kept for the raw string. */
+	if (s->comm && m->last_comm_id >= 0 && strcmp(s->comm, m->last_comm) == 0) {
+		comm_id = m->last_comm_id;
+	} else {
+		clean_comm(s->comm, comm, sizeof(comm));
+		comm_id = out_strtab__id(&m->strs, comm);
+		if (comm_id < 0)
+			return (int)comm_id;
+		m->last_comm_id = -1;
+		if (s->comm && strlen(s->comm) < sizeof(m->last_comm)) {
+			strcpy(m->last_comm, s->comm);
+			m->last_comm_id = comm_id;
+		}
+	}
 	id = out_map__get(&m->thread_map, key, (uint64_t)comm_id);
 	if (id == OUT_NONE) {
 		err = out_grow((void **)&m->threads, &m->threads_cap, m->nthreads + 1,
@@ -771,6 +781,7 @@ int output__new(const char *format, const char *path, const struct output_opts *
 	}
 	o->fmt = fmt;
 	o->svg = fmt->svg;
+	o->m.last_comm_id = -1;
 	if (opts)
 		o->opts = *opts;
 	if (!path || !strcmp(path, "-")) {

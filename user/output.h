@@ -213,6 +213,9 @@ struct out_model {
 	uint64_t total_weight;
 	uint64_t first_period;	/* first non-zero period seen */
 	uint64_t first_ts, last_ts;
+	/* The raw comm of the last sample and its string id (-1: none). */
+	char last_comm[64];
+	int64_t last_comm_id;
 };
 /* A zeroed array long enough for the deepest node's path (free() it); NULL
  * when out of memory. */

@@ -405,7 +405,10 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
         else:
             if watcher.t_start is not None:
                 res["started_s"] = watcher.t_start - t_launch
-            expected = rate * dur * threads
+            if prof.expected_by_cpu:
+                expected = rate * dur * res["target_cores"]
+            else:
+                expected = rate * dur * threads
             win_samples = samples * win / dur
         if win_samples > 0 and prof_a[0] is not None and prof_b[0] is not None:
             res["steady_us"] = ((prof_b[0] - prof_a[0]) + (prof_b[1] - prof_a[1])) / 1e9 \
@@ -754,7 +757,7 @@ def parse_args(argv):
     ap.add_argument("--duration", type=int, default=FULL["duration"],
                     help="seconds each profiler samples (whole seconds: austin's -x)")
     ap.add_argument("--profilers", help="comma-separated subset: pyprof-bpf,pyprof-remote,"
-                                        "cpython-3.15,austin,perf")
+                                        "cpython-3.15,cpython-3.15-cpu,austin,perf")
     ap.add_argument("--pyprof-target", default="sid-3.15", choices=sorted(peers.TARGETS),
                     help="interpreter for pyprof-bpf's rows (default sid-3.15, as CPython's own)")
     ap.add_argument("--binary", help="the pyprof-bpf to measure (default: the tree's ./pyprof-bpf)")

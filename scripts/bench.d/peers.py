@@ -94,6 +94,9 @@ class Profiler:
     notes = ""
     ends_after_duration = False # its sampling ends exactly `duration` after it starts
     start_visible = False       # sampling_started() works for it
+    # clock "wall" but only threads on a CPU are sampled: expected = rate x
+    # duration x the target's cores over the measured window
+    expected_by_cpu = False
 
     def sampling_started(self, watcher):
         """Polled while it runs: has it started sampling? (needed for clock "cpu")"""
@@ -203,6 +206,22 @@ class CPython315(Profiler):
         return {"samples": total, "ticks": int(m.group(1))}
 
 
+class CPython315Cpu(CPython315):
+    """The same profiler in --mode cpu: it still reads every thread on every
+    tick but keeps only the threads on a CPU, so its samples are what a
+    CPU-time sampler's are (the like-for-like row for pyprof-bpf's BPF
+    backend). Its expected count is rate x the target's CPU seconds, taken
+    over the measured window (the profiler does not say when it starts)."""
+    key = "cpython-3.15-cpu"
+    label = "CPython 3.15 profiling.sampling --mode cpu"
+    expected_by_cpu = True
+
+    def command(self, run):
+        cmd = super().command(run)
+        i = cmd.index("attach") + 1
+        return cmd[:i] + ["--mode", "cpu"] + cmd[i:]
+
+
 class Austin(Profiler):
     key = "austin"
     label = "austin 3.7"
@@ -309,4 +328,4 @@ def _install_note(name):
 def all_profilers(binary, pyprof_target="sid-3.15", pyprof_extra=()):
     return [PyprofBpf(binary, "bpf", pyprof_target, pyprof_extra),
             PyprofBpf(binary, "remote", pyprof_target, pyprof_extra),
-            CPython315(), Austin(), Perf()]
+            CPython315(), CPython315Cpu(), Austin(), Perf()]
