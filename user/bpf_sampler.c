@@ -12,14 +12,14 @@
  * original event removes every inherited copy, which is why the events of
  * exited threads are kept until bpf_sampler__free().
  *
- * Per-CPU scope (sampler_opts.per_cpu): one cpu-clock event per online CPU
+ * Per-CPU events (sampler_opts.events): one cpu-clock event per online CPU
  * instead, for every task; the program keeps the target's ticks (config.tgid)
  * and drops the others after one comparison. Per-thread events are stopped
  * and restarted at every context switch of the target, which costs the target
  * a timer reprogramming each way (VM exits on a VM) and leaves the switch
  * itself unsampled: measured here on 32 threads handing the GIL over ~7,700
  * times/s, per-thread events sample 94% of the target's CPU time and add ~5%
- * to it; per-CPU events 97-98%, and add nothing per switch. Their price is a
+ * to it; per-CPU events 99.5%, and add nothing per switch. Their price is a
  * timer on every CPU at the sampling rate whatever runs there.
  *
  * The kernel swaps the perf contexts of a parent thread and its inherited
@@ -86,7 +86,8 @@
  * frames and costs about 1.5 frame reads.
  */
 #define WINDOW_BYTES		(PYPROF_PAGE + PYPROF_FRAME_READ_MAX)
-/* Threads re-anchored per poll at most (each is stopped ~50 us or more). */
+/* Threads re-anchored per poll at most (one write each, after one read of
+ * the thread lists). */
 #define REANCHOR_PER_POLL	4
 
 _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
