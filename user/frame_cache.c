@@ -430,7 +430,6 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 			 struct frame_cache_out *out)
 {
 	struct fc_thread *t;
-	bool whole;
 	int32_t k;
 	int err = 0;
 
@@ -488,16 +487,20 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 	}
 
 	fc->st.whole++;
-	whole = emit(fc, r->frames, r->nframes, out);
 	if (t)
 		t->out_is_chain = false;
 	if (!t || r->status != SAMPLE_COMPLETE || !(r->flags & FC_REC_BASE) ||
-	    !(r->flags & FC_REC_ANCHOR_READ))
+	    !(r->flags & FC_REC_ANCHOR_READ)) {
+		emit(fc, r->frames, r->nframes, out);
 		return 0;
+	}
 	err = store(t, r);
-	if (err)
+	if (err) {
+		emit(fc, r->frames, r->nframes, out);
 		return err;
-	t->out_is_chain = whole;
+	}
+	/* The stored chain's Python view is what emit() would copy out. */
+	t->out_is_chain = emit_chain(fc, t, out);
 	fc->st.stored++;
 	want_whole(t, r, t->anchor_idx < 0, out);
 	judge(t, r->ts_ns, t->anchor_idx < 0 ? t->n : (uint32_t)t->anchor_idx,
