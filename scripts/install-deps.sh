@@ -9,6 +9,8 @@ PKGS=(
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config
 	# tests
 	python3 python3-pytest libcmocka-dev debootstrap util-linux procps perl
+	# `record -- CMD` run through a real sudo (tests/test_launch.py)
+	sudo
 	# real consumers of our output formats (issues #3, #5)
 	chromium
 )

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * main.c - the command line: `pyprof-bpf [record] -p PID ...`,
+ * main.c - the command line: `pyprof-bpf [record] -p PID ...` (or
+ * `-- CMD ARGS`),
  * `pyprof-bpf dump -p PID`, `pyprof-bpf report -i FILE`.
  */
 #include <argp.h>
@@ -99,6 +100,7 @@ static int cmd_dump(int argc, char **argv)
 static void usage(FILE *f)
 {
 	fputs("Usage: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
+	      "       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
 	      "       pyprof-bpf dump -p PID [--json]\n"
 	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 	      "                         [--no-lines]\n"
@@ -109,6 +111,7 @@ static void usage(FILE *f)
 	      "EXAMPLES:\n"
 	      "    sudo pyprof-bpf -p 1234 > out.perf          # 99 Hz until Ctrl-C, perf script text\n"
 	      "    sudo pyprof-bpf -p 1234 -F 999 -d 10 -o out.folded\n"
+	      "    sudo pyprof-bpf -o out.html -- python3 app.py   # start it, sample until it exits\n"
 	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof # a raw recording, then any format:\n"
 	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
 	      "    pyprof-bpf dump -p 1234                     # every thread's stack now\n", f);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bpf_sampler.h"
+#include "launch.h"
 #include "output.h"
 #include "output_args.h"
 #include "procfs.h"
@@ -28,11 +29,14 @@
 #define DEFAULT_FREQ 99
 #define DEFAULT_MAX_FRAMES 2048
 #define MAX_NAMES 4096
+/* A command started must run Python within this long (record__start_command). */
+#define COMMAND_PYTHON_TIMEOUT 5.0
 
 enum backend { BACKEND_AUTO, BACKEND_BPF, BACKEND_REMOTE };
 
 struct record_env {
 	pid_t pid;
+	char **argv;		/* -- CMD ARGS: a command to start, NULL-terminated */
 	long freq;
 	double duration;	/* seconds, 0 = until stopped */
 	struct output_args out;	/* -o, --format, --threads, ... */
@@ -92,10 +96,26 @@ static int parse_long(const char *s, long min, long max, long *out)
 }
 
 static const char record_doc[] =
-"Sample a running Python process and write its stacks.\n"
+"Sample a running Python process, or a command it starts, and write its stacks.\n"
 "\n"
 "USAGE: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
+"       pyprof-bpf [record] -o FILE [OPTIONS] [--] CMD [ARGS...]\n"
 "\v"
+"With a command, pyprof-bpf starts it (under sudo, as the invoking user:\n"
+"SUDO_UID, SUDO_GID and SUDO_USER's groups) and samples it until it exits, then\n"
+"writes the recording and exits with the command's status (128 + N when it was\n"
+"killed by signal N; 127 or 126 when it cannot be run, as in a shell). The\n"
+"command keeps the terminal, standard input and output: -o FILE is required,\n"
+"so the recording never mixes with its output. Ctrl-C reaches the command from\n"
+"the terminal, and SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to pyprof-bpf are passed\n"
+"on to it; pyprof-bpf itself goes on recording until the command exits. -d\n"
+"ends the recording, not the command: pyprof-bpf writes the recording at once,\n"
+"then waits for the command (passing signals on) and exits with its status.\n"
+"The process started is sampled, through its exec()s (env, chroot, a shell\n"
+"script that execs python), not its children; it must run Python within 5 s.\n"
+"If pyprof-bpf fails before sampling begins it kills the command; later, it\n"
+"says why and waits for the command (exit status 1).\n"
+"\n"
 "Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top,\n"
 "raw; with -o the format is inferred from the extension (.perf .folded\n"
 ".speedscope.json .pb.gz .html .pyprof). raw is the recording itself, which\n"
@@ -111,6 +131,8 @@ static const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 -d 30 -o rec.pyprof  # for: pyprof-bpf report\n"
 "    sudo pyprof-bpf -p 1234 -o f.html --raw r.pyprof  # both, same samples\n"
 "    sudo pyprof-bpf -p 1234 -F 9999 --events thread  # per-thread events\n"
+"    sudo pyprof-bpf -o out.html -- python3 app.py --port 80  # start and sample\n"
+"    sudo pyprof-bpf -F 999 -o out.perf -- ./run.sh   # a script that execs python\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -124,7 +146,8 @@ enum {
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to profile", 0 },
 	{ "freq", 'F', "HZ", 0, "Samples per second per running thread (default 99)", 0 },
-	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit; "
+	  "a command started runs on)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
 	  "to remote when BPF cannot be used)", 0 },
 	{ "no-frame-cache", OPT_NO_FRAME_CACHE, NULL, 0, "CPython 3.15, BPF: walk every stack "
@@ -201,11 +224,23 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		env->verbose = 1;
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument: %s", arg);
+		/* The first argument that is not an option (parsed in order:
+		 * ARGP_IN_ORDER) starts the command; the rest are its own,
+		 * options included. */
+		env->argv = &state->argv[state->next - 1];
+		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env->pid)
-			argp_error(state, "a target is needed: -p PID");
+		if (!env->pid && !env->argv)
+			argp_error(state, "a target is needed: -p PID, or -- COMMAND [ARGS...]");
+		if (env->pid && env->argv)
+			argp_error(state, "-p PID and a command exclude each other");
+		if (env->argv && (!env->out.output || strcmp(env->out.output, "-") == 0))
+			argp_error(state, "with a command, -o FILE is needed: the command's "
+				   "output is on stdout");
+		if (env->argv && env->raw && strcmp(env->raw, "-") == 0)
+			argp_error(state, "with a command, --raw needs a file: the command's "
+				   "output is on stdout");
 		if (env->raw && rawrec__wanted(env->out.format, env->out.output))
 			argp_error(state, "--raw is for writing another format besides the raw "
 				   "recording; -o already writes one");
@@ -315,6 +350,71 @@ static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, dou
 		(unsigned long long)st.truncated, (unsigned long long)st.errors);
 }
 
+/*
+ * ---- The lifecycle of a command started (-- CMD ARGS) ----
+ *
+ * Today the BPF sampler is configured with the target's CPython offsets
+ * before it is loaded, and they are known only once the command runs the
+ * interpreter: after one exec or more (env, chroot, a pyenv shim, a script
+ * that execs python) and, for a shared-libpython build, once ld.so has mapped
+ * libpython. So the command is released, pyproc__open() is retried every
+ * 0.5 ms until it succeeds, and the command is then stopped (SIGSTOP) until
+ * the sampler is attached: record__main() resumes it (launch__resume) just
+ * before its sampling loop, so that even a program of a few milliseconds is
+ * sampled from its first statement.
+ *
+ * ATTACH-BEFORE-EXEC: once the sampler can be attached before exec (its
+ * per-process configuration in a map), this function and that
+ * launch__resume() are what to swap: open the sampler between launch__new()
+ * and launch__start(), and drop the retry and the pause.
+ *
+ * Returns 0 with *p open and the command stopped; -ECHILD when the command
+ * ended by itself (it could not be exec'd, or exited before running Python:
+ * the caller exits with its status); another -errno when pyprof-bpf gives
+ * up (the command is killed). One line in @err either way.
+ */
+static int record__start_command(struct launch *cmd, struct pyproc **p, char *err,
+				 size_t errlen)
+{
+	const struct timespec retry = { .tv_nsec = 500000 };
+	pid_t pid = launch__pid(cmd);
+	double deadline;
+	char why[PYPROF_ERRLEN], how[64];
+	int rc;
+
+	rc = launch__start(cmd, err, errlen);
+	if (rc)
+		return launch__exit_code(cmd) >= 0 ? -ECHILD : rc;
+	deadline = now_s() + COMMAND_PYTHON_TIMEOUT;
+	for (;;) {
+		rc = pyproc__open(pid, p, why, sizeof(why));
+		if (!rc)
+			break;
+		/* The command ends (or exec's its next program) meanwhile:
+		 * whatever the error, its status says which. */
+		if (launch__poll(cmd) == 1) {
+			launch__describe(cmd, how, sizeof(how));
+			snprintf(err, errlen, "the command %s before running Python; nothing "
+				 "recorded", how);
+			return -ECHILD;
+		}
+		/* Not (yet) Python, or its runtime not yet readable: retry.
+		 * An unsupported Python will not become a supported one. */
+		if (rc == -ENOTSUP || now_s() > deadline) {
+			if (rc == -ENOTSUP)
+				snprintf(err, errlen, "%s", why);
+			else
+				snprintf(err, errlen, "the command runs no Python after %g s (%.300s); "
+					 "pyprof-bpf samples the process it starts, through its "
+					 "exec()s, not its children", COMMAND_PYTHON_TIMEOUT, why);
+			return rc;
+		}
+		nanosleep(&retry, NULL);
+	}
+	launch__pause(cmd);
+	return 0;
+}
+
 int record__main(int argc, char **argv)
 {
 	static const struct argp_child children[] = {
@@ -342,15 +442,33 @@ int record__main(int argc, char **argv)
 	double start, end, next_refresh, next_progress;
 	int progress = isatty(STDERR_FILENO);
 	int rc, exit_code = 1;
+	struct launch *cmd = NULL;	/* -- CMD ARGS */
+	int sampling = 0;		/* the command resumed, sampled */
+	char how[64];
 
-	if (argp_parse(&argp, argc, argv, 0, NULL, &env))
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &env))
 		return 2;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	/* Forked first: the command inherits our signal dispositions as we
+	 * got them, and none of the files opened below. */
+	if (env.argv) {
+		rc = launch__new(env.argv, &cmd, err, sizeof(err));
+		if (rc)
+			goto fail;
+		env.pid = launch__pid(cmd);
+		rc = launch__forward_signals(cmd);
+		if (rc)
+			goto fail;
+	} else {
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 
-	rc = pyproc__open(env.pid, &p, err, sizeof(err));
+	if (cmd)
+		rc = record__start_command(cmd, &p, err, sizeof(err));
+	else
+		rc = pyproc__open(env.pid, &p, err, sizeof(err));
 	if (rc)
 		goto fail;
 	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
@@ -429,8 +547,14 @@ int record__main(int argc, char **argv)
 	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) at %ld Hz with the %s "
 		"backend%s%s\n", (int)env.pid, pyproc__version(p), env.freq, bs ? "BPF" : "remote",
 		!bs ? "" : bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
+		cmd ? (env.duration ? "" : " until the command exits") :
 		env.duration ? "" : "; Ctrl-C to stop");
 
+	/* Attached: the command goes on (record__start_command stopped it). */
+	if (cmd) {
+		launch__resume(cmd);
+		sampling = 1;
+	}
 	start = now_s();
 	end = env.duration ? start + env.duration : 0;
 	if (end)
@@ -442,6 +566,12 @@ int record__main(int argc, char **argv)
 
 		if (end && t >= end) {
 			ended = NULL;
+			break;
+		}
+		/* Its end is seen here, not by the checks of -p below (which
+		 * would see an unreaped zombie 100 ms later). */
+		if (cmd && launch__poll(cmd)) {
+			ended = "the command exited";
 			break;
 		}
 		if (bs) {
@@ -486,13 +616,13 @@ int record__main(int argc, char **argv)
 			if (next < t)	/* behind: do not burst to catch up */
 				next = t;
 		}
-		if (progress && t >= next_progress) {
+		if (progress && !cmd && t >= next_progress) {	/* the command's terminal */
 			next_progress = t + 1.0;
 			show_progress(bs, rs, t - start);
 		}
 		sleep_until(end && next > end ? end : next);
 	}
-	if (progress)
+	if (progress && !cmd)
 		fputs("\r\033[K", stderr);
 	if (bs)
 		bpf_sampler__stop(bs);
@@ -533,8 +663,12 @@ int record__main(int argc, char **argv)
 	}
 	if (ctx.summary)
 		output__finish(ctx.summary);
-	if (ended)
+	if (cmd && launch__poll(cmd) == 1) {
+		launch__describe(cmd, how, sizeof(how));
+		fprintf(stderr, "pyprof-bpf: the command %s\n", how);
+	} else if (ended) {
 		fprintf(stderr, "pyprof-bpf: %s; the recording is complete up to then\n", ended);
+	}
 	if (ctx.late.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples taken after the %g s duration were "
 			"dropped\n", (unsigned long long)ctx.late.samples, env.duration);
@@ -544,9 +678,34 @@ int record__main(int argc, char **argv)
 		(unsigned long long)st.lost, (unsigned long long)st.truncated,
 		(unsigned long long)st.errors, ctx.symbol_errors);
 	exit_code = 0;
+	if (cmd && launch__poll(cmd) != 1) {	/* -d, or it exec'd */
+		fprintf(stderr, "pyprof-bpf: the recording is written; waiting for the command "
+			"(pid %d) to exit\n", (int)env.pid);
+		if (!launch__wait(cmd)) {
+			launch__describe(cmd, how, sizeof(how));
+			fprintf(stderr, "pyprof-bpf: the command %s\n", how);
+		}
+	}
+	if (cmd)
+		exit_code = launch__exit_code(cmd) >= 0 ? launch__exit_code(cmd) : 1;
 	goto out;
 fail:
 	fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
+	if (cmd && rc == -ECHILD) {	/* it could not run, or ran no Python */
+		exit_code = launch__exit_code(cmd);
+	} else if (cmd && launch__poll(cmd) == 0) {
+		/* Before sampling it has barely begun: it would run unprofiled.
+		 * Once sampled, it is left to finish its work. */
+		if (!sampling) {
+			launch__kill(cmd);
+			fprintf(stderr, "pyprof-bpf: the command (pid %d) was killed\n",
+				(int)env.pid);
+		} else {
+			fprintf(stderr, "pyprof-bpf: waiting for the command (pid %d) to "
+				"exit\n", (int)env.pid);
+			launch__wait(cmd);
+		}
+	}
 out:
 	bpf_sampler__free(bs);
 	remote_sampler__free(rs);
@@ -557,5 +716,6 @@ out:
 	stack_memo__free(ctx.memo);
 	free(ctx.names);
 	pyproc__free(p);
+	launch__free(cmd);
 	return exit_code;
 }
