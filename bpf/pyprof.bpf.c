@@ -30,6 +30,8 @@
 #include <bpf/bpf_helpers.h>
 #include "pyprof.h"
 
+#define PF_EXITING 0x00000004	/* include/linux/sched.h */
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set by the loader before load; frozen, so the verifier sees constants. */
@@ -54,6 +56,17 @@ struct walk {
 	__u32 status;
 	__u32 flags;		/* PYPROF_SF_AT_ANCHOR */
 	__u32 gen;
+};
+
+/* The lookup in progress (in the scratch map, like the walk). */
+struct lookup {
+	__u64 want;		/* pthread_self() of the sampled thread */
+	__u64 interp;		/* interpreter whose list is walked; 0: none yet */
+	__u64 ts;		/* next thread state to visit; 0: next interpreter */
+	__u64 first;		/* first match */
+	__u64 active;		/* a match whose status says active */
+	__u32 nfound;
+	__u32 started;		/* the interpreters' head was read */
 };
 
 struct memo {
@@ -81,6 +94,7 @@ struct scratch {
 	__u32 gen;			/* samples taken on this CPU */
 	__u32 pad;
 	struct walk w;
+	struct lookup l;
 	struct pyprof_sample s;
 };
 
@@ -255,26 +269,7 @@ static long walk_frame(__u32 i, void *arg)
 	return 0;
 }
 
-/* The innermost frame of @tstate, 0 when it runs none, -1 on a read fault. */
-static __always_inline long current_frame(__u64 tstate, __u64 *fp)
-{
-	__u64 cframe = 0;
-
-	if (!cfg.tstate_cframe)
-		return bpf_probe_read_user(fp, sizeof(*fp),
-					   (const void *)(tstate + cfg.tstate_current_frame));
-	/* 3.11/3.12: the frame pointer lives in the C frame record. */
-	if (bpf_probe_read_user(&cframe, sizeof(cframe),
-				(const void *)(tstate + cfg.tstate_cframe)))
-		return -1;
-	*fp = 0;
-	if (!cframe)
-		return 0;
-	return bpf_probe_read_user(fp, sizeof(*fp),
-				   (const void *)(cframe + cfg.cframe_current_frame));
-}
-
-/* A thread-state field from the block read in one go. */
+/* A thread-state field from the block read in one go; 0 when absent. */
 static __always_inline __u64 block64(const __u8 *tsb, __u32 rel)
 {
 	if (rel > PYPROF_TSTATE_BLOCK - sizeof(__u64))
@@ -282,25 +277,165 @@ static __always_inline __u64 block64(const __u8 *tsb, __u32 rel)
 	return *(const __u64 *)(tsb + rel);
 }
 
+/* What one read of a thread state gives. */
+struct tstate_view {
+	__u64 fp;		/* innermost frame; 0: none */
+	__u64 base;		/* 3.15: base frame */
+	__u64 thread_id;	/* pthread_self() of its thread */
+	__u32 status;		/* _status word (0 when absent) */
+};
+
 /*
- * 3.15: the current frame, the base frame and the anchor with its sequence,
- * all from one read of the thread state. Returns 0 or -1 on a read fault.
+ * Read @tstate's block: current frame (through the C frame record on
+ * 3.11/3.12), thread id, status and, on 3.15, base frame and anchor with its
+ * sequence. Returns 0 or -1 on a read fault.
  */
-static __always_inline long read_tstate_block(struct scratch *sc, __u64 tstate, __u64 *fp,
-					      __u64 *base, struct pyprof_sample *s)
+static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct tstate_view *v,
+					struct pyprof_sample *s)
 {
 	__u32 len = cfg.tstate_block_len;
+	__u64 cframe;
 
 	if (len > PYPROF_TSTATE_BLOCK)
 		len = PYPROF_TSTATE_BLOCK;
 	if (bpf_probe_read_user(sc->tsb, len, (const void *)(tstate + cfg.tstate_block)))
 		return -1;
-	*fp = block64(sc->tsb, cfg.current_frame_rel);
-	*base = block64(sc->tsb, cfg.base_frame_rel);
-	s->cache_frame = block64(sc->tsb, cfg.anchor_rel);
-	s->cache_seq = block64(sc->tsb, cfg.anchor_seq_rel);
-	s->flags |= PYPROF_SF_ANCHOR_READ;
+	v->thread_id = block64(sc->tsb, cfg.thread_id_rel);
+	v->status = cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32) ?
+		    *(const __u32 *)(sc->tsb + (cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1))) : 0;
+	v->base = 0;
+	if (cfg.frame_cache) {
+		v->base = block64(sc->tsb, cfg.base_frame_rel);
+		s->cache_frame = block64(sc->tsb, cfg.anchor_rel);
+		s->cache_seq = block64(sc->tsb, cfg.anchor_seq_rel);
+		s->flags |= PYPROF_SF_ANCHOR_READ;
+	}
+	if (!cfg.tstate_cframe) {
+		v->fp = block64(sc->tsb, cfg.current_frame_rel);
+		return 0;
+	}
+	/* 3.11/3.12: the frame pointer lives in the C frame record. */
+	v->fp = 0;
+	cframe = block64(sc->tsb, cfg.cframe_rel);
+	if (!cframe)
+		return 0;
+	return bpf_probe_read_user(&v->fp, sizeof(v->fp),
+				   (const void *)(cframe + cfg.cframe_current_frame));
+}
+
+/* pthread_self() of the current thread: its TCB, which is its fs base on
+ * x86-64 (glibc and musl alike), what CPython stores as thread_id. */
+static __always_inline __u64 current_thread_id(void)
+{
+#if defined(__TARGET_ARCH_x86)
+	return bpf_get_current_task_btf()->thread.fsbase;
+#else
 	return 0;
+#endif
+}
+
+/* One step of the lookup: one thread state, or the move to an interpreter. */
+static long lookup_step(__u32 i, void *arg)
+{
+	struct scratch *sc = ((struct loop_ctx *)arg)->sc;
+	struct lookup *l = &sc->l;
+	__u64 next = 0;
+	__u32 status, len;
+
+	if (!l->ts) {
+		/* The next interpreter, and the head of its thread list. */
+		if (!l->started) {
+			l->started = 1;
+			if (bpf_probe_read_user(&next, sizeof(next),
+						(const void *)cfg.interpreters_head))
+				return 1;
+		} else if (!l->interp ||
+			   bpf_probe_read_user(&next, sizeof(next),
+					       (const void *)(l->interp + cfg.interp_next))) {
+			return 1;
+		}
+		l->interp = next;
+		if (!next)
+			return 1;
+		if (bpf_probe_read_user(&l->ts, sizeof(l->ts),
+					(const void *)(next + cfg.interp_threads_head)))
+			return 1;
+		return 0;
+	}
+	len = cfg.tstate_block_len;
+	if (len > PYPROF_TSTATE_BLOCK)
+		len = PYPROF_TSTATE_BLOCK;
+	if (bpf_probe_read_user(sc->tsb, len, (const void *)(l->ts + cfg.tstate_block)))
+		return 1;
+	if (block64(sc->tsb, cfg.thread_id_rel) == l->want) {
+		l->nfound++;
+		if (!l->first)
+			l->first = l->ts;
+		if (cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32)) {
+			status = *(const __u32 *)(sc->tsb + (cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1)));
+			if (status & (1u << PYPROF_TSTATE_ACTIVE_BIT))
+				l->active = l->ts;
+		}
+	}
+	l->ts = block64(sc->tsb, cfg.next_rel);
+	return 0;
+}
+
+/*
+ * Find the thread state of the current thread by walking every
+ * interpreter's thread list (bounded by lookup_steps). With several (the
+ * thread runs in subinterpreters), the active one, else the first. Returns
+ * it, 0 when none; *n is how many matched.
+ */
+static __always_inline __u64 lookup_tstate(struct scratch *sc, __u64 want, __u32 *n)
+{
+	struct lookup *l = &sc->l;
+	struct loop_ctx lc = { .sc = sc };
+
+	__builtin_memset(l, 0, sizeof(*l));
+	*n = 0;
+	if (!want || !cfg.lookup_steps)
+		return 0;
+	l->want = want;
+	count(PYPROF_CNT_LOOKUPS);
+	bpf_loop(cfg.lookup_steps, lookup_step, &lc, 0);
+	*n = l->nfound;
+	if (!l->nfound) {
+		count(PYPROF_CNT_LOOKUP_MISSES);
+		return 0;
+	}
+	count(PYPROF_CNT_LOOKUP_FOUND);
+	return l->active ? l->active : l->first;
+}
+
+/*
+ * Remember what a lookup found for @tid (or that it found nothing, and
+ * when). A new thread state means nothing cached for it: walk whole.
+ */
+static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 tstate, __u32 n,
+				     __u64 now)
+{
+	struct pyprof_thread v = {};
+
+	if (th) {
+		if (th->tstate != tstate)
+			th->walk_whole = 1;
+		th->tstate = tstate;
+		th->nstates = n;
+		th->miss_ns = tstate ? 0 : now;
+		th->misses = tstate ? 0 : th->misses + 1;
+		if (tstate)
+			th->had_state = 1;
+		return;
+	}
+	v.tstate = tstate;
+	v.samples = 1;
+	v.walk_whole = 1;
+	v.nstates = n;
+	v.miss_ns = tstate ? 0 : now;
+	v.misses = tstate ? 0 : 1;
+	v.had_state = !!tstate;
+	bpf_map_update_elem(&threads, &tid, &v, BPF_NOEXIST);
 }
 
 SEC("perf_event")
@@ -309,14 +444,15 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 	__u32 cpu = bpf_get_smp_processor_id();
+	struct tstate_view tv = {};
 	struct pyprof_thread *th;
 	struct pyprof_sample *s;
 	struct loop_ctx lc;
 	struct scratch *sc;
 	struct walk *w;
-	__u64 base = 0, fp = 0, mm;
-	long err;
-	__u32 n;
+	__u64 mm, self, tstate;
+	__u32 n, nstates = 0;
+	bool found = false;
 
 	if (cfg.tgid && tgid != cfg.tgid) {
 		count(PYPROF_CNT_FOREIGN);
@@ -357,21 +493,55 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	s->cache_frame = 0;
 	s->cache_seq = 0;
 	s->cache_prev = 0;
-	s->tstate = th ? th->tstate : 0;
 
-	if (!s->tstate) {
+	/*
+	 * The thread's state: the remembered one while it passes its check
+	 * (it still belongs to this thread, and with several interpreters on
+	 * the thread it is the active one), else found now in the target's
+	 * thread lists, so that a thread is named from its first sample
+	 * however short its life. A thread with none is looked up again
+	 * after lookup_retry_ns.
+	 */
+	self = current_thread_id();
+	tstate = th ? th->tstate : 0;
+	if (tstate) {
+		if (read_tstate(sc, tstate, &tv, s) ||
+		    (cfg.thread_id_rel != PYPROF_REL_NONE && self && tv.thread_id != self)) {
+			count(PYPROF_CNT_STALE_TSTATE);
+			tstate = 0;
+		} else if (th->nstates > 1 && cfg.status_rel != PYPROF_REL_NONE &&
+			   !(tv.status & (1u << PYPROF_TSTATE_ACTIVE_BIT))) {
+			/* Switched interpreters, or released the GIL: the
+			 * lookup prefers the active state, else keeps one. */
+			tstate = 0;
+		}
+	}
+	if (!tstate && (!th || th->misses < PYPROF_LOOKUP_EAGER ||
+			s->ts_ns - th->miss_ns >= cfg.lookup_retry_ns)) {
+		tstate = lookup_tstate(sc, self, &nstates);
+		remember(th, tid, tstate, nstates, s->ts_ns);
+		if (tstate) {
+			found = true;
+			s->flags = 0;
+			if (read_tstate(sc, tstate, &tv, s))
+				tstate = 0;
+		}
+	}
+	s->tstate = tstate;
+	if (!tstate) {
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		/* Stateless: say why when the thread's life tells. */
 		w->status = PYPROF_NO_PYSTATE;
+		if ((task->flags & PF_EXITING) || (th && th->had_state))
+			w->status = PYPROF_THREAD_EXIT;
+		else if (s->ts_ns - task->start_time < PYPROF_THREAD_START_NS)
+			w->status = PYPROF_THREAD_START;
 		goto out;
 	}
-	if (cfg.frame_cache)
-		err = read_tstate_block(sc, s->tstate, &fp, &base, s);
-	else
-		err = current_frame(s->tstate, &fp);
-	if (err) {
-		w->status = PYPROF_READ_FAULT;
-		goto out;
-	}
-	w->fp = fp;
+	if (found)
+		s->flags |= PYPROF_SF_FOUND;
+	w->fp = tv.fp;
 	if (cfg.frame_cache && th) {
 		/* The interpreter only moves the anchor with the sequence: an
 		 * anchor that changed under the same (or an older) sequence
@@ -394,7 +564,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	s->flags |= w->flags;
 	if (w->flags & PYPROF_SF_AT_ANCHOR)
 		s->cache_prev = w->fp;
-	if (w->status == PYPROF_COMPLETE && !w->fp && base && w->last == base)
+	if (w->status == PYPROF_COMPLETE && !w->fp && tv.base && w->last == tv.base)
 		s->flags |= PYPROF_SF_BASE;
 out:
 	s->status = w->status;

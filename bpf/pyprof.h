@@ -46,7 +46,20 @@ enum pyprof_status {
 	PYPROF_TRUNCATED = 1,	/* deeper than max_frames: innermost kept */
 	PYPROF_NO_PYSTATE = 2,	/* no thread state known for this tid */
 	PYPROF_READ_FAULT = 3,	/* a read of the target failed mid-walk */
+	/* No thread state because the thread is starting (younger than
+	 * PYPROF_THREAD_START_NS, none found yet) or exiting (its state was
+	 * found before and is gone, or the kernel is ending it): time a
+	 * thread-per-task program really spends, said as what it is. */
+	PYPROF_THREAD_START = 4,
+	PYPROF_THREAD_EXIT = 5,
 };
+
+#define PYPROF_THREAD_START_NS	(20 * 1000000ULL)
+
+/* Bit of the thread state's _status word set while the thread state is the
+ * current one of its OS thread (3.12 to 3.15 alike: initialized, bound,
+ * unbound, bound_gilstate, active). */
+#define PYPROF_TSTATE_ACTIVE_BIT	4
 
 /* pyprof_sample.flags */
 enum {
@@ -69,6 +82,9 @@ enum {
 	/* The chain ended at tstate->base_frame, the last frame of the
 	 * record: the record is the whole chain (a stack that may be cached). */
 	PYPROF_SF_BASE = 1 << 10,
+	/* The thread state was found by the program itself (this sample
+	 * walked the interpreters' thread lists), not from the loader's map. */
+	PYPROF_SF_FOUND = 1 << 16,
 };
 
 /* pyprof_frame.flags */
@@ -94,6 +110,13 @@ enum pyprof_counter {
 	PYPROF_CNT_EXECED,
 	/* Ticks of a target thread past exit_mm(): no memory to read. */
 	PYPROF_CNT_NO_MM,
+	/* In-kernel thread-state lookups: walks of the thread lists, thread
+	 * states found, lookups that found none, and remembered thread states
+	 * that failed their check (the tid was reused, or the state freed). */
+	PYPROF_CNT_LOOKUPS,
+	PYPROF_CNT_LOOKUP_FOUND,
+	PYPROF_CNT_LOOKUP_MISSES,
+	PYPROF_CNT_STALE_TSTATE,
 	PYPROF_CNT_NR,
 };
 
@@ -103,11 +126,44 @@ enum pyprof_counter {
  * program holds no CPython offset of its own. Offsets are byte offsets.
  */
 struct pyprof_config {
-	/* 3.13+: current frame pointer in the thread state. */
-	__u64 tstate_current_frame;
-	/* 3.11/3.12 (tstate_cframe != 0): tstate->cframe->current_frame. */
-	__u64 tstate_cframe;
+	/*
+	 * The thread state is read in one block of tstate_block_len bytes at
+	 * tstate_block; the *_rel fields are offsets in that block (~0u:
+	 * absent). 3.13+: current_frame_rel is the current frame; 3.11/3.12
+	 * (tstate_cframe != 0): cframe_rel is the C frame record, and its
+	 * current frame is at cframe_current_frame in it. thread_id_rel is
+	 * pthread_self() of the thread the state belongs to (its check at
+	 * every use), status_rel the _status word (3.12+; subinterpreters).
+	 */
+	__u64 tstate_block;
+	__u32 tstate_block_len;		/* <= PYPROF_TSTATE_BLOCK */
+	__u32 current_frame_rel;
+	__u32 cframe_rel;
+	__u32 thread_id_rel;
+	__u32 status_rel;
+	__u32 tstate_cframe;		/* non-zero: 3.11/3.12 */
 	__u64 cframe_current_frame;
+	/* 3.15 frame cache (frame_cache != 0), in the same block. */
+	__u32 base_frame_rel;
+	__u32 anchor_rel;
+	__u32 anchor_seq_rel;
+	__u32 frame_cache;
+
+	/*
+	 * Finding a thread's state in the kernel: the interpreters' list head
+	 * (an absolute address: _PyRuntime + interpreters.head), each
+	 * interpreter's next and threads.head, each thread state's next
+	 * (inside the block). lookup_steps bounds the walk (thread states and
+	 * interpreters visited); 0 disables the lookup.
+	 */
+	__u64 interpreters_head;
+	__u64 interp_next;
+	__u64 interp_threads_head;
+	__u32 next_rel;
+	__u32 lookup_steps;
+	/* A thread with no thread state is looked up again this long after a
+	 * lookup that found none. */
+	__u64 lookup_retry_ns;
 
 	__u64 frame_previous;
 	__u64 frame_executable;		/* f_code before 3.13 */
@@ -123,20 +179,6 @@ struct pyprof_config {
 	/* co_version in the code object (4 bytes); 0: not read (3.11). */
 	__u64 code_version;
 
-	/*
-	 * 3.15 frame cache (frame_cache != 0): the thread-state fields
-	 * current_frame, base_frame, last_profiled_frame and
-	 * last_profiled_frame_seq are read in one read of tstate_block_len
-	 * bytes at tstate_block; the *_rel fields are offsets in that block.
-	 */
-	__u64 tstate_block;
-	__u32 tstate_block_len;		/* <= PYPROF_TSTATE_BLOCK */
-	__u32 current_frame_rel;
-	__u32 base_frame_rel;
-	__u32 anchor_rel;
-	__u32 anchor_seq_rel;
-	__u32 frame_cache;
-
 	/* Data-stack window in bytes, above frame_size and at most
 	 * PYPROF_WINDOW_MAX; 0 reads each frame on its own. */
 	__u32 window;
@@ -149,11 +191,18 @@ struct pyprof_config {
 };
 
 /* Largest thread-state block read at once (config.tstate_block_len). */
-#define PYPROF_TSTATE_BLOCK	64
+#define PYPROF_TSTATE_BLOCK	256
+#define PYPROF_REL_NONE		0xffffffffu
+#define PYPROF_LOOKUP_EAGER	8
 
 /* Value of the tid -> thread map, keyed by host tid (__u32). */
 struct pyprof_thread {
-	__u64 tstate;			/* PyThreadState address; 0: unknown */
+	/* PyThreadState address; 0: unknown (looked up by the program at
+	 * the thread's next sample, or after lookup_retry_ns when its last
+	 * lookup found none). Written by the loader's refresh and by the
+	 * program's own lookup; checked at every use against the thread's
+	 * pthread_self(), so a reused tid never lends an old state. */
+	__u64 tstate;
 	/* Bumped by every sample of the thread: tells the loader that a
 	 * thread it opened no event for is sampled through inheritance. */
 	__u64 samples;
@@ -161,7 +210,20 @@ struct pyprof_thread {
 	 * could splice onto this thread's anchor: the walk does not stop at
 	 * the anchor, it goes down to the base frame. Set by userspace. */
 	__u32 walk_whole;
-	__u32 pad;
+	/* Thread states of this thread found by the last lookup: more than
+	 * one when it runs in several interpreters (subinterpreters); the
+	 * active one is then chosen at every sample. */
+	__u32 nstates;
+	/* When the last lookup that found nothing ran (bpf_ktime_get_ns),
+	 * and how many in a row found nothing: the first
+	 * PYPROF_LOOKUP_EAGER misses are retried at the next sample (a new
+	 * thread's state is bound moments after it starts), later ones after
+	 * config.lookup_retry_ns (a C thread of the target). */
+	__u64 miss_ns;
+	__u32 misses;
+	/* A thread state was found for this thread once: if none is found
+	 * now, the thread is past its Python life (PYPROF_THREAD_EXIT). */
+	__u32 had_state;
 	/* Frame cache: the anchor and sequence the last sample saw (kept
 	 * by the program). An anchor that changed while the sequence did
 	 * not was written (by another profiler, or by us re-anchoring), not

@@ -86,6 +86,14 @@
  * frames and costs about 1.5 frame reads.
  */
 #define WINDOW_BYTES		(PYPROF_PAGE + PYPROF_FRAME_READ_MAX)
+/*
+ * The in-kernel thread-state lookup: thread states and interpreters visited
+ * at most (a walk of ~20 ns a step; the thread lists of a process with a
+ * thousand threads), and how long a thread that had none waits before the
+ * next lookup (a C thread of the target costs one walk per interval).
+ */
+#define LOOKUP_STEPS		4096
+#define LOOKUP_RETRY_NS		(2 * 1000000ULL)
 /* Threads re-anchored per poll at most (one write each, after one read of
  * the thread lists). */
 #define REANCHOR_PER_POLL	4
@@ -105,7 +113,9 @@ _Static_assert(PYPROF_FF_INTERP == FC_FRAME_INTERP &&
 _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_TRUNCATED == (int)SAMPLE_TRUNCATED &&
 	       (int)PYPROF_NO_PYSTATE == (int)SAMPLE_NO_PYSTATE &&
-	       (int)PYPROF_READ_FAULT == (int)SAMPLE_READ_FAULT,
+	       (int)PYPROF_READ_FAULT == (int)SAMPLE_READ_FAULT &&
+	       (int)PYPROF_THREAD_START == (int)SAMPLE_THREAD_START &&
+	       (int)PYPROF_THREAD_EXIT == (int)SAMPLE_THREAD_EXIT,
 	       "one status vocabulary");
 
 enum thread_kind {
@@ -267,41 +277,74 @@ static long read_long(const char *path)
 /* The walk's config from the flat offsets table, checked against what the
  * BPF program can read. */
 /*
- * 3.15: one read of the thread state covers current_frame, base_frame and
- * the anchor with its sequence. Returns false (no frame cache) when the
- * four do not fit in PYPROF_TSTATE_BLOCK bytes.
+ * The thread-state block the program reads at every sample: the current
+ * frame (or 3.11/3.12's C frame record), the thread id that checks the
+ * state still belongs to the thread, the next link and the status word (for
+ * the in-kernel lookup), and with @cache the 3.15 frame-cache fields. Fields
+ * that do not fit one block of PYPROF_TSTATE_BLOCK bytes are left out, least
+ * needed first: the frame cache, then the status (subinterpreters). Returns
+ * -EPROTO when even the frame pointer and the thread id do not fit.
  */
-static bool fill_tstate_block(struct pyprof_config *c, const struct py_offsets *o)
+static int fill_tstate_block(struct pyprof_config *c, const struct py_offsets *o, bool cache)
 {
-	const uint64_t off[] = {
-		o->tstate_current_frame, o->tstate_base_frame,
-		o->tstate_last_profiled_frame, o->tstate_last_profiled_frame_seq,
+	enum { CUR, TID, NEXT, STATUS, BASE, ANCHOR, SEQ, NF };
+	uint64_t off[NF] = {
+		[CUR] = o->tstate_cframe ? o->tstate_cframe : o->tstate_current_frame,
+		[TID] = o->tstate_thread_id, [NEXT] = o->tstate_next,
+		[STATUS] = o->tstate_status, [BASE] = o->tstate_base_frame,
+		[ANCHOR] = o->tstate_last_profiled_frame,
+		[SEQ] = o->tstate_last_profiled_frame_seq,
 	};
-	uint64_t lo = UINT64_MAX, hi = 0;
-	size_t i;
+	/* 8 bytes each but the status word (4). */
+	bool use[NF] = { true, true, true, o->tstate_status != 0,
+			 cache && o->tstate_base_frame && o->tstate_last_profiled_frame &&
+			 o->tstate_last_profiled_frame_seq };
+	uint64_t lo, hi;
+	int drop;
 
-	if (!o->tstate_base_frame || !o->tstate_last_profiled_frame ||
-	    !o->tstate_last_profiled_frame_seq)
-		return false;
-	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
-		if (off[i] < lo)
-			lo = off[i];
-		if (off[i] + 8 > hi)
-			hi = off[i] + 8;
+	use[ANCHOR] = use[SEQ] = use[BASE];
+	for (drop = NF; drop >= STATUS; drop = drop == NF ? BASE : drop - 1) {
+		/* drop: fields from here on are left out (BASE: the cache trio). */
+		lo = UINT64_MAX;
+		hi = 0;
+		for (int i = 0; i < NF; i++) {
+			if (!use[i] || (i >= drop && drop != NF))
+				continue;
+			if (off[i] < lo)
+				lo = off[i];
+			if (off[i] + 8 > hi)
+				hi = off[i] + 8;
+		}
+		if (hi - lo <= PYPROF_TSTATE_BLOCK && hi <= PY_MAX_STRUCT_COPY)
+			break;
 	}
-	if (hi - lo > PYPROF_TSTATE_BLOCK || hi > PY_MAX_STRUCT_COPY)
-		return false;
+	if (drop < STATUS)
+		return -EPROTO;
+	for (int i = drop == NF ? NF : drop; i < NF; i++)
+		use[i] = false;
 	c->tstate_block = lo;
 	c->tstate_block_len = (__u32)(hi - lo);
-	c->current_frame_rel = (__u32)(o->tstate_current_frame - lo);
-	c->base_frame_rel = (__u32)(o->tstate_base_frame - lo);
-	c->anchor_rel = (__u32)(o->tstate_last_profiled_frame - lo);
-	c->anchor_seq_rel = (__u32)(o->tstate_last_profiled_frame_seq - lo);
-	c->frame_cache = 1;
-	return true;
+	c->current_frame_rel = c->cframe_rel = PYPROF_REL_NONE;
+	if (o->tstate_cframe) {
+		c->tstate_cframe = 1;
+		c->cframe_rel = (__u32)(off[CUR] - lo);
+	} else {
+		c->current_frame_rel = (__u32)(off[CUR] - lo);
+	}
+	c->thread_id_rel = (__u32)(off[TID] - lo);
+	c->next_rel = (__u32)(off[NEXT] - lo);
+	c->status_rel = use[STATUS] ? (__u32)(off[STATUS] - lo) : PYPROF_REL_NONE;
+	c->base_frame_rel = c->anchor_rel = c->anchor_seq_rel = PYPROF_REL_NONE;
+	if (use[BASE]) {
+		c->base_frame_rel = (__u32)(off[BASE] - lo);
+		c->anchor_rel = (__u32)(off[ANCHOR] - lo);
+		c->anchor_seq_rel = (__u32)(off[SEQ] - lo);
+		c->frame_cache = 1;
+	}
+	return 0;
 }
 
-static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
+static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint64_t runtime,
 		       unsigned int max_frames, pid_t pid, bool cache, char *err, size_t errlen)
 {
 	const struct { const char *name; uint64_t off, len; } fields[] = {
@@ -337,9 +380,16 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
 	}
 
 	memset(c, 0, sizeof(*c));
-	c->tstate_current_frame = o->tstate_current_frame;
-	c->tstate_cframe = o->tstate_cframe;
+	if (fill_tstate_block(c, o, cache)) {
+		snprintf(err, errlen, "thread state fields too far apart for one read");
+		return -EPROTO;
+	}
 	c->cframe_current_frame = o->cframe_current_frame;
+	c->interpreters_head = runtime + o->runtime_interpreters_head;
+	c->interp_next = o->interp_next;
+	c->interp_threads_head = o->interp_threads_head;
+	c->lookup_steps = LOOKUP_STEPS;
+	c->lookup_retry_ns = LOOKUP_RETRY_NS;
 	c->frame_previous = o->frame_previous;
 	c->frame_executable = o->frame_executable;
 	c->frame_instr_ptr = o->frame_instr_ptr;
@@ -353,8 +403,6 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o,
 	c->max_walk = max_frames * PYPROF_WALK_FACTOR;
 	c->tgid = pid;
 	c->window = WINDOW_BYTES;
-	if (cache)
-		fill_tstate_block(c, o);
 	return 0;
 }
 
@@ -539,17 +587,28 @@ static void retire_thread(struct bpf_sampler *s, struct bpf_thread *t)
 	s->retired[s->nretired++] = t->link;
 }
 
-/* Write @t's thread state to the map, keeping the program's sample count. */
+/*
+ * Write @t's thread state to the map, keeping what the program keeps there.
+ * The program finds thread states itself (a thread created since the last
+ * scan, or one whose state changed): a state it found is not replaced by
+ * "none" from a scan that predates it, as it checks its states at every use.
+ */
 static int update_map(struct bpf_sampler *s, struct bpf_thread *t, uint64_t tstate)
 {
 	struct pyprof_thread v = {};
 	__u32 key = t->tid;
+	bool had = !bpf_map_lookup_elem(s->threads_fd, &key, &v);
 
-	if (t->in_map && t->tstate == tstate)
+	if (had && (v.tstate == tstate || (!tstate && v.tstate))) {
+		t->in_map = true;
+		t->tstate = v.tstate;
 		return 0;
-	if (t->in_map)
-		bpf_map_lookup_elem(s->threads_fd, &key, &v);
+	}
 	v.tstate = tstate;
+	v.miss_ns = 0;
+	v.misses = 0;
+	if (tstate)
+		v.had_state = 1;
 	/* Nothing cached for this thread state: walk whole until there is. */
 	v.walk_whole = 1;
 	frame_cache__forget(s->fc, t->tid);
@@ -711,7 +770,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		s->unknown_tid = true;
 	if (fo.status == PYPROF_TRUNCATED)
 		s->truncated++;
-	else if (fo.status != PYPROF_COMPLETE)
+	else if (fo.status != PYPROF_COMPLETE && fo.status != PYPROF_THREAD_START &&
+		 fo.status != PYPROF_THREAD_EXIT)
 		s->errors++;
 
 	rs.tid = r->tid;
@@ -873,7 +933,8 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 		return ret;
 	}
 	s->skel = skel;
-	ret = fill_config(&skel->rodata->cfg, pyproc__offsets(s->proc), max_frames, s->pid,
+	ret = fill_config(&skel->rodata->cfg, pyproc__offsets(s->proc), pyproc__runtime(s->proc),
+			  max_frames, s->pid,
 			  !o->no_frame_cache, err, errlen);
 	if (ret)
 		return ret;

@@ -34,6 +34,7 @@ static const struct py_offsets py312 = {
 	.tstate_next = 8, .tstate_interp = 16,
 	.tstate_cframe = 56, .cframe_current_frame = 0,
 	.tstate_thread_id = 136, .tstate_native_thread_id = 144,
+	.tstate_status = 24,
 	.frame_previous = 8, .frame_executable = 0, .frame_instr_ptr = 56, .frame_owner = 70,
 	.frame_owner_interp_min = 3,	/* FRAME_OWNED_BY_CSTACK */
 	.frame_instr_is_prev = true,

@@ -36,6 +36,9 @@ struct py_offsets {
 	uint64_t cframe_current_frame;
 	uint64_t tstate_thread_id;
 	uint64_t tstate_native_thread_id;
+	/* _status bitfield word (3.12+; 0: absent): says which of a thread's
+	 * thread states is active (subinterpreters). */
+	uint64_t tstate_status;
 	/* 3.15+ only (0 when absent): the frame cache protocol. */
 	uint64_t tstate_base_frame;
 	uint64_t tstate_last_profiled_frame;
