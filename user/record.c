@@ -99,7 +99,7 @@ static const char record_doc[] =
 "Sample a running Python process, or a command it starts, and write its stacks.\n"
 "\n"
 "USAGE: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
-"       pyprof-bpf [record] -o FILE [OPTIONS] [--] CMD [ARGS...]\n"
+"       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
 "\v"
 "With a command, pyprof-bpf starts it (under sudo, as the invoking user:\n"
 "SUDO_UID, SUDO_GID and SUDO_USER's groups) and samples it until it exits, then\n"
@@ -114,7 +114,8 @@ static const char record_doc[] =
 "The process started is sampled, through its exec()s (env, chroot, a shell\n"
 "script that execs python), not its children; it must run Python within 5 s.\n"
 "If pyprof-bpf fails before sampling begins it kills the command; later, it\n"
-"says why and waits for the command (exit status 1).\n"
+"says why and waits for the command (exit status 1). Everything from the first\n"
+"argument that is not an option (or after --) is the command's own.\n"
 "\n"
 "Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top,\n"
 "raw; with -o the format is inferred from the extension (.perf .folded\n"
@@ -131,8 +132,8 @@ static const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 -d 30 -o rec.pyprof  # for: pyprof-bpf report\n"
 "    sudo pyprof-bpf -p 1234 -o f.html --raw r.pyprof  # both, same samples\n"
 "    sudo pyprof-bpf -p 1234 -F 9999 --events thread  # per-thread events\n"
-"    sudo pyprof-bpf -o out.html -- python3 app.py --port 80  # start and sample\n"
-"    sudo pyprof-bpf -F 999 -o out.perf -- ./run.sh   # a script that execs python\n"
+"    sudo pyprof-bpf -o out.html -- python3 app.py  # start, sample to its exit\n"
+"    sudo pyprof-bpf -F 999 -o out.perf -- ./run.sh  # a script exec'ing python\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
