@@ -69,10 +69,26 @@ struct lookup {
 	__u32 started;		/* the interpreters' head was read */
 };
 
+/* A code object already sent, as the per-CPU table remembers it. */
+struct seen {
+	__u64 code;
+	__u32 version;
+	__u32 used;
+};
+
+/* Key of the shared table of code objects sent: an address. */
+struct code_key {
+	__u64 code;
+	__u32 tgid;
+	__u32 pad;
+};
+
 struct memo {
 	__u64 code;
 	__u32 version;
 	__u32 gen;			/* valid when it is the sample's */
+	__u32 ident;			/* see code_version() */
+	__u32 pad;
 };
 
 /*
@@ -95,6 +111,8 @@ struct scratch {
 	__u32 pad;
 	struct walk w;
 	struct lookup l;
+	struct seen seen[PYPROF_SEEN_L1];
+	struct pyprof_code code;
 	struct pyprof_sample s;
 };
 
@@ -111,6 +129,16 @@ struct {
 	__type(key, __u32);		/* host tid */
 	__type(value, struct pyprof_thread);
 } threads SEC(".maps");
+
+/* The last code object sent per address (its identity), shared by every
+ * CPU: one sighting sends once, and an address whose object changed (even
+ * back to an earlier one) sends again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PYPROF_SEEN_L2);
+	__type(key, struct code_key);
+	__type(value, __u32);
+} codes_seen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -184,23 +212,163 @@ hit:
 }
 
 /* co_version of @code, read once per sample and code object. */
-static __always_inline __u32 code_version(struct scratch *sc, __u64 code)
+/*
+ * co_version of @code, read once per sample and code object. *ident is what
+ * tells this code object from an earlier one at the same address, for the
+ * tables of code objects sent: co_version itself on 3.12+; on 3.11, which
+ * has none, a hash of the objects it owns (its qualname and location table
+ * pointers, config.code_ident), read only when snapshots are on.
+ */
+static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 *ident)
 {
 	struct walk *w = &sc->w;
 	struct memo *m = &sc->memo[(code >> 4) & (PYPROF_VERSION_MEMO - 1)];
+	__u64 q[4] = {};
 	__u32 v = 0;
 
-	if (!cfg.code_version)
+	*ident = 0;
+	if (!cfg.code_version && !(cfg.snapshots && cfg.code_ident))
 		return 0;
-	if (m->gen == w->gen && m->code == code)
+	if (m->gen == w->gen && m->code == code) {
+		*ident = m->ident;
 		return m->version;
+	}
 	count(PYPROF_CNT_VERSION_READS);
 	/* A fault leaves 0: "unknown". */
-	bpf_probe_read_user(&v, sizeof(v), (const void *)(code + cfg.code_version));
+	if (cfg.code_version) {
+		bpf_probe_read_user(&v, sizeof(v), (const void *)(code + cfg.code_version));
+		*ident = v;
+	} else {
+		bpf_probe_read_user(q, sizeof(q), (const void *)(code + cfg.code_ident));
+		*ident = (__u32)((q[0] >> 4) ^ (q[1] << 3) ^ (q[2] >> 9) ^ (q[3] << 11) ^
+				 ((q[0] ^ q[1] ^ q[2] ^ q[3]) >> 32)) | 1;
+	}
 	m->code = code;
 	m->version = v;
+	m->ident = *ident;
 	m->gen = w->gen;
 	return v;
+}
+
+/*
+ * Copy the str object at @addr (header and payload, compact strings only)
+ * into @dst, at most @max bytes. Returns the bytes copied; *cut says the
+ * string is longer (or not compact), *fault that nothing could be read.
+ */
+static __always_inline __u32 copy_str(__u8 *dst, __u32 max, __u64 addr, bool *cut, bool *fault)
+{
+	__u64 hdr = cfg.unicode_ascii_data, length, total;
+	__u32 state, kind;
+
+	*cut = false;
+	*fault = false;
+	if (hdr > 64)
+		hdr = 64;
+	if (!addr || bpf_probe_read_user(dst, hdr, (const void *)addr)) {
+		*fault = true;
+		return 0;
+	}
+	/* PEP 393 state: kind in bits 2-4, compact bit 5, ascii bit 6. */
+	state = *(const __u32 *)(dst + (cfg.unicode_state & 63));
+	length = *(const __u64 *)(dst + (cfg.unicode_length & 63));
+	kind = (state >> 2) & 7;
+	if (!(state & (1u << 5)) || length > max) {
+		*cut = true;
+		return hdr;
+	}
+	total = ((state & (1u << 6)) ? cfg.unicode_ascii_data : cfg.unicode_compact_data) +
+		length * kind;
+	if (total > max) {
+		*cut = true;
+		total = max;
+	}
+	if (total <= hdr)
+		return total;
+	if (bpf_probe_read_user(dst + hdr, (total - hdr) & (PYPROF_CODE_FILE_MAX - 1),
+				(const void *)(addr + hdr))) {
+		*fault = true;
+		return 0;
+	}
+	return total;
+}
+
+/* Send what naming code object @code takes. Returns 0 when sent. */
+static __always_inline long send_code(struct scratch *sc, __u64 code, __u32 version)
+{
+	struct pyprof_code *c = &sc->code;
+	__u32 len = cfg.code_size;
+	__u64 lt, size;
+	bool cut, fault;
+
+	if (len > PYPROF_CODE_OBJ_MAX)
+		len = PYPROF_CODE_OBJ_MAX;
+	if (bpf_probe_read_user(c->obj, len, (const void *)code))
+		return -1;
+	c->kind = PYPROF_REC_CODE;
+	c->flags = 0;
+	c->code = code;
+	c->version = version;
+	c->pid = sc->s.pid;
+	c->obj_len = len;
+	c->qual_len = copy_str(c->qual, PYPROF_CODE_QUAL_MAX,
+			       *(const __u64 *)(c->obj + (cfg.code_qualname & (PYPROF_CODE_OBJ_MAX - 8))),
+			       &cut, &fault);
+	c->flags |= (cut ? PYPROF_CF_QUAL_CUT : 0) | (fault ? PYPROF_CF_QUAL_FAULT : 0);
+	c->file_len = copy_str(c->file, PYPROF_CODE_FILE_MAX,
+			       *(const __u64 *)(c->obj + (cfg.code_filename & (PYPROF_CODE_OBJ_MAX - 8))),
+			       &cut, &fault);
+	c->flags |= (cut ? PYPROF_CF_FILE_CUT : 0) | (fault ? PYPROF_CF_FILE_FAULT : 0);
+
+	c->lt_len = 0;
+	c->lt_size = 0;
+	lt = *(const __u64 *)(c->obj + (cfg.code_linetable & (PYPROF_CODE_OBJ_MAX - 8)));
+	if (!lt || bpf_probe_read_user(&size, sizeof(size), (const void *)(lt + cfg.bytes_size))) {
+		c->flags |= PYPROF_CF_LT_FAULT;
+	} else {
+		c->lt_size = size;
+		if (size > PYPROF_CODE_LT_MAX) {
+			size = PYPROF_CODE_LT_MAX;
+			c->flags |= PYPROF_CF_LT_CUT;
+		}
+		if (bpf_probe_read_user(c->lt, size, (const void *)(lt + cfg.bytes_sval)))
+			c->flags |= PYPROF_CF_LT_FAULT;
+		else
+			c->lt_len = size;
+	}
+	len = c->lt_len;
+	if (len > PYPROF_CODE_LT_MAX)
+		len = PYPROF_CODE_LT_MAX;
+	if (bpf_ringbuf_output(&samples, c, PYPROF_CODE_SIZE(len), BPF_RB_NO_WAKEUP)) {
+		count(PYPROF_CNT_CODES_LOST);
+		return -1;
+	}
+	count(PYPROF_CNT_CODES_SENT);
+	return 0;
+}
+
+/*
+ * First sighting of (@code, @version)? Then send its snapshot. A per-CPU
+ * direct-mapped table answers most frames with one comparison; the shared
+ * LRU table makes one sighting send once across CPUs.
+ */
+static __always_inline void note_code(struct scratch *sc, __u64 code, __u32 version,
+				      __u32 ident)
+{
+	struct seen *e = &sc->seen[((code >> 4) ^ (code >> 14)) & (PYPROF_SEEN_L1 - 1)];
+	struct code_key key = { .code = code, .tgid = sc->s.pid };
+	__u32 *last;
+
+	if (e->used && e->code == code && e->version == ident)
+		return;
+	last = bpf_map_lookup_elem(&codes_seen, &key);
+	if (!last || *last != ident) {
+		if (send_code(sc, code, version))
+			return;
+		bpf_map_update_elem(&codes_seen, &key, &ident, BPF_ANY);
+	}
+	e->code = code;
+	e->version = ident;
+	e->used = 1;
 }
 
 /* bpf_loop's context: the scratch of this CPU. */
@@ -216,8 +384,8 @@ static long walk_frame(__u32 i, void *arg)
 	struct pyprof_frame *f;
 	const __u8 *buf;
 	__u64 fp = w->fp, prev;
+	__u32 n, ident;
 	bool interp;
-	__u32 n;
 
 	if (!fp)
 		return 1;
@@ -484,6 +652,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	w = &sc->w;
 	__builtin_memset(w, 0, sizeof(*w));
 	w->gen = ++sc->gen;
+	s->kind = PYPROF_REC_SAMPLE;
 	s->ts_ns = bpf_ktime_get_ns();
 	s->pid = tgid;
 	s->tid = tid;

@@ -117,6 +117,10 @@ enum pyprof_counter {
 	PYPROF_CNT_LOOKUP_FOUND,
 	PYPROF_CNT_LOOKUP_MISSES,
 	PYPROF_CNT_STALE_TSTATE,
+	/* Code objects sent (first sightings), and those the ring had no
+	 * room for (userspace then reads them from the target, if alive). */
+	PYPROF_CNT_CODES_SENT,
+	PYPROF_CNT_CODES_LOST,
 	PYPROF_CNT_NR,
 };
 
@@ -179,6 +183,33 @@ struct pyprof_config {
 	/* co_version in the code object (4 bytes); 0: not read (3.11). */
 	__u64 code_version;
 
+	/*
+	 * Code-object snapshots (snapshots != 0): at the first sighting of a
+	 * (code object, co_version) the program copies what naming it takes
+	 * (struct pyprof_code), so that code freed before userspace reads it
+	 * (module bodies, eval/exec, templates) is named all the same.
+	 * code_size: bytes of the code object copied (its fields up to
+	 * _co_firsttraceable), <= PYPROF_CODE_OBJ_MAX.
+	 */
+	__u32 snapshots;
+	__u32 code_size;
+	/* 3.11 (no co_version): 32 bytes at this offset (co_filename,
+	 * co_name, co_qualname, co_linetable) tell one code object from the
+	 * next at its address, as well as 3.11 allows. */
+	__u64 code_ident;
+	__u64 code_qualname;
+	__u64 code_filename;
+	__u64 code_linetable;
+	/* str objects (compact, PEP 393): state word, length, where the
+	 * payload starts (ascii and non-ascii compact strings) */
+	__u64 unicode_state;
+	__u64 unicode_length;
+	__u64 unicode_ascii_data;
+	__u64 unicode_compact_data;
+	/* bytes objects: ob_size and the payload */
+	__u64 bytes_size;
+	__u64 bytes_sval;
+
 	/* Data-stack window in bytes, above frame_size and at most
 	 * PYPROF_WINDOW_MAX; 0 reads each frame on its own. */
 	__u32 window;
@@ -225,9 +256,10 @@ struct pyprof_thread {
 	 * now, the thread is past its Python life (PYPROF_THREAD_EXIT). */
 	__u32 had_state;
 	/* Frame cache: the anchor and sequence the last sample saw (kept
-	 * by the program). An anchor that changed while the sequence did
-	 * not was written (by another profiler, or by us re-anchoring), not
-	 * moved by the interpreter: that sample walks whole. */
+	 * by the program); last_anchor is 0 unless that sample met the
+	 * anchor in a chain userspace could cache. A sample stops at the
+	 * anchor only when both are unchanged since: any change (a move of
+	 * the interpreter's, a write by anyone) walks whole once. */
 	__u64 last_anchor;
 	__u64 last_seq;
 };
@@ -248,7 +280,15 @@ struct pyprof_frame {
  * a record is PYPROF_SAMPLE_SIZE(nframes) bytes long. nframes counts the
  * PYPROF_FF_INTERP entries too; max_frames limits the Python frames.
  */
+/* The first word of every ring-buffer record. */
+enum pyprof_rec_kind {
+	PYPROF_REC_SAMPLE = 1,		/* struct pyprof_sample */
+	PYPROF_REC_CODE = 2,		/* struct pyprof_code */
+};
+
 struct pyprof_sample {
+	__u32 kind;			/* PYPROF_REC_SAMPLE */
+	__u32 pad;
 	__u64 ts_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u64 tstate;			/* 0 when status is PYPROF_NO_PYSTATE */
 	__u32 pid;			/* host tgid */
@@ -270,5 +310,50 @@ struct pyprof_sample {
 #define PYPROF_SAMPLE_HDR_SIZE	__builtin_offsetof(struct pyprof_sample, frames)
 #define PYPROF_SAMPLE_SIZE(n)	(PYPROF_SAMPLE_HDR_SIZE + \
 				 (unsigned long)(n) * sizeof(struct pyprof_frame))
+
+/*
+ * A code object's snapshot, sent before the first sample that holds it
+ * (same CPU, so the ring keeps the order). Bounded copies; a cut or a read
+ * that faulted is flagged, and userspace then reads what is missing from
+ * the target if the object is still alive.
+ */
+#define PYPROF_CODE_OBJ_MAX	256	/* code object prefix */
+#define PYPROF_CODE_QUAL_MAX	512	/* co_qualname: str object, header included */
+#define PYPROF_CODE_FILE_MAX	1024	/* co_filename: str object, header included */
+#define PYPROF_CODE_LT_MAX	8192	/* co_linetable payload */
+/* Per-CPU table of code objects already sent (a direct-mapped cache in
+ * front of the shared one), a power of two. */
+#define PYPROF_SEEN_L1		1024
+#define PYPROF_SEEN_L2		65536
+
+/* pyprof_code.flags */
+enum {
+	PYPROF_CF_QUAL_CUT = 1 << 0,	/* qualname longer than copied (or not compact) */
+	PYPROF_CF_FILE_CUT = 1 << 1,
+	PYPROF_CF_LT_CUT = 1 << 2,	/* linetable longer than copied */
+	PYPROF_CF_QUAL_FAULT = 1 << 3,	/* a read faulted: nothing copied */
+	PYPROF_CF_FILE_FAULT = 1 << 4,
+	PYPROF_CF_LT_FAULT = 1 << 5,
+};
+
+struct pyprof_code {
+	__u32 kind;			/* PYPROF_REC_CODE */
+	__u32 flags;			/* PYPROF_CF_* */
+	__u64 code;			/* address */
+	__u32 version;			/* co_version (0 on 3.11) */
+	__u32 pid;
+	__u32 obj_len;			/* bytes in obj */
+	__u32 qual_len;			/* bytes in qual (header and payload) */
+	__u32 file_len;
+	__u32 lt_len;			/* bytes in lt */
+	__u64 lt_size;			/* the linetable's ob_size */
+	__u8 obj[PYPROF_CODE_OBJ_MAX];
+	__u8 qual[PYPROF_CODE_QUAL_MAX];
+	__u8 file[PYPROF_CODE_FILE_MAX];
+	__u8 lt[PYPROF_CODE_LT_MAX];
+};
+
+#define PYPROF_CODE_HDR_SIZE	__builtin_offsetof(struct pyprof_code, lt)
+#define PYPROF_CODE_SIZE(n)	(PYPROF_CODE_HDR_SIZE + (unsigned long)(n))
 
 #endif

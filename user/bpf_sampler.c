@@ -166,6 +166,10 @@ struct bpf_sampler {
 	struct py_thread *pyth;
 	size_t cap_pyth;
 
+	/* Where code snapshots go. */
+	code_fn code_fn;
+	void *code_ctx;
+
 	/* The poll in progress. */
 	sample_fn fn;
 	void *fn_ctx;
@@ -403,6 +407,25 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint
 	c->max_walk = max_frames * PYPROF_WALK_FACTOR;
 	c->tgid = pid;
 	c->window = WINDOW_BYTES;
+	/* Code snapshots: the code object's fields up to _co_firsttraceable. */
+	if (o->code_size <= PYPROF_CODE_OBJ_MAX && o->code_qualname + 8 <= o->code_size &&
+	    o->code_filename + 8 <= o->code_size && o->code_linetable + 8 <= o->code_size &&
+	    o->unicode_state + 4 <= 64 && o->unicode_length + 8 <= 64 &&
+	    o->unicode_ascii_data <= 64 && o->unicode_compact_data <= PYPROF_CODE_QUAL_MAX) {
+		c->snapshots = 1;
+		c->code_size = (__u32)o->code_size;
+		c->code_qualname = o->code_qualname;
+		c->code_filename = o->code_filename;
+		c->code_linetable = o->code_linetable;
+		if (!o->code_version && o->code_linetable == o->code_filename + 24)
+			c->code_ident = o->code_filename;
+		c->unicode_state = o->unicode_state;
+		c->unicode_length = o->unicode_length;
+		c->unicode_ascii_data = o->unicode_ascii_data;
+		c->unicode_compact_data = o->unicode_compact_data;
+		c->bytes_size = o->bytes_size;
+		c->bytes_sval = o->bytes_sval;
+	}
 	return 0;
 }
 
@@ -737,6 +760,34 @@ static void queue_reanchor(struct bpf_sampler *s, pid_t tid)
 		s->reanchor[s->nreanchor++] = tid;
 }
 
+/* A code snapshot record: its parts, bounded by what arrived. */
+static void on_code(struct bpf_sampler *s, const struct pyprof_code *c, size_t size)
+{
+	struct raw_code rc;
+
+	if (!s->code_fn || size < PYPROF_CODE_HDR_SIZE || c->obj_len > PYPROF_CODE_OBJ_MAX ||
+	    c->qual_len > PYPROF_CODE_QUAL_MAX || c->file_len > PYPROF_CODE_FILE_MAX ||
+	    c->lt_len > PYPROF_CODE_LT_MAX || size < PYPROF_CODE_SIZE(c->lt_len))
+		return;
+	rc = (struct raw_code){
+		.code = c->code, .version = c->version,
+		.obj = c->obj, .obj_len = c->obj_len,
+		.qualname = c->qual, .qualname_len = c->qual_len,
+		.filename = c->file, .filename_len = c->file_len,
+		.linetable = c->lt, .linetable_len = c->lt_len, .linetable_size = c->lt_size,
+		.qualname_cut = !!(c->flags & (PYPROF_CF_QUAL_CUT | PYPROF_CF_QUAL_FAULT)),
+		.filename_cut = !!(c->flags & (PYPROF_CF_FILE_CUT | PYPROF_CF_FILE_FAULT)),
+		.linetable_cut = !!(c->flags & (PYPROF_CF_LT_CUT | PYPROF_CF_LT_FAULT)),
+	};
+	s->code_fn(s->code_ctx, &rc);
+}
+
+void bpf_sampler__set_code_fn(struct bpf_sampler *s, code_fn fn, void *ctx)
+{
+	s->code_fn = fn;
+	s->code_ctx = ctx;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *s = ctx;
@@ -746,6 +797,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct raw_sample rs;
 	int ret;
 
+	if (size >= sizeof(__u32) && r->kind == PYPROF_REC_CODE) {
+		on_code(s, data, size);
+		return 0;
+	}
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
 	    size < PYPROF_SAMPLE_SIZE(r->nframes)) {
 		s->errors++;

@@ -82,6 +82,13 @@ bool bpf_sampler__unknown_tid(const struct bpf_sampler *s);
  */
 int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx);
 
+/*
+ * Have code snapshots (struct raw_code) handed to @fn during polls, before
+ * the samples that hold them. Without it they are dropped (and the
+ * symbolizer reads code objects from the target, as it can).
+ */
+void bpf_sampler__set_code_fn(struct bpf_sampler *s, code_fn fn, void *ctx);
+
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st);
 
 /*

@@ -70,6 +70,7 @@ struct record_ctx {
 	size_t nnames;
 	uint64_t period_ns;
 	size_t symbol_errors;
+	size_t snapshot_errors;		/* code snapshots that could not be used */
 	int out_err;
 	const char *out_err_file;	/* the file out_err is about */
 };
@@ -265,6 +266,16 @@ static const char *thread_name(struct record_ctx *c, pid_t tid)
 	c->names[c->nnames].tid = tid;
 	procfs__comm(c->env->pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
 	return c->names[c->nnames++].name;
+}
+
+/* A code object's snapshot: named from it even once the target frees it.
+ * One that cannot be taken only leaves the object to be read later. */
+static void on_code(void *ctx, const struct raw_code *code)
+{
+	struct record_ctx *c = ctx;
+
+	if (symbolizer__add_code(c->sym, code))
+		c->snapshot_errors++;
 }
 
 static int on_sample(void *ctx, const struct raw_sample *r)
@@ -514,6 +525,10 @@ int record__main(int argc, char **argv)
 		if (rc)
 			fprintf(stderr, "pyprof-bpf: cannot use BPF (%s): sampling with the remote "
 				"backend instead\n", why);
+		if (bs) {
+			bpf_sampler__set_code_fn(bs, on_code, &ctx);
+			symbolizer__keep_gone(ctx.sym, true);
+		}
 	}
 	if (!bs) {
 		rc = remote_sampler__open(p, &sopts, &rs);

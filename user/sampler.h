@@ -6,6 +6,7 @@
 #ifndef PYPROF_SAMPLER_H
 #define PYPROF_SAMPLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "pyproc.h"
@@ -37,6 +38,31 @@ struct raw_sample {
 
 /* Called for every sample; a non-zero return stops the poll and is returned. */
 typedef int (*sample_fn)(void *ctx, const struct raw_sample *s);
+
+/*
+ * What naming a code object takes, copied from the target at the moment a
+ * sample first held it (BPF backend), so that it can be named after it is
+ * freed. Each part is a bounded copy; a part marked cut or missing is read
+ * from the target instead, if the object still lives.
+ */
+struct raw_code {
+	uint64_t code;			/* address */
+	uint32_t version;		/* co_version (0 on 3.11) */
+	const uint8_t *obj;		/* the code object's first obj_len bytes */
+	size_t obj_len;
+	const uint8_t *qualname;	/* co_qualname's str object: header, payload */
+	size_t qualname_len;		/* 0: not copied */
+	const uint8_t *filename;
+	size_t filename_len;
+	const uint8_t *linetable;	/* co_linetable's payload */
+	size_t linetable_len;
+	uint64_t linetable_size;	/* its whole length */
+	/* cut: longer than copied (or not a compact str) */
+	int qualname_cut, filename_cut, linetable_cut;
+};
+
+/* Called for every code snapshot, before the samples that hold it. */
+typedef void (*code_fn)(void *ctx, const struct raw_code *c);
 
 struct sampler_stats {
 	uint64_t samples;	/* records delivered */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "intern.h"
@@ -39,6 +40,11 @@ struct code_entry {
 	struct line_span *spans;
 	size_t nspans;
 	uint64_t verified_epoch;
+	/* From a snapshot the sampler took while the object was in use: its
+	 * names stand even when the object is gone from the target. */
+	bool snapshot;
+	/* The location table was cut: offsets past it have no line (-1). */
+	bool partial_lines;
 };
 
 struct symbolizer {
@@ -49,6 +55,9 @@ struct symbolizer {
 	struct code_entry *codes;	/* open addressing, power-of-two size */
 	size_t cap, count;
 	uint64_t epoch;
+	/* 3.11: name a code object the target has freed after the last
+	 * object seen at its address (symbolizer__keep_gone). */
+	bool keep_gone;
 	char *strbuf;			/* UTF-8 scratch for one string */
 	size_t strbuf_len;
 	void *rawbuf;			/* raw code points scratch */
@@ -175,19 +184,14 @@ static int read_bytes(struct symbolizer *s, uint64_t addr, uint8_t **out, size_t
 	return 0;
 }
 
-static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
+/* The identity of a code object from a copy of its first code_size bytes. */
+static int key_from_copy(struct symbolizer *s, const unsigned char *cb, struct code_key *key)
 {
 	const struct py_offsets *o = s->off;
-	unsigned char cb[PY_MAX_STRUCT_COPY];
 	uint64_t type = pyproc__code_type(s->proc);
-	int rc;
-
 	uint64_t refcnt;
 
 	memset(key, 0, sizeof(*key));	/* compared with memcmp, padding too */
-	rc = remote_read(s->pid, code, cb, o->code_size);
-	if (rc)
-		return rc;
 	if (type && get_u64(cb, o->ob_type) != type)
 		return -EINVAL;	/* not a code object (any more) */
 	/* A freed object still looks like itself until reused, but its first
@@ -204,6 +208,17 @@ static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 	if (o->code_version)
 		memcpy(&key->version, cb + o->code_version, 4);
 	return 0;
+}
+
+static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
+{
+	unsigned char cb[PY_MAX_STRUCT_COPY];
+	int rc;
+
+	rc = remote_read(s->pid, code, cb, s->off->code_size);
+	if (rc)
+		return rc;
+	return key_from_copy(s, cb, key);
 }
 
 /* Decode the whole location table into spans of equal line, so that a
@@ -250,6 +265,8 @@ fail:
 
 static int span_line(const struct code_entry *e, int64_t offset)
 {
+	int line;
+
 	size_t lo = 0, hi = e->nspans;
 
 	if (offset < 0)
@@ -262,7 +279,8 @@ static int span_line(const struct code_entry *e, int64_t offset)
 		else
 			hi = mid;
 	}
-	return lo < e->nspans ? e->spans[lo].line : LINE_BEYOND_CODE;
+	line = lo < e->nspans ? e->spans[lo].line : LINE_BEYOND_CODE;
+	return line == LINE_BEYOND_CODE && e->partial_lines ? -1 : line;
 }
 
 /* Read the object's strings and table; @e is replaced only on success. */
@@ -300,6 +318,111 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 	n.key = *key;
 	n.firstlineno = key->firstlineno;
 	n.verified_epoch = s->epoch;
+	*e = n;
+	return 0;
+}
+
+/* A str from a copy of its object (header and payload); -E2BIG when the
+ * copy is shorter than the string. */
+static int str_from_copy(struct symbolizer *s, const uint8_t *b, size_t len, const char **out)
+{
+	const struct py_offsets *o = s->off;
+	unsigned int kind;
+	int compact, ascii, rc;
+	uint64_t length, data;
+	uint32_t state;
+	size_t n;
+
+	if (len < o->unicode_ascii_data || o->unicode_state + 4 > len ||
+	    o->unicode_length + 8 > len)
+		return -E2BIG;
+	memcpy(&state, b + o->unicode_state, 4);
+	length = get_u64(b, o->unicode_length);
+	rc = pyunicode__state_decode(state, &kind, &compact, &ascii);
+	if (rc)
+		return rc;
+	if (!compact || length > MAX_STR_CHARS)
+		return -EINVAL;
+	data = ascii ? o->unicode_ascii_data : o->unicode_compact_data;
+	if (data > len || length * kind > len - data)
+		return -E2BIG;
+	rc = pyunicode__to_utf8(kind, ascii, b + data, length, s->strbuf, s->strbuf_len, &n);
+	if (rc)
+		return rc;
+	*out = intern__get(s->strings, s->strbuf, n);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* A string of a snapshot: the copy when whole, else the target's. */
+static int snapshot_str(struct symbolizer *s, const uint8_t *b, size_t len, int cut,
+			uint64_t addr, const char **out)
+{
+	int rc = cut ? -E2BIG : str_from_copy(s, b, len, out);
+
+	return rc == -E2BIG ? read_str(s, addr, out) : rc;
+}
+
+static int grow(struct symbolizer *s);
+
+void symbolizer__keep_gone(struct symbolizer *s, bool on)
+{
+	s->keep_gone = on;
+}
+
+int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
+{
+	const struct py_offsets *o = s->off;
+	struct code_entry n = { 0 }, *e;
+	struct code_key key;
+	uint8_t *tab = NULL;
+	const uint8_t *lt = c->linetable;
+	size_t j, tablen = c->linetable_len;
+	int rc;
+
+	if (!c->code || c->obj_len < o->code_size)
+		return -EINVAL;
+	rc = key_from_copy(s, c->obj, &key);
+	if (rc)
+		return rc;
+	if ((s->count + 1) * 4 > s->cap * 3) {
+		rc = grow(s);
+		if (rc)
+			return rc;
+	}
+	for (j = hash_addr(c->code) & (s->cap - 1); s->codes[j].addr; j = (j + 1) & (s->cap - 1))
+		if (s->codes[j].addr == c->code)
+			break;
+	e = &s->codes[j];
+	if (e->addr && memcmp(&e->key, &key, sizeof(key)) == 0) {
+		e->snapshot = true;	/* the same object, already named */
+		return 0;
+	}
+
+	rc = snapshot_str(s, c->qualname, c->qualname_len, c->qualname_cut, key.qualname,
+			  &n.qualname);
+	if (!rc)
+		rc = snapshot_str(s, c->filename, c->filename_len, c->filename_cut, key.filename,
+				  &n.filename);
+	if (rc)
+		return rc;
+	/* A cut table: the target's whole one if it is still there, else the
+	 * lines the copy covers. */
+	if (c->linetable_cut && !read_bytes(s, key.linetable, &tab, &tablen))
+		lt = tab;
+	else
+		n.partial_lines = c->linetable_cut;
+	rc = decode_spans(lt, tablen, key.firstlineno, &n.spans, &n.nspans);
+	free(tab);
+	if (rc)
+		return rc;
+	if (!e->addr)
+		s->count++;
+	free(e->spans);
+	n.addr = c->code;
+	n.key = key;
+	n.firstlineno = key.firstlineno;
+	n.verified_epoch = s->epoch;
+	n.snapshot = true;
 	*e = n;
 	return 0;
 }
@@ -351,6 +474,15 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 		}
 		/* Once per sample: is it still the same code object? */
 		rc = read_key(s, code, &key);
+		if (rc && !version && s->keep_gone) {
+			/* Gone, on 3.11 (no co_version; 3.12+ match versions
+			 * above). The BPF sampler sends a new snapshot whenever
+			 * the object at an address owns other strings or
+			 * table, so this entry is the last object sampled
+			 * there. */
+			*out = e;
+			return 0;
+		}
 		if (rc)
 			return rc;
 		/* the sampled object is gone: what is there now is another */
