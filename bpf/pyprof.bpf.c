@@ -426,8 +426,10 @@ static long walk_frame(__u32 i, void *arg)
 	}
 	f->code = field64(buf, cfg.frame_executable) & ~cfg.executable_tag_mask;
 	f->instr = field64(buf, cfg.frame_instr_ptr);
-	f->code_version = code_version(sc, f->code);
+	f->code_version = code_version(sc, f->code, &ident);
 	f->flags = 0;
+	if (cfg.snapshots && f->code)
+		note_code(sc, f->code, f->code_version, ident);
 	w->npy++;
 	if (fp == w->anchor) {
 		/* Its callers are what userspace has cached. */
