@@ -416,9 +416,10 @@ static int record__start_command(struct launch *cmd, struct pyproc **p, char *er
 			if (rc == -ENOTSUP)
 				snprintf(err, errlen, "%s", why);
 			else
-				snprintf(err, errlen, "the command runs no Python after %g s (%.300s); "
-					 "pyprof-bpf samples the process it starts, through its "
-					 "exec()s, not its children", COMMAND_PYTHON_TIMEOUT, why);
+				snprintf(err, errlen, "the command runs no Python after %g s "
+					 "(%.300s); pyprof-bpf samples the process it starts, "
+					 "through its exec()s, not its children",
+					 COMMAND_PYTHON_TIMEOUT, why);
 			return rc;
 		}
 		nanosleep(&retry, NULL);
@@ -707,7 +708,8 @@ int record__main(int argc, char **argv)
 	goto out;
 fail:
 	fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
-	if (cmd && rc == -ECHILD) {	/* it could not run, or ran no Python */
+	if (cmd && rc == -ECHILD && launch__exit_code(cmd) >= 0) {
+		/* It could not be run, or ran no Python: its status. */
 		exit_code = launch__exit_code(cmd);
 	} else if (cmd && launch__poll(cmd) == 0) {
 		/* Before sampling it has barely begun: it would run unprofiled.
