@@ -592,7 +592,7 @@ static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 
 			th->walk_whole = 1;
 		th->tstate = tstate;
 		th->nstates = n;
-		th->miss_ns = tstate ? 0 : now;
+		th->lookup_ns = now;
 		th->misses = tstate ? 0 : th->misses + 1;
 		if (tstate)
 			th->had_state = 1;
@@ -602,7 +602,7 @@ static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 
 	v.samples = 1;
 	v.walk_whole = 1;
 	v.nstates = n;
-	v.miss_ns = tstate ? 0 : now;
+	v.lookup_ns = now;
 	v.misses = tstate ? 0 : 1;
 	v.had_state = !!tstate;
 	bpf_map_update_elem(&threads, &tid, &v, BPF_NOEXIST);
@@ -622,7 +622,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	struct walk *w;
 	__u64 mm, self, tstate;
 	__u32 n, nstates = 0;
-	bool found = false;
+	bool found = false, relook = false;
 
 	if (cfg.tgid && tgid != cfg.tgid) {
 		count(PYPROF_CNT_FOREIGN);
@@ -680,22 +680,29 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		    (cfg.thread_id_rel != PYPROF_REL_NONE && self && tv.thread_id != self)) {
 			count(PYPROF_CNT_STALE_TSTATE);
 			tstate = 0;
-		} else if (th->nstates > 1 && cfg.status_rel != PYPROF_REL_NONE &&
-			   !(tv.status & (1u << PYPROF_TSTATE_ACTIVE_BIT))) {
-			/* Switched interpreters, or released the GIL: the
-			 * lookup prefers the active state, else keeps one. */
-			tstate = 0;
+		} else if (cfg.status_rel != PYPROF_REL_NONE &&
+			   !(tv.status & (1u << PYPROF_TSTATE_ACTIVE_BIT)) &&
+			   (th->nstates != 1 || s->ts_ns - th->lookup_ns >= cfg.lookup_retry_ns)) {
+			/* Not active: switched interpreters, or released the
+			 * GIL. Another state of the thread may be the active
+			 * one; this one stands if none is. */
+			relook = true;
 		}
 	}
-	if (!tstate && (!th || th->misses < PYPROF_LOOKUP_EAGER ||
-			s->ts_ns - th->miss_ns >= cfg.lookup_retry_ns)) {
-		tstate = lookup_tstate(sc, self, &nstates);
-		remember(th, tid, tstate, nstates, s->ts_ns);
-		if (tstate) {
+	if (!tstate)
+		relook = !th || th->misses < PYPROF_LOOKUP_EAGER ||
+			 s->ts_ns - th->lookup_ns >= cfg.lookup_retry_ns;
+	if (relook) {
+		__u64 got = lookup_tstate(sc, self, &nstates);
+
+		if (got || !tstate)
+			remember(th, tid, got, nstates, s->ts_ns);
+		else
+			th->lookup_ns = s->ts_ns;	/* keep the one that passed */
+		if (got && got != tstate) {
 			found = true;
 			s->flags = 0;
-			if (read_tstate(sc, tstate, &tv, s))
-				tstate = 0;
+			tstate = read_tstate(sc, got, &tv, s) ? 0 : got;
 		}
 	}
 	s->tstate = tstate;

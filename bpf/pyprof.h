@@ -241,16 +241,19 @@ struct pyprof_thread {
 	 * could splice onto this thread's anchor: the walk does not stop at
 	 * the anchor, it goes down to the base frame. Set by userspace. */
 	__u32 walk_whole;
-	/* Thread states of this thread found by the last lookup: more than
-	 * one when it runs in several interpreters (subinterpreters); the
-	 * active one is then chosen at every sample. */
+	/* Thread states of this thread found by the last lookup (0: no
+	 * lookup yet): more than one when it runs in several interpreters
+	 * (subinterpreters). A remembered state that is not active (the
+	 * thread switched interpreters, or released the GIL) is looked up
+	 * again at every sample while this is not 1, else after
+	 * config.lookup_retry_ns. */
 	__u32 nstates;
-	/* When the last lookup that found nothing ran (bpf_ktime_get_ns),
-	 * and how many in a row found nothing: the first
-	 * PYPROF_LOOKUP_EAGER misses are retried at the next sample (a new
-	 * thread's state is bound moments after it starts), later ones after
-	 * config.lookup_retry_ns (a C thread of the target). */
-	__u64 miss_ns;
+	/* When the last lookup ran (bpf_ktime_get_ns), and how many in a
+	 * row found nothing: the first PYPROF_LOOKUP_EAGER misses are
+	 * retried at the next sample (a new thread's state is bound moments
+	 * after it starts), later ones after config.lookup_retry_ns (a C
+	 * thread of the target). */
+	__u64 lookup_ns;
 	__u32 misses;
 	/* A thread state was found for this thread once: if none is found
 	 * now, the thread is past its Python life (PYPROF_THREAD_EXIT). */

@@ -628,8 +628,9 @@ static int update_map(struct bpf_sampler *s, struct bpf_thread *t, uint64_t tsta
 		return 0;
 	}
 	v.tstate = tstate;
-	v.miss_ns = 0;
+	v.lookup_ns = 0;
 	v.misses = 0;
+	v.nstates = 0;	/* unknown: the program looks when it is not active */
 	if (tstate)
 		v.had_state = 1;
 	/* Nothing cached for this thread state: walk whole until there is. */
