@@ -22,6 +22,12 @@ identity under address reuse.
     the kernel sending a small fraction of the frames, and every stack
     whole. With --no-frame-cache: anchor and sequence stay zero throughout
     (nothing is written into the target), nothing is spliced, stacks whole.
+  - On exit, the anchors pyprof-bpf wrote are cleared (zero, the sequence
+    kept), after -d, Ctrl-C and SIGTERM alike: every thread of
+    tests/targets/anchor_threads.py (four threads holding still) has a zero
+    anchor afterwards. An anchor another profiler wrote over ours (the
+    anchor alone, as CPython's profiler does, or with a sequence jump, as
+    another pyprof-bpf does) is left as it was.
   - Code objects freed and re-created at the same address
     (tests/targets/exec_reuse.py): every sample's leaf is the function that
     was running at that moment (by the target's own clock), at one of its
@@ -39,6 +45,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -167,6 +174,9 @@ def record(pid, seconds, freq, fmt, out, extra=()):
         assert m3, err
         fc.update(zip(("sent", "reused", "written", "write_failed"),
                       map(int, m3.groups())))
+        m4 = re.search(r"frame cache: (\d+) anchors cleared on exit, (\d+) left", err)
+        assert m4, err
+        fc.update(zip(("cleared", "left"), map(int, m4.groups())))
     return int(m.group(1)), fc, err
 
 
@@ -350,18 +360,28 @@ def test_anchor_written_by_pyprof(target):
     assert lines[first][0] >= t0
     assert lines[first][0] <= t1, "the anchor was written after the recording ended"
     assert all(l[1:] == (0, 0, "none") for l in lines[:first])
-    # From then on, always one of the thread's live frames, and the one
+    # pyprof-bpf cleared it on exit (zero, the sequence kept): from then on
+    # the log says "none".
+    last = max(i for i, l in enumerate(lines) if l[3] != "none")
+    assert last < len(lines) - 1 and lines[last][0] <= t1, "the anchor was not cleared on exit"
+    assert fc["cleared"] == 1 and fc["left"] == 0, fc
+    # Until then, always one of the thread's live frames, and the one
     # pyprof-bpf picks: the first Python frame below the innermost (top(),
     # or note() while logging), or where the interpreter's pops moved it
     # (top(), from note()). Its sequence took the 2^32 jump of each write.
-    bad = [l for l in lines[first:] if l[3] not in ("-1", "0", "1") or l[2] < 1 << 32]
-    assert not bad, (f"{len(bad)} of {len(lines) - first} log lines with a bad anchor "
+    bad = [l for l in lines[first:last + 1]
+           if l[3] not in ("-1", "0", "1") or l[2] < 1 << 32]
+    assert not bad, (f"{len(bad)} of {last + 1 - first} log lines with a bad anchor "
                      f"(where: index from top(), -1 note(); dead: no live frame), "
                      f"first: {bad[:5]}")
-    # One jump per anchor written, all of them seen; rare writes.
+    # One jump per anchor written, all of them seen, and kept by the
+    # clearing; rare writes.
     assert fc, "no frame cache counters: was the cache on?"
     assert fc["written"] >= 1 and fc["write_failed"] == 0, fc
     assert lines[-1][2] >> 32 == fc["written"], (hex(lines[-1][2]), fc)
+    # (An anchor last logged on note() moves to top() when note() returns.)
+    assert lines[-1][2] - lines[last][2] in ((0, 1) if lines[last][3] == "-1" else (0,)), (
+        "clearing the anchor changed its sequence", lines[last], lines[-1])
     assert fc["written"] <= WATCH_S * 10 + 1, f"more than one write per 100 ms: {fc}"
     # The cache did the work: spliced samples, few frames from the kernel.
     assert fc["spliced"] + fc["whole"] + fc["mismatched"] == n + fc["late"], fc
@@ -377,6 +397,142 @@ def test_no_frame_cache_writes_nothing(target):
     assert not bad, f"the anchor was written with --no-frame-cache: {bad[:5]}"
     assert not fc or fc["spliced"] == 0, fc
     assert truncated == 0
+
+
+# --------------------------------------------------------------------------
+# Anchors on exit: the ones pyprof-bpf wrote are cleared, others' are not
+
+
+HOLD_THREADS = 4
+HOLD_DEPTH = 40
+JUMP = 1 << 32
+
+
+def read_anchors(t):
+    """[(anchor, sequence)] of every thread of an anchor_threads.py target,
+    read from outside (/proc/PID/mem)."""
+    out = []
+    with open(f"/proc/{t.pid}/mem", "rb") as m:
+        for th in t.info["threads"]:
+            m.seek(th["anchor"])
+            a, s = struct.unpack("<QQ", m.read(16))
+            out.append((a, s))
+    return out
+
+
+def write_anchor(t, i, anchor, seq=None):
+    """Write thread i's anchor (and sequence) from outside, as another
+    profiler would."""
+    data = struct.pack("<Q", anchor) if seq is None else struct.pack("<QQ", anchor, seq)
+    with open(f"/proc/{t.pid}/mem", "r+b", buffering=0) as m:
+        m.seek(t.info["threads"][i]["anchor"])
+        m.write(data)
+
+
+class Recorder:
+    """pyprof-bpf record running in the background (BPF, verbose)."""
+
+    def __init__(self, pid, out, seconds=None, freq=999):
+        cmd = [binary(), "record", "-p", str(pid), "-F", str(freq), "--backend", "bpf",
+               "--format", "collapsed", "-o", out, "-v"]
+        if seconds:
+            cmd += ["-d", str(seconds)]
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def wait(self, timeout):
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            pytest.fail(f"{self.cmd} did not end in {timeout}s")
+        err = "\n".join(l for l in err.splitlines() if not l.startswith("libbpf:"))
+        assert self.proc.returncode == 0, f"{self.cmd} exited {self.proc.returncode}: {err}"
+        return err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def wait_all_written(t, rec, timeout=20):
+    """Until pyprof-bpf has written every thread's anchor (its sequence took
+    the 2^32 jump); returns the anchors then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = read_anchors(t)
+        if all(a and s >= JUMP for a, s in got):
+            return got
+        if rec.proc.poll() is not None or time.monotonic() > deadline:
+            rec.kill()
+            pytest.fail(f"not every anchor written: {[(hex(a), hex(s)) for a, s in got]}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("ending", ["duration", "SIGINT", "SIGTERM"])
+def test_anchors_cleared_on_exit(target, ending):
+    """After pyprof-bpf exits (-d, Ctrl-C, SIGTERM), no thread's anchor is
+    one it wrote: every one is zero, its sequence as pyprof-bpf left it."""
+    py = interp("sid-3.15")
+    t = target(py, "anchor_threads.py", str(HOLD_THREADS), str(HOLD_DEPTH))
+    out = os.path.join(t.dir, "out.folded")
+    rec = Recorder(t.pid, out, seconds=4 if ending == "duration" else None)
+    try:
+        written = wait_all_written(t, rec)
+        # Written where pyprof-bpf anchors (the first Python frame below
+        # the innermost): the stacks hold still, so nothing moves them.
+        for th, (a, s) in zip(t.info["threads"], written):
+            assert a == th["chain"][1], (hex(a), [hex(f) for f in th["chain"][:3]])
+        if ending != "duration":
+            time.sleep(0.5)
+            rec.proc.send_signal(getattr(signal, ending))
+        err = rec.wait(30)
+    finally:
+        rec.kill()
+    after = read_anchors(t)
+    print(err, [(hex(a), hex(s)) for a, s in after])
+    assert [a for a, _ in after] == [0] * HOLD_THREADS, "an anchor left after exit"
+    # Only the anchor was written: the sequences are as pyprof-bpf's
+    # writes left them (one jump per write, none since).
+    assert all(s >= JUMP and s & (JUMP - 1) == 0 for _, s in after), after
+    m = re.search(r"(\d+) anchors cleared on exit, (\d+) left", err)
+    assert m and int(m.group(1)) == HOLD_THREADS and m.group(2) == "0", err
+    # Every thread still runs.
+    assert t.proc.poll() is None
+
+
+@pytest.mark.parametrize("writer", ["anchor-only", "sequence-jump"])
+def test_exit_leaves_anchors_written_by_others(target, writer):
+    """An anchor another profiler wrote over pyprof-bpf's is left alone on
+    exit: CPython's profiler writes the anchor alone, another pyprof-bpf
+    anchor and sequence with its own 2^32 jump. The other threads' anchors,
+    still pyprof-bpf's, are cleared."""
+    py = interp("sid-3.15")
+    t = target(py, "anchor_threads.py", str(HOLD_THREADS), str(HOLD_DEPTH))
+    out = os.path.join(t.dir, "out.folded")
+    rec = Recorder(t.pid, out)
+    try:
+        written = wait_all_written(t, rec)
+        # Thread 0's anchor, now on a live frame just below pyprof-bpf's
+        # (close to the top: pyprof-bpf does not find it worth moving).
+        theirs = t.info["threads"][0]["chain"][2]
+        seq = None if writer == "anchor-only" else written[0][1] + JUMP
+        write_anchor(t, 0, theirs, seq)
+        time.sleep(0.5)
+        rec.proc.send_signal(signal.SIGINT)
+        err = rec.wait(30)
+    finally:
+        rec.kill()
+    after = read_anchors(t)
+    print(err, [(hex(a), hex(s)) for a, s in after])
+    want_seq = written[0][1] if seq is None else seq
+    assert after[0] == (theirs, want_seq), "another profiler's anchor was not left alone"
+    assert [a for a, _ in after[1:]] == [0] * (HOLD_THREADS - 1), "an anchor left after exit"
+    m = re.search(r"(\d+) anchors cleared on exit, (\d+) left", err)
+    assert m and int(m.group(1)) == HOLD_THREADS - 1 and m.group(2) == "1", err
 
 
 # --------------------------------------------------------------------------

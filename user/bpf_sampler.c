@@ -880,6 +880,31 @@ static void reanchor(struct bpf_sampler *s)
 	s->nreanchor = 0;
 }
 
+/*
+ * On exit, zero the anchors we wrote that are still ours (anchor only, the
+ * sequence kept: frame_cache__release()), in thread states found again,
+ * linked in their interpreter's list, by a fresh read of the lists just
+ * before, as reanchor() does. The target gone, or its lists unreadable:
+ * nothing is written.
+ */
+static void release_anchors(struct bpf_sampler *s)
+{
+	struct frame_cache_stats st;
+	size_t npy = 0;
+
+	if (!s->fc || !s->cache)
+		return;
+	if (!scan_pythreads(s, &npy))
+		frame_cache__release(s->fc, s->pyth, npy);
+	if (s->verbose) {
+		frame_cache__stats(s->fc, &st);
+		fprintf(stderr, "pyprof-bpf: frame cache: %llu anchors cleared on exit, %llu left "
+			"(written since by someone else)\n",
+			(unsigned long long)st.anchors_cleared,
+			(unsigned long long)st.anchors_left);
+	}
+}
+
 int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx)
 {
 	int n;
@@ -965,6 +990,7 @@ void bpf_sampler__free(struct bpf_sampler *s)
 			(unsigned long long)st.reanchor_failures);
 	}
 	bpf_sampler__stop(s);
+	release_anchors(s);
 	ring_buffer__free(s->rb);
 	pyprof_bpf__destroy(s->skel);
 	frame_cache__free(s->fc);

@@ -41,6 +41,13 @@
  */
 #define FC_COOLDOWN_MIN		(50 * 1000000ULL)
 #define FC_COOLDOWN_MAX		(10000 * 1000000ULL)
+/*
+ * What a write moves the sequence on by. The interpreter adds 1 per move,
+ * so no chain cached before a write validates an anchor seen after it, and
+ * a sequence 2^32 or more past the one we wrote was written again since
+ * (by another pyprof-bpf: they all jump alike).
+ */
+#define FC_SEQ_JUMP		(1ULL << 32)
 
 struct fc_thread {
 	pid_t tid;			/* 0: free slot */
@@ -71,6 +78,29 @@ struct fc_thread {
 	 * saw the anchor as it was: they neither end walking whole nor
 	 * judge the re-anchor. */
 	uint64_t barrier_ns;
+	/* Bumped whenever chain[] is replaced or dropped. */
+	uint32_t gen;
+	/*
+	 * The anchor we wrote last, followed through every sample since
+	 * (follows()): own_anchor/own_seq are the anchor and sequence as the
+	 * latest sample showed them while they still derived from our
+	 * write by the interpreter's moves alone, own_idx its index in
+	 * chain[] (-1: not in it, its value is all we know). On exit,
+	 * frame_cache__release() clears it if it is still ours. wrote:
+	 * we wrote one into own_tstate (own or not any more).
+	 */
+	bool wrote;
+	bool own;
+	int32_t own_idx;
+	uint64_t own_tstate;
+	uint64_t own_anchor, own_seq;
+};
+
+/* An anchor we wrote into the state of a thread the cache forgot. */
+struct fc_owned {
+	pid_t tid;
+	bool own;			/* as fc_thread.own */
+	uint64_t tstate, anchor, seq;
 };
 
 struct frame_cache {
@@ -85,6 +115,9 @@ struct frame_cache {
 	size_t nthreads;
 	struct py_rawframe *out;	/* the stack handed on */
 	struct frame_cache_stats st;
+	/* Anchors still ours in threads forgotten since (value only). */
+	struct fc_owned *gone;
+	size_t ngone;
 };
 
 static uint32_t slot_of(pid_t tid)
@@ -125,6 +158,29 @@ static struct fc_thread *find_or_add(struct frame_cache *fc, pid_t tid)
 	return t;
 }
 
+/*
+ * Keep what frame_cache__release() needs of @t's anchor, if we wrote one:
+ * its thread state may still be linked (a thread whose state changed) and
+ * hold it. Its chain goes, so only the value itself can tell it is ours.
+ * At most FC_MAX_THREADS are kept, the oldest overwritten first (exited
+ * threads' states are unlinked anyway); out of memory, it is lost.
+ */
+static void keep_owned(struct frame_cache *fc, const struct fc_thread *t)
+{
+	struct fc_owned *o;
+
+	if (!t->wrote)
+		return;
+	if (!fc->gone) {
+		fc->gone = calloc(FC_MAX_THREADS, sizeof(*fc->gone));
+		if (!fc->gone)
+			return;
+	}
+	o = &fc->gone[fc->ngone++ % FC_MAX_THREADS];
+	*o = (struct fc_owned){ .tid = t->tid, .own = t->own, .tstate = t->own_tstate,
+				.anchor = t->own_anchor, .seq = t->own_seq };
+}
+
 void frame_cache__forget(struct frame_cache *fc, pid_t tid)
 {
 	struct fc_thread *t;
@@ -132,6 +188,7 @@ void frame_cache__forget(struct frame_cache *fc, pid_t tid)
 
 	if (!fc || !fc->enabled || !(t = find(fc, tid)))
 		return;
+	keep_owned(fc, t);
 	free(t->chain);
 	free(t->py);
 	free(t->pyc);
@@ -194,6 +251,7 @@ void frame_cache__free(struct frame_cache *fc)
 		}
 	free(fc->slots);
 	free(fc->out);
+	free(fc->gone);
 	free(fc);
 }
 
@@ -295,14 +353,22 @@ static int32_t index_of(const struct fc_thread *t, uint64_t addr)
 	return -1;
 }
 
+/* Nothing cached any more. */
+static void drop_chain(struct fc_thread *t)
+{
+	t->n = 0;
+	t->anchor_idx = -1;
+	t->gen++;
+}
+
 /* A whole walk: the chain to cache, the anchor found in it or not. */
 static int store(struct fc_thread *t, const struct frame_cache_rec *r)
 {
 	if (r->nframes > FC_CHAIN_MAX || reserve(t, r->nframes)) {
-		t->n = 0;
-		t->anchor_idx = -1;
+		drop_chain(t);
 		return -ENOMEM;
 	}
+	t->gen++;
 	memcpy(t->chain, r->frames, (size_t)r->nframes * sizeof(*t->chain));
 	t->n = r->nframes;
 	index_new(t, t->n, 0);
@@ -362,6 +428,7 @@ static int splice(struct fc_thread *t, const struct frame_cache_rec *r, uint32_t
 		memmove(t->py + m, t->py + (t->npy - kept), (size_t)kept * sizeof(*t->py));
 	memcpy(t->chain, r->frames, (size_t)nf * sizeof(*t->chain));
 	t->n = n;
+	t->gen++;
 	index_new(t, nf, kept);
 	t->anchor_idx = (int32_t)nf - 1;
 	t->seq = r->seq;
@@ -426,12 +493,48 @@ static void judge(struct fc_thread *t, uint64_t now, uint32_t above, bool deep,
 	out->reanchor = true;
 }
 
+/*
+ * Is anchor (@a, @s), as read from the thread state, still ours: the one
+ * we wrote, or where the interpreter's own moves took it from there? Each
+ * pop of the anchored frame moves the anchor to that frame's caller and
+ * adds 1 to the sequence (popping an interpreter-owned frame moves
+ * nothing), so d = s - own_seq moves put it d frames further along the
+ * chain it was last seen in. Anything else was written since by someone
+ * else: another pyprof-bpf (its write jumps the sequence by FC_SEQ_JUMP:
+ * d >= 2^32), CPython's own profiler (it writes the anchor alone: the
+ * anchor is not where d moves lead; with d == 0, not the value we know).
+ * Without the chain (own_idx < 0) only an unmoved anchor is known to be
+ * ours. @moved: d.
+ */
+static bool follows(const struct fc_thread *t, uint64_t a, uint64_t s, uint64_t *moved)
+{
+	uint64_t d = s - t->own_seq, k;
+
+	*moved = d;
+	if (d >= FC_SEQ_JUMP)
+		return false;
+	if (!d)
+		return a == t->own_anchor;
+	if (t->own_idx < 0 || (uint64_t)t->own_idx >= t->n || d >= t->n - (uint64_t)t->own_idx)
+		return false;
+	k = (uint64_t)t->own_idx + d;
+	for (uint64_t i = (uint64_t)t->own_idx; i < k; i++)
+		if (is_interp(&t->chain[i]))
+			return false;
+	return t->chain[k].frame == a;
+}
+
+static int process(struct frame_cache *fc, struct fc_thread *t, const struct frame_cache_rec *r,
+		   struct frame_cache_out *out);
+
 int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r,
 			 struct frame_cache_out *out)
 {
 	struct fc_thread *t;
-	int32_t k;
-	int err = 0;
+	uint64_t d = 0;
+	uint32_t gen;
+	bool track;
+	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->status = r->status;
@@ -442,10 +545,46 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 	}
 	fc->st.frames_sent += r->nframes;
 	t = find_or_add(fc, r->tid);
-	if (t && t->tstate != r->tstate) {
-		t->n = 0;
-		t->anchor_idx = -1;
+	/*
+	 * Our anchor, seen by this sample of the stopped thread: still ours,
+	 * or not any more (for good: nothing makes it ours again but a write
+	 * of ours). A sample taken before our write, handed on after it,
+	 * shows the older sequence: it says nothing of the write.
+	 */
+	track = t && t->own && (r->flags & FC_REC_ANCHOR_READ) && r->tstate == t->own_tstate &&
+		!(r->ts_ns < t->barrier_ns && (int64_t)(r->seq - t->own_seq) < 0);
+	if (track && !follows(t, r->anchor, r->seq, &d)) {
+		t->own = false;
+		track = false;
 	}
+	gen = t ? t->gen : 0;
+	err = process(fc, t, r, out);
+	if (t && t->own && !track && t->gen != gen)
+		t->own_idx = -1;	/* a chain it says nothing of */
+	if (track) {
+		t->own_anchor = r->anchor;
+		t->own_seq = r->seq;
+		/* A new chain holds the anchor where the cache says (it was
+		 * stored or spliced with this very anchor and sequence); the
+		 * same chain, d frames further along. */
+		if (t->gen != gen)
+			t->own_idx = t->seq == r->seq && t->anchor_idx >= 0 &&
+						     t->chain[t->anchor_idx].frame == r->anchor ?
+				     t->anchor_idx : -1;
+		else if (t->own_idx >= 0)
+			t->own_idx += (int32_t)d;
+	}
+	return err;
+}
+
+static int process(struct frame_cache *fc, struct fc_thread *t, const struct frame_cache_rec *r,
+		   struct frame_cache_out *out)
+{
+	int32_t k;
+	int err = 0;
+
+	if (t && t->tstate != r->tstate)
+		drop_chain(t);
 
 	if (r->flags & FC_REC_AT_ANCHOR && r->nframes) {
 		k = t ? locate(t, r) : -1;
@@ -475,8 +614,7 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 		out->status = SAMPLE_TRUNCATED;
 		if (t) {
 			t->out_is_chain = false;
-			t->n = 0;
-			t->anchor_idx = -1;
+			drop_chain(t);
 			t->cooldown_ns = t->cooldown_ns ? t->cooldown_ns * 2 : FC_COOLDOWN_MIN;
 			if (t->cooldown_ns > FC_COOLDOWN_MAX)
 				t->cooldown_ns = FC_COOLDOWN_MAX;
@@ -524,11 +662,14 @@ static uint64_t now_ns(void)
  * thread's latest chain (the innermost changes fastest, and may be half-way
  * through a yield whose anchor check is done). 0: none.
  */
-static uint64_t anchor_choice(const struct fc_thread *t)
+static uint64_t anchor_choice(const struct fc_thread *t, int32_t *idx)
 {
 	for (uint32_t i = 1; i < t->n; i++)
-		if (!is_interp(&t->chain[i]))
+		if (!is_interp(&t->chain[i])) {
+			*idx = (int32_t)i;
 			return t->chain[i].frame;
+		}
+	*idx = -1;
 	return 0;
 }
 
@@ -537,6 +678,7 @@ int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
 	struct fc_thread *t = fc->enabled ? find(fc, tid) : NULL;
 	uint64_t cur[2], want, addr;
 	struct iovec local, remote;
+	int32_t idx;
 	ssize_t got;
 	int err = 0;
 
@@ -547,7 +689,7 @@ int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
 	/* The caller has set the kernel's flag: walks are whole from now
 	 * until one sees the new anchor. */
 	t->walk_whole = true;
-	want = anchor_choice(t);
+	want = anchor_choice(t, &idx);
 	addr = tstate + fc->off_anchor;
 	err = remote_read(tid, addr, cur, sizeof(cur));
 	if (!err && want && want != cur[0]) {
@@ -556,7 +698,7 @@ int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
 		 * validate an anchor seen after it (locate() takes the jump for
 		 * 2^32 moves and refuses); only a whole walk that sees the new
 		 * anchor caches again. */
-		uint64_t v[2] = { want, cur[1] + (1ULL << 32) };
+		uint64_t v[2] = { want, cur[1] + FC_SEQ_JUMP };
 
 		local = (struct iovec){ v, sizeof(v) };
 		remote = (struct iovec){ (void *)(uintptr_t)addr, sizeof(v) };
@@ -567,6 +709,19 @@ int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
 			err = -EFAULT;
 		else
 			fc->st.reanchors++;
+		if (!err) {
+			/* Ours from now on, until someone else writes it. The
+			 * chain it was chosen from may be a little old: a move
+			 * the next samples show that it cannot explain
+			 * (follows()) makes it not ours, never cleared rather
+			 * than someone else's cleared. */
+			t->wrote = true;
+			t->own = true;
+			t->own_tstate = tstate;
+			t->own_anchor = v[0];
+			t->own_seq = v[1];
+			t->own_idx = t->tstate == tstate ? idx : -1;
+		}
 	}
 	t->barrier_ns = now_ns();
 	t->reanchored_ns = t->barrier_ns;
@@ -582,4 +737,97 @@ int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
 void frame_cache__set_reanchor(struct frame_cache *fc, bool allowed)
 {
 	fc->reanchor_ok = allowed;
+}
+
+/* ------------------------------------------------------------------------ */
+/* On exit: clear the anchors that are still ours. */
+
+static bool linked_in(const struct py_thread *l, size_t n, pid_t tid, uint64_t tstate)
+{
+	for (size_t i = 0; i < n; i++)
+		if (l[i].tstate == tstate && l[i].host_tid == tid)
+			return true;
+	return false;
+}
+
+/*
+ * Clear @t's anchor (thread @tid, state @tstate) if it is still ours: read
+ * anchor and sequence afresh, and if follows() says ours, write a zero
+ * anchor, 8 bytes, the sequence left as it is, as CPython's own profiler
+ * does on exit (clear_last_profiled_frames(), Modules/_remote_debugging/
+ * frames.c): a zero anchor turns every profiler's cache lookup off, and
+ * the next anchor written starts from the target's own sequence. The
+ * interpreter popping our anchor between the read and the write is
+ * harmless (its move goes, its sequence stays). Another profiler writing
+ * its anchor in those microseconds would lose it to the zero; no write
+ * from outside can exclude that (the target is not stopped, and there is
+ * no compare-and-swap across processes), and it only costs that profiler
+ * a cache miss: a zero anchor is never stopped at. Returns 1 (cleared),
+ * 0 (already zero), 2 (not ours) or -errno.
+ */
+static int clear_one(struct frame_cache *fc, const struct fc_thread *t, pid_t tid,
+		     uint64_t tstate)
+{
+	uint64_t cur[2], d, zero = 0, addr = tstate + fc->off_anchor;
+	struct iovec local = { &zero, sizeof(zero) };
+	struct iovec remote = { (void *)(uintptr_t)addr, sizeof(zero) };
+	ssize_t got;
+	int err;
+
+	err = remote_read(tid, addr, cur, sizeof(cur));
+	if (err)
+		return err;
+	if (!cur[0])
+		return 0;
+	if (!t->own || !follows(t, cur[0], cur[1], &d))
+		return 2;
+	got = process_vm_writev(tid, &local, 1, &remote, 1, 0);
+	if (got < 0)
+		return errno == ENOMEM ? -EFAULT : -errno;
+	return got == (ssize_t)sizeof(zero) ? 1 : -EFAULT;
+}
+
+int frame_cache__release(struct frame_cache *fc, const struct py_thread *linked, size_t n)
+{
+	int err, first_err = 0;
+
+	if (!fc->enabled)
+		return 0;
+	for (size_t i = 0; i < FC_SLOTS + fc->ngone; i++) {
+		struct fc_thread one, *t = &one;
+		pid_t tid;
+		uint64_t tstate;
+
+		if (i < FC_SLOTS) {
+			t = &fc->slots[i];
+			if (!t->tid || !t->wrote)
+				continue;
+			tid = t->tid;
+			tstate = t->own_tstate;
+		} else {
+			const struct fc_owned *o;
+
+			if (i - FC_SLOTS >= FC_MAX_THREADS)
+				break;
+			o = &fc->gone[i - FC_SLOTS];
+			/* Its chain is gone: only an unmoved anchor is known
+			 * to be ours. */
+			one = (struct fc_thread){ .own = o->own, .own_idx = -1,
+						  .own_anchor = o->anchor, .own_seq = o->seq };
+			tid = o->tid;
+			tstate = o->tstate;
+		}
+		/* A thread state no longer in its interpreter's list may be
+		 * freed memory: never written (and holds no anchor). */
+		if (!linked_in(linked, n, tid, tstate))
+			continue;
+		err = clear_one(fc, t, tid, tstate);
+		if (err == 1)
+			fc->st.anchors_cleared++;
+		else if (err)
+			fc->st.anchors_left++;
+		if (err < 0 && err != -ESRCH && !first_err)
+			first_err = err;
+	}
+	return first_err;
 }

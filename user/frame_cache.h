@@ -50,6 +50,11 @@
  * It anchors the first Python frame below the innermost of the latest
  * chain: the innermost changes fastest.
  *
+ * On exit (frame_cache__release) every anchor still ours is zeroed, the
+ * sequence kept, as CPython's profiler does. Ours: the value we wrote, or
+ * where the interpreter's moves took it, judged sample by sample and by a
+ * fresh read; one written over since by anyone else is left alone.
+ *
  * Not thread-safe.
  */
 #ifndef PYPROF_FRAME_CACHE_H
@@ -110,6 +115,11 @@ struct frame_cache_stats {
 	uint64_t frames_reused;	/* frames taken from the cache */
 	uint64_t reanchors;	/* anchors written */
 	uint64_t reanchor_failures;
+	/* frame_cache__release(): anchors of ours zeroed, and anchors we
+	 * wrote left as they were (in linked thread states): someone
+	 * else's since, or the read or write failed. */
+	uint64_t anchors_cleared;
+	uint64_t anchors_left;
 };
 
 /*
@@ -142,6 +152,20 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
  * -ENOENT (a thread without a cache), -EFAULT or another -errno.
  */
 int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate);
+
+/*
+ * On exit: zero every anchor this cache wrote that is still ours, leaving
+ * its sequence as it is, as CPython's profiler does on exit. Ours: the
+ * value we wrote, or where the interpreter's own moves took it from there,
+ * as the thread's samples since and a fresh read show; an anchor written
+ * since by anyone else (another pyprof-bpf, CPython's profiler) is left
+ * alone. Only threads whose state is among the @n in @linked (tid and
+ * thread state found again, linked in their interpreter's list, by a read
+ * just before the call) are written: a state no longer linked may be
+ * freed memory. Returns 0 or the first -errno of a read or write that
+ * failed (a thread gone meanwhile is not an error).
+ */
+int frame_cache__release(struct frame_cache *fc, const struct py_thread *linked, size_t n);
 
 /* Forget a thread (it exited, or its thread state changed). */
 void frame_cache__forget(struct frame_cache *fc, pid_t tid);

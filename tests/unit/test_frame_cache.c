@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "frame_cache.h"
@@ -447,6 +449,237 @@ static void test_thread_table(void **state)
 	frame_cache__free(fc);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Re-anchoring and clearing on exit, with this very process as the target:
+ * its "thread state" is tsmem, anchor and sequence at offsets 88 and 96. */
+
+static uint64_t tsmem[16];
+#define TS_ANCHOR 11
+#define TS_SEQ 12
+#define JUMP (1ULL << 32)
+
+static uint64_t tsaddr(void)
+{
+	return (uint64_t)(uintptr_t)tsmem;
+}
+
+static uint64_t ts_get(int i)
+{
+	return ((volatile uint64_t *)tsmem)[i];
+}
+
+static void ts_set(uint64_t anchor, uint64_t seq)
+{
+	((volatile uint64_t *)tsmem)[TS_ANCHOR] = anchor;
+	((volatile uint64_t *)tsmem)[TS_SEQ] = seq;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A record of this process's thread, taken now (after any write). */
+static struct frame_cache_rec self_rec(const struct chain *c, uint32_t flags, uint64_t anchor,
+				       uint64_t seq)
+{
+	struct frame_cache_rec r = rec(c, flags, anchor, seq, 0);
+
+	r.tid = getpid();
+	r.tstate = tsaddr();
+	r.ts_ns = mono_ns();
+	return r;
+}
+
+/*
+ * whole5 cached with no anchor at sequence 7, then re-anchored: frame 4
+ * (the first Python frame below the innermost) written with 7 + 2^32.
+ */
+static struct frame_cache *written(void)
+{
+	struct frame_cache *fc = NULL;
+	struct frame_cache_out o;
+	struct frame_cache_rec r;
+	struct chain c;
+
+	assert_int_equal(frame_cache__new(getpid(), &offsets, 100, true, &fc), 0);
+	frame_cache__set_reanchor(fc, true);
+	ts_set(0, 7);
+	build(&c, whole5, 7);
+	r = self_rec(&c, FC_REC_BASE, 0, 7);
+	assert_int_equal(frame_cache__process(fc, &r, &o), 0);
+	assert_int_equal(frame_cache__reanchor(fc, getpid(), tsaddr()), 0);
+	assert_int_equal(ts_get(TS_ANCHOR), addr_of(4));
+	assert_int_equal(ts_get(TS_SEQ), 7 + JUMP);
+	return fc;
+}
+
+/* frame_cache__release() with this thread's state linked (or not); the
+ * anchor and sequence after it. */
+static void release(struct frame_cache *fc, bool linked, uint64_t *anchor, uint64_t *seq)
+{
+	struct py_thread l = { .tstate = tsaddr(), .host_tid = getpid() };
+
+	assert_int_equal(frame_cache__release(fc, &l, linked ? 1 : 0), 0);
+	*anchor = ts_get(TS_ANCHOR);
+	*seq = ts_get(TS_SEQ);
+}
+
+static uint64_t cleared(const struct frame_cache *fc)
+{
+	struct frame_cache_stats st;
+
+	frame_cache__stats(fc, &st);
+	return st.anchors_cleared;
+}
+
+static void test_release_ours(void **state)
+{
+	struct frame_cache *fc;
+	uint64_t a, s;
+
+	(void)state;
+	/* Unmoved: cleared, the sequence kept. */
+	fc = written();
+	release(fc, true, &a, &s);
+	assert_int_equal(a, 0);
+	assert_int_equal(s, 7 + JUMP);
+	assert_int_equal(cleared(fc), 1);
+	/* Nothing is ours twice. */
+	release(fc, true, &a, &s);
+	assert_int_equal(cleared(fc), 1);
+	frame_cache__free(fc);
+
+	/* Moved by the interpreter: 4 popped (to 3), then 3 (to the entry
+	 * link 50, where it stays). Both ours. */
+	fc = written();
+	ts_set(addr_of(3), 8 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, 0);
+	assert_int_equal(s, 8 + JUMP);
+	frame_cache__free(fc);
+	fc = written();
+	ts_set(addr_of(50), 9 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, 0);
+	frame_cache__free(fc);
+
+	/* A thread state not linked any more: never written. */
+	fc = written();
+	release(fc, false, &a, &s);
+	assert_int_equal(a, addr_of(4));
+	assert_int_equal(cleared(fc), 0);
+	frame_cache__free(fc);
+
+	/* Without the re-anchoring, nothing of ours. */
+	assert_int_equal(frame_cache__new(getpid(), &offsets, 100, true, &fc), 0);
+	ts_set(addr_of(4), 7);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(4));
+	frame_cache__free(fc);
+}
+
+static void test_release_leaves_others(void **state)
+{
+	struct frame_cache *fc;
+	uint64_t a, s;
+
+	(void)state;
+	/* CPython's profiler writes the anchor alone. */
+	fc = written();
+	ts_set(addr_of(2), 7 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(2));
+	frame_cache__free(fc);
+
+	/* ...and then the interpreter moved it on: not where our anchor's
+	 * moves lead (4 -> 3). */
+	fc = written();
+	ts_set(addr_of(1), 8 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(1));
+	frame_cache__free(fc);
+
+	/* Another pyprof-bpf: its own jump, even onto our very frame. */
+	fc = written();
+	ts_set(addr_of(4), 7 + 2 * JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(4));
+	frame_cache__free(fc);
+
+	/* Past the interpreter link: no move of the interpreter's. */
+	fc = written();
+	ts_set(addr_of(2), 10 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(2));
+	frame_cache__free(fc);
+}
+
+/* What the samples since the write saw decides too. */
+static void test_release_follows_samples(void **state)
+{
+	struct frame_cache *fc;
+	struct frame_cache_out o;
+	struct frame_cache_rec r;
+	struct chain c;
+	uint64_t a, s;
+
+	(void)state;
+	/* Seen unmoved by a whole walk, then spliced after one pop (4 ->
+	 * 3); now moved once more (3 -> entry link 50): ours. */
+	fc = written();
+	build(&c, whole5, 7);
+	r = self_rec(&c, FC_REC_BASE, addr_of(4), 7 + JUMP);
+	assert_int_equal(frame_cache__process(fc, &r, &o), 0);
+	build(&c, (const int[]){ 6, 3 }, 2);
+	r = self_rec(&c, FC_REC_AT_ANCHOR, addr_of(3), 8 + JUMP);
+	r.anchor_prev = addr_of(50);
+	assert_int_equal(frame_cache__process(fc, &r, &o), 0);
+	assert_int_equal(o.status, SAMPLE_COMPLETE);
+	ts_set(addr_of(50), 9 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, 0);
+	frame_cache__free(fc);
+
+	/* A sample taken before the write (older sequence) says nothing. */
+	fc = written();
+	build(&c, whole5, 7);
+	r = self_rec(&c, FC_REC_BASE, 0, 7);
+	r.ts_ns = 1;
+	assert_int_equal(frame_cache__process(fc, &r, &o), 0);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, 0);
+	frame_cache__free(fc);
+
+	/* Once a sample showed someone else's anchor, it is theirs for
+	 * good, even if our value comes back. */
+	fc = written();
+	build(&c, whole5, 7);
+	r = self_rec(&c, FC_REC_BASE, addr_of(2), 7 + JUMP);
+	assert_int_equal(frame_cache__process(fc, &r, &o), 0);
+	ts_set(addr_of(4), 7 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(4));
+	frame_cache__free(fc);
+
+	/* A forgotten thread: its state may still be linked; only the
+	 * unmoved value is known to be ours. */
+	fc = written();
+	frame_cache__forget(fc, getpid());
+	release(fc, true, &a, &s);
+	assert_int_equal(a, 0);
+	frame_cache__free(fc);
+	fc = written();
+	frame_cache__forget(fc, getpid());
+	ts_set(addr_of(3), 8 + JUMP);
+	release(fc, true, &a, &s);
+	assert_int_equal(a, addr_of(3));
+	frame_cache__free(fc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +692,9 @@ int main(void)
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_reanchor_wanted_when_deep),
 		cmocka_unit_test(test_thread_table),
+		cmocka_unit_test(test_release_ours),
+		cmocka_unit_test(test_release_leaves_others),
+		cmocka_unit_test(test_release_follows_samples),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
