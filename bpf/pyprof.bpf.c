@@ -20,11 +20,12 @@
  * anchor, tstate->last_profiled_frame, and its sequence, and stops at the
  * anchor when it is a Python frame: userspace (user/frame_cache.c) splices
  * the callers it cached. It walks whole while userspace asks (walk_whole),
- * and when the anchor changed under an unchanged sequence (someone wrote
- * it). In this mode interpreter-owned frames are recorded too, flagged, as
- * links of the chain the anchor moves along. This program never writes the
- * target: bpf_probe_write_user is refused under kernel lockdown, and would
- * fail in the interrupt context of a perf_event program anyway.
+ * and whenever anchor or sequence changed since the thread's last sample
+ * (moved, or written by anyone). In this mode interpreter-owned frames are
+ * recorded too, flagged, as links of the chain the anchor moves along.
+ * This program never writes the target: bpf_probe_write_user is refused
+ * under kernel lockdown, and would fail in the interrupt context of a
+ * perf_event program anyway.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -56,6 +57,8 @@ struct walk {
 	__u32 status;
 	__u32 flags;		/* PYPROF_SF_AT_ANCHOR */
 	__u32 gen;
+	__u32 seen;		/* the thread's anchor met as a Python frame */
+	__u64 seek;		/* the thread's anchor (stopped at or not) */
 };
 
 /* The lookup in progress (in the scratch map, like the walk). */
@@ -431,6 +434,8 @@ static long walk_frame(__u32 i, void *arg)
 	if (cfg.snapshots && f->code)
 		note_code(sc, f->code, f->code_version, ident);
 	w->npy++;
+	if (fp == w->seek)
+		w->seen = 1;
 	if (fp == w->anchor) {
 		/* Its callers are what userspace has cached. */
 		w->flags |= PYPROF_SF_AT_ANCHOR;
@@ -721,17 +726,28 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		s->flags |= PYPROF_SF_FOUND;
 	w->fp = tv.fp;
 	if (cfg.frame_cache && th) {
-		/* The interpreter only moves the anchor with the sequence: an
-		 * anchor that changed under the same (or an older) sequence
-		 * was written, and no cached stack can know where it points. */
-		bool written = s->cache_seq < th->last_seq ||
-			       (s->cache_seq == th->last_seq && s->cache_frame != th->last_anchor);
+		/*
+		 * Stop at the anchor only when anchor and sequence are exactly
+		 * what the thread's previous sample saw and that sample met
+		 * the anchor in a chain userspace could cache (last_anchor is
+		 * 0 otherwise): userspace then holds the callers (a frame
+		 * anchored and unmoved has not returned). Any change walks
+		 * whole once, and userspace caches that walk. Moves of the
+		 * interpreter's could be followed further, but another writer
+		 * (a second pyprof-bpf, CPython's profiler writing the anchor
+		 * alone) followed by the interpreter's moves looks just like
+		 * them, and a stop userspace cannot splice costs the sample's
+		 * callers, and those of every sample taken before userspace
+		 * can say so (a poll). Measured: anchors move rarely once
+		 * settled, the extra whole walks do not show.
+		 */
+		bool same = s->cache_frame && s->cache_frame == th->last_anchor &&
+			    s->cache_seq == th->last_seq;
 
 		/* Userspace can splice onto the anchor unless it says otherwise. */
-		if (!th->walk_whole && !written)
+		if (!th->walk_whole && same)
 			w->anchor = s->cache_frame;
-		th->last_anchor = s->cache_frame;
-		th->last_seq = s->cache_seq;
+		w->seek = s->cache_frame;
 	}
 	lc.sc = sc;
 	bpf_loop(cfg.max_walk, walk_frame, &lc, 0);
@@ -744,6 +760,15 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		s->cache_prev = w->fp;
 	if (w->status == PYPROF_COMPLETE && !w->fp && tv.base && w->last == tv.base)
 		s->flags |= PYPROF_SF_BASE;
+	if (cfg.frame_cache && th) {
+		/* Cacheable: stopped at the anchor, or whole down to the base
+		 * frame with the anchor in it. */
+		bool usable = w->seen && ((w->flags & PYPROF_SF_AT_ANCHOR) ||
+					  (s->flags & PYPROF_SF_BASE));
+
+		th->last_anchor = usable ? s->cache_frame : 0;
+		th->last_seq = s->cache_seq;
+	}
 out:
 	s->status = w->status;
 	n = s->nframes;

@@ -28,6 +28,10 @@ identity under address reuse.
     anchor afterwards. An anchor another profiler wrote over ours (the
     anchor alone, as CPython's profiler does, or with a sequence jump, as
     another pyprof-bpf does) is left as it was.
+  - Two pyprof-bpf recording one target at once, each writing anchors over
+    the other's (alternating.py, and tests/targets/unwinding.py, whose
+    anchors the interpreter moves all the time): neither has a truncated
+    sample.
   - Code objects freed and re-created at the same address
     (tests/targets/exec_reuse.py): every sample's leaf is the function that
     was running at that moment (by the target's own clock), at one of its
@@ -533,6 +537,70 @@ def test_exit_leaves_anchors_written_by_others(target, writer):
     assert [a for a, _ in after[1:]] == [0] * (HOLD_THREADS - 1), "an anchor left after exit"
     m = re.search(r"(\d+) anchors cleared on exit, (\d+) left", err)
     assert m and int(m.group(1)) == HOLD_THREADS - 1 and m.group(2) == "1", err
+
+
+# --------------------------------------------------------------------------
+# Two anchor writers on one target
+
+
+UNWIND_DEPTH = 20
+
+
+def check_unwinding(path, period_ns):
+    """Every stack of a collapsed file of unwinding.py (one thread, from
+    below() x base, serve(), r1 -> ... -> rk, maybe work()): whole, rooted,
+    in order, nothing truncated. Returns the samples."""
+    total = 0
+    bad = []
+    with open(path) as f:
+        for line in f:
+            stack, weight = line.rstrip("\n").rsplit(" ", 1)
+            names = [frame_name(x) for x in stack.split(";")]
+            total += int(weight) // period_ns
+            what = ";".join(names)
+            if "[truncated]" in names:
+                bad.append(f"truncated: {what}")
+                continue
+            rs = [int(n[1:]) for n in names if re.fullmatch(r"r\d+", n)]
+            if "serve" not in names or rs != list(range(1, len(rs) + 1)):
+                bad.append(f"not whole: {what}")
+    assert not bad, f"{len(bad)} bad stacks, first: " + "\n".join(bad[:5])
+    return total
+
+
+@pytest.mark.parametrize("script", ["alternating.py", "unwinding.py"])
+def test_two_recorders_never_truncate(target, script):
+    """Two pyprof-bpf recording one 3.15 target at once, each moving the
+    anchor over the other's: neither has an unnamed sample (a stop at an
+    anchor the other wrote used to come out [truncated], with every sample
+    of that thread until the next poll)."""
+    py = interp("sid-3.15")
+    if script == "alternating.py":
+        t = target(py, script, "--threads", "2", "--depth", str(ALT_DEPTH))
+    else:
+        t = target(py, script, "--depth", str(UNWIND_DEPTH), "--base", "100")
+    freq = 2000
+    period = 1_000_000_000 // freq
+    for rnd in range(2):
+        outs = [os.path.join(t.dir, f"out{rnd}-{i}.folded") for i in range(2)]
+        recs = [Recorder(t.pid, o, seconds=3, freq=freq) for o in outs]
+        try:
+            errs = [r.wait(60) for r in recs]
+        finally:
+            for r in recs:
+                r.kill()
+        for o, err in zip(outs, errs):
+            n = int(re.search(r"(\d+) samples in", err).group(1))
+            m = re.search(r"(\d+) mismatched.*?(\d+) anchors written", err)
+            print(f"round {rnd}: {n} samples, {m.group(1)} mismatched, "
+                  f"{m.group(2)} anchors written")
+            if script == "alternating.py":
+                got, truncated = check_alternating(o, period, allow_truncated=True)
+                assert truncated == 0, f"{truncated} of {got} samples truncated"
+            else:
+                got = check_unwinding(o, period)
+            assert got == n and n > 1000, (got, n)
+            assert m.group(1) == "0", err
 
 
 # --------------------------------------------------------------------------

@@ -21,6 +21,11 @@
  * popped frame's address never passes for it. Any other (A', s') is a
  * mismatch: the sample is delivered TRUNCATED (its new frames only, never a
  * guessed tail) and the kernel is told to walk this thread whole again.
+ * Mismatches are kept for what cannot be helped (a record lost, memory):
+ * the kernel stops at the anchor only when anchor and sequence are exactly
+ * what the thread's previous sample saw, in a chain cached here, so an
+ * anchor anyone else wrote (a second pyprof-bpf, CPython's profiler) costs
+ * one whole walk, never a sample's callers.
  *
  * Every observation comes from the BPF walk of an interrupted, hence
  * stopped, thread: a whole walk that reached the thread's base frame is
