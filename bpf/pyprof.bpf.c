@@ -817,8 +817,12 @@ int BPF_PROG(pyprof_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	cp = bpf_map_lookup_elem(&procs, &ctgid);
-	if (cp)
+	if (cp) {
 		cp->mm = 0;
+		/* Only the main target's samples go through userspace's
+		 * frame cache: a child walks whole, Python frames only. */
+		cp->cfg.frame_cache = 0;
+	}
 	proc_event(PYPROF_PROC_FORK, ctgid, ptgid);
 	return 0;
 }
