@@ -29,17 +29,15 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 #include "pyprof.h"
 
 #define PF_EXITING 0x00000004	/* include/linux/sched.h */
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* Set by the loader before load; frozen, so the verifier sees constants. */
-const volatile struct pyprof_config cfg = {};
-
-/* The target's mm_struct, as its first tick saw it (0: none yet). */
-__u64 target_mm = 0;
+/* Set by the loader before load: follow the targets' children. */
+const volatile __u32 follow_children = 0;
 
 /*
  * The walk in progress. It lives in the scratch map, not on the stack: the
@@ -112,6 +110,9 @@ struct scratch {
 	struct memo memo[PYPROF_VERSION_MEMO];
 	__u32 gen;			/* samples taken on this CPU */
 	__u32 pad;
+	/* The sampled process's configuration, copied from its procs entry
+	 * at the start of each sample. */
+	struct pyprof_config cfg;
 	struct walk w;
 	struct lookup l;
 	struct seen seen[PYPROF_SEEN_L1];
@@ -126,12 +127,21 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
+/* LRU: threads of followed children come and go without the loader. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);	/* the loader may change it */
 	__type(key, __u32);		/* host tid */
 	__type(value, struct pyprof_thread);
 } threads SEC(".maps");
+
+/* The processes sampled, by host tgid: what walking each takes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PYPROF_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pyprof_proc);
+} procs SEC(".maps");
 
 /* The last code object sent per address (its identity), shared by every
  * CPU: one sighting sends once, and an address whose object changed (even
@@ -181,7 +191,7 @@ static __always_inline __u64 field64(const __u8 *buf, __u64 off)
 static __always_inline const __u8 *frame_bytes(struct scratch *sc, __u64 fp)
 {
 	struct walk *w = &sc->w;
-	__u64 fsize = cfg.frame_size, win = cfg.window, start, len, off;
+	__u64 fsize = sc->cfg.frame_size, win = sc->cfg.window, start, len, off;
 
 	if (fsize > PYPROF_FRAME_READ_MAX)
 		fsize = PYPROF_FRAME_READ_MAX;
@@ -230,7 +240,7 @@ static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 
 	__u32 v = 0;
 
 	*ident = 0;
-	if (!cfg.code_version && !(cfg.snapshots && cfg.code_ident))
+	if (!sc->cfg.code_version && !(sc->cfg.snapshots && sc->cfg.code_ident))
 		return 0;
 	if (m->gen == w->gen && m->code == code) {
 		*ident = m->ident;
@@ -238,11 +248,11 @@ static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 
 	}
 	count(PYPROF_CNT_VERSION_READS);
 	/* A fault leaves 0: "unknown". */
-	if (cfg.code_version) {
-		bpf_probe_read_user(&v, sizeof(v), (const void *)(code + cfg.code_version));
+	if (sc->cfg.code_version) {
+		bpf_probe_read_user(&v, sizeof(v), (const void *)(code + sc->cfg.code_version));
 		*ident = v;
 	} else {
-		bpf_probe_read_user(q, sizeof(q), (const void *)(code + cfg.code_ident));
+		bpf_probe_read_user(q, sizeof(q), (const void *)(code + sc->cfg.code_ident));
 		*ident = (__u32)((q[0] >> 4) ^ (q[1] << 3) ^ (q[2] >> 9) ^ (q[3] << 11) ^
 				 ((q[0] ^ q[1] ^ q[2] ^ q[3]) >> 32)) | 1;
 	}
@@ -258,9 +268,10 @@ static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 
  * into @dst, at most @max bytes. Returns the bytes copied; *cut says the
  * string is longer (or not compact), *fault that nothing could be read.
  */
-static __always_inline __u32 copy_str(__u8 *dst, __u32 max, __u64 addr, bool *cut, bool *fault)
+static __always_inline __u32 copy_str(struct scratch *sc, __u8 *dst, __u32 max, __u64 addr,
+				      bool *cut, bool *fault)
 {
-	__u64 hdr = cfg.unicode_ascii_data, length, total;
+	__u64 hdr = sc->cfg.unicode_ascii_data, length, total;
 	__u32 state, kind;
 
 	*cut = false;
@@ -272,14 +283,14 @@ static __always_inline __u32 copy_str(__u8 *dst, __u32 max, __u64 addr, bool *cu
 		return 0;
 	}
 	/* PEP 393 state: kind in bits 2-4, compact bit 5, ascii bit 6. */
-	state = *(const __u32 *)(dst + (cfg.unicode_state & 63));
-	length = *(const __u64 *)(dst + (cfg.unicode_length & 63));
+	state = *(const __u32 *)(dst + (sc->cfg.unicode_state & 63));
+	length = *(const __u64 *)(dst + (sc->cfg.unicode_length & 63));
 	kind = (state >> 2) & 7;
 	if (!(state & (1u << 5)) || length > max) {
 		*cut = true;
 		return hdr;
 	}
-	total = ((state & (1u << 6)) ? cfg.unicode_ascii_data : cfg.unicode_compact_data) +
+	total = ((state & (1u << 6)) ? sc->cfg.unicode_ascii_data : sc->cfg.unicode_compact_data) +
 		length * kind;
 	if (total > max) {
 		*cut = true;
@@ -299,7 +310,7 @@ static __always_inline __u32 copy_str(__u8 *dst, __u32 max, __u64 addr, bool *cu
 static __always_inline long send_code(struct scratch *sc, __u64 code, __u32 version)
 {
 	struct pyprof_code *c = &sc->code;
-	__u32 len = cfg.code_size;
+	__u32 len = sc->cfg.code_size;
 	__u64 lt, size;
 	bool cut, fault;
 
@@ -313,19 +324,19 @@ static __always_inline long send_code(struct scratch *sc, __u64 code, __u32 vers
 	c->version = version;
 	c->pid = sc->s.pid;
 	c->obj_len = len;
-	c->qual_len = copy_str(c->qual, PYPROF_CODE_QUAL_MAX,
-			       *(const __u64 *)(c->obj + (cfg.code_qualname & (PYPROF_CODE_OBJ_MAX - 8))),
+	c->qual_len = copy_str(sc, c->qual, PYPROF_CODE_QUAL_MAX,
+			       *(const __u64 *)(c->obj + (sc->cfg.code_qualname & (PYPROF_CODE_OBJ_MAX - 8))),
 			       &cut, &fault);
 	c->flags |= (cut ? PYPROF_CF_QUAL_CUT : 0) | (fault ? PYPROF_CF_QUAL_FAULT : 0);
-	c->file_len = copy_str(c->file, PYPROF_CODE_FILE_MAX,
-			       *(const __u64 *)(c->obj + (cfg.code_filename & (PYPROF_CODE_OBJ_MAX - 8))),
+	c->file_len = copy_str(sc, c->file, PYPROF_CODE_FILE_MAX,
+			       *(const __u64 *)(c->obj + (sc->cfg.code_filename & (PYPROF_CODE_OBJ_MAX - 8))),
 			       &cut, &fault);
 	c->flags |= (cut ? PYPROF_CF_FILE_CUT : 0) | (fault ? PYPROF_CF_FILE_FAULT : 0);
 
 	c->lt_len = 0;
 	c->lt_size = 0;
-	lt = *(const __u64 *)(c->obj + (cfg.code_linetable & (PYPROF_CODE_OBJ_MAX - 8)));
-	if (!lt || bpf_probe_read_user(&size, sizeof(size), (const void *)(lt + cfg.bytes_size))) {
+	lt = *(const __u64 *)(c->obj + (sc->cfg.code_linetable & (PYPROF_CODE_OBJ_MAX - 8)));
+	if (!lt || bpf_probe_read_user(&size, sizeof(size), (const void *)(lt + sc->cfg.bytes_size))) {
 		c->flags |= PYPROF_CF_LT_FAULT;
 	} else {
 		c->lt_size = size;
@@ -333,7 +344,7 @@ static __always_inline long send_code(struct scratch *sc, __u64 code, __u32 vers
 			size = PYPROF_CODE_LT_MAX;
 			c->flags |= PYPROF_CF_LT_CUT;
 		}
-		if (bpf_probe_read_user(c->lt, size, (const void *)(lt + cfg.bytes_sval)))
+		if (bpf_probe_read_user(c->lt, size, (const void *)(lt + sc->cfg.bytes_sval)))
 			c->flags |= PYPROF_CF_LT_FAULT;
 		else
 			c->lt_len = size;
@@ -397,19 +408,19 @@ static long walk_frame(__u32 i, void *arg)
 		w->status = PYPROF_READ_FAULT;
 		return 1;
 	}
-	prev = field64(buf, cfg.frame_previous);
+	prev = field64(buf, sc->cfg.frame_previous);
 	/* Entry and shim frames are the interpreter's, not the program's:
 	 * they do not spend the depth budget. */
-	interp = cfg.frame_owner_interp_min &&
-		 buf[cfg.frame_owner & (PYPROF_FRAME_READ_MAX - 1)] >= cfg.frame_owner_interp_min;
-	if (interp && !cfg.frame_cache) {
+	interp = sc->cfg.frame_owner_interp_min &&
+		 buf[sc->cfg.frame_owner & (PYPROF_FRAME_READ_MAX - 1)] >= sc->cfg.frame_owner_interp_min;
+	if (interp && !sc->cfg.frame_cache) {
 		w->last = fp;
 		w->fp = prev;
 		return 0;
 	}
 
 	n = sc->s.nframes;
-	if (n >= PYPROF_MAX_FRAMES || (!interp && w->npy >= cfg.max_frames)) {
+	if (n >= PYPROF_MAX_FRAMES || (!interp && w->npy >= sc->cfg.max_frames)) {
 		/* A frame beyond the limit: the innermost are kept. */
 		w->status = PYPROF_TRUNCATED;
 		return 1;
@@ -427,11 +438,11 @@ static long walk_frame(__u32 i, void *arg)
 		f->flags = PYPROF_FF_INTERP;
 		return 0;
 	}
-	f->code = field64(buf, cfg.frame_executable) & ~cfg.executable_tag_mask;
-	f->instr = field64(buf, cfg.frame_instr_ptr);
+	f->code = field64(buf, sc->cfg.frame_executable) & ~sc->cfg.executable_tag_mask;
+	f->instr = field64(buf, sc->cfg.frame_instr_ptr);
 	f->code_version = code_version(sc, f->code, &ident);
 	f->flags = 0;
-	if (cfg.snapshots && f->code)
+	if (sc->cfg.snapshots && f->code)
 		note_code(sc, f->code, f->code_version, ident);
 	w->npy++;
 	if (fp == w->seek)
@@ -468,34 +479,34 @@ struct tstate_view {
 static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct tstate_view *v,
 					struct pyprof_sample *s)
 {
-	__u32 len = cfg.tstate_block_len;
+	__u32 len = sc->cfg.tstate_block_len;
 	__u64 cframe;
 
 	if (len > PYPROF_TSTATE_BLOCK)
 		len = PYPROF_TSTATE_BLOCK;
-	if (bpf_probe_read_user(sc->tsb, len, (const void *)(tstate + cfg.tstate_block)))
+	if (bpf_probe_read_user(sc->tsb, len, (const void *)(tstate + sc->cfg.tstate_block)))
 		return -1;
-	v->thread_id = block64(sc->tsb, cfg.thread_id_rel);
-	v->status = cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32) ?
-		    *(const __u32 *)(sc->tsb + (cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1))) : 0;
+	v->thread_id = block64(sc->tsb, sc->cfg.thread_id_rel);
+	v->status = sc->cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32) ?
+		    *(const __u32 *)(sc->tsb + (sc->cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1))) : 0;
 	v->base = 0;
-	if (cfg.frame_cache) {
-		v->base = block64(sc->tsb, cfg.base_frame_rel);
-		s->cache_frame = block64(sc->tsb, cfg.anchor_rel);
-		s->cache_seq = block64(sc->tsb, cfg.anchor_seq_rel);
+	if (sc->cfg.frame_cache) {
+		v->base = block64(sc->tsb, sc->cfg.base_frame_rel);
+		s->cache_frame = block64(sc->tsb, sc->cfg.anchor_rel);
+		s->cache_seq = block64(sc->tsb, sc->cfg.anchor_seq_rel);
 		s->flags |= PYPROF_SF_ANCHOR_READ;
 	}
-	if (!cfg.tstate_cframe) {
-		v->fp = block64(sc->tsb, cfg.current_frame_rel);
+	if (!sc->cfg.tstate_cframe) {
+		v->fp = block64(sc->tsb, sc->cfg.current_frame_rel);
 		return 0;
 	}
 	/* 3.11/3.12: the frame pointer lives in the C frame record. */
 	v->fp = 0;
-	cframe = block64(sc->tsb, cfg.cframe_rel);
+	cframe = block64(sc->tsb, sc->cfg.cframe_rel);
 	if (!cframe)
 		return 0;
 	return bpf_probe_read_user(&v->fp, sizeof(v->fp),
-				   (const void *)(cframe + cfg.cframe_current_frame));
+				   (const void *)(cframe + sc->cfg.cframe_current_frame));
 }
 
 /* pthread_self() of the current thread: its TCB, which is its fs base on
@@ -522,37 +533,37 @@ static long lookup_step(__u32 i, void *arg)
 		if (!l->started) {
 			l->started = 1;
 			if (bpf_probe_read_user(&next, sizeof(next),
-						(const void *)cfg.interpreters_head))
+						(const void *)sc->cfg.interpreters_head))
 				return 1;
 		} else if (!l->interp ||
 			   bpf_probe_read_user(&next, sizeof(next),
-					       (const void *)(l->interp + cfg.interp_next))) {
+					       (const void *)(l->interp + sc->cfg.interp_next))) {
 			return 1;
 		}
 		l->interp = next;
 		if (!next)
 			return 1;
 		if (bpf_probe_read_user(&l->ts, sizeof(l->ts),
-					(const void *)(next + cfg.interp_threads_head)))
+					(const void *)(next + sc->cfg.interp_threads_head)))
 			return 1;
 		return 0;
 	}
-	len = cfg.tstate_block_len;
+	len = sc->cfg.tstate_block_len;
 	if (len > PYPROF_TSTATE_BLOCK)
 		len = PYPROF_TSTATE_BLOCK;
-	if (bpf_probe_read_user(sc->tsb, len, (const void *)(l->ts + cfg.tstate_block)))
+	if (bpf_probe_read_user(sc->tsb, len, (const void *)(l->ts + sc->cfg.tstate_block)))
 		return 1;
-	if (block64(sc->tsb, cfg.thread_id_rel) == l->want) {
+	if (block64(sc->tsb, sc->cfg.thread_id_rel) == l->want) {
 		l->nfound++;
 		if (!l->first)
 			l->first = l->ts;
-		if (cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32)) {
-			status = *(const __u32 *)(sc->tsb + (cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1)));
+		if (sc->cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32)) {
+			status = *(const __u32 *)(sc->tsb + (sc->cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1)));
 			if (status & (1u << PYPROF_TSTATE_ACTIVE_BIT))
 				l->active = l->ts;
 		}
 	}
-	l->ts = block64(sc->tsb, cfg.next_rel);
+	l->ts = block64(sc->tsb, sc->cfg.next_rel);
 	return 0;
 }
 
@@ -569,11 +580,11 @@ static __always_inline __u64 lookup_tstate(struct scratch *sc, __u64 want, __u32
 
 	__builtin_memset(l, 0, sizeof(*l));
 	*n = 0;
-	if (!want || !cfg.lookup_steps)
+	if (!want || !sc->cfg.lookup_steps)
 		return 0;
 	l->want = want;
 	count(PYPROF_CNT_LOOKUPS);
-	bpf_loop(cfg.lookup_steps, lookup_step, &lc, 0);
+	bpf_loop(sc->cfg.lookup_steps, lookup_step, &lc, 0);
 	*n = l->nfound;
 	if (!l->nfound) {
 		count(PYPROF_CNT_LOOKUP_MISSES);
@@ -625,26 +636,34 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	struct loop_ctx lc;
 	struct scratch *sc;
 	struct walk *w;
+	struct pyprof_proc *pc;
 	__u64 mm, self, tstate;
 	__u32 n, nstates = 0;
 	bool found = false, relook = false;
 
-	if (cfg.tgid && tgid != cfg.tgid) {
+	pc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!pc) {
 		count(PYPROF_CNT_FOREIGN);
 		return 0;
 	}
-	/* Per-CPU events outlive an exec() of the target (per-thread ones are
-	 * removed on exec): the first tick notes the address space, ticks in
-	 * another one (the new image, from the moment exec switches to it)
-	 * are dropped. A thread past exit_mm() has none: nothing to read. */
+	/* Followed, but not (yet) a Python the loader has configured: a
+	 * child that exec'd something else, or whose interpreter is not yet
+	 * found. */
+	if (!pc->configured) {
+		count(PYPROF_CNT_UNCONFIGURED);
+		return 0;
+	}
+	/* The first tick notes the address space; ticks in another one (an
+	 * exec the exec tracepoint has not reported yet) are dropped. A
+	 * thread past exit_mm() has none: nothing to read. */
 	mm = (__u64)bpf_get_current_task_btf()->mm;
 	if (!mm) {
 		count(PYPROF_CNT_NO_MM);
 		return 0;
 	}
-	if (!target_mm)
-		target_mm = mm;
-	if (mm != target_mm) {
+	if (!pc->mm)
+		pc->mm = mm;
+	if (mm != pc->mm) {
 		count(PYPROF_CNT_EXECED);
 		return 0;
 	}
@@ -655,6 +674,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
 		return 0;
+	sc->cfg = pc->cfg;
 	s = &sc->s;
 	w = &sc->w;
 	__builtin_memset(w, 0, sizeof(*w));
@@ -682,12 +702,12 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	tstate = th ? th->tstate : 0;
 	if (tstate) {
 		if (read_tstate(sc, tstate, &tv, s) ||
-		    (cfg.thread_id_rel != PYPROF_REL_NONE && self && tv.thread_id != self)) {
+		    (sc->cfg.thread_id_rel != PYPROF_REL_NONE && self && tv.thread_id != self)) {
 			count(PYPROF_CNT_STALE_TSTATE);
 			tstate = 0;
-		} else if (cfg.status_rel != PYPROF_REL_NONE &&
+		} else if (sc->cfg.status_rel != PYPROF_REL_NONE &&
 			   !(tv.status & (1u << PYPROF_TSTATE_ACTIVE_BIT)) &&
-			   (th->nstates != 1 || s->ts_ns - th->lookup_ns >= cfg.lookup_retry_ns)) {
+			   (th->nstates != 1 || s->ts_ns - th->lookup_ns >= sc->cfg.lookup_retry_ns)) {
 			/* Not active: switched interpreters, or released the
 			 * GIL. Another state of the thread may be the active
 			 * one; this one stands if none is. */
@@ -696,7 +716,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (!tstate)
 		relook = !th || th->misses < PYPROF_LOOKUP_EAGER ||
-			 s->ts_ns - th->lookup_ns >= cfg.lookup_retry_ns;
+			 s->ts_ns - th->lookup_ns >= sc->cfg.lookup_retry_ns;
 	if (relook) {
 		__u64 got = lookup_tstate(sc, self, &nstates);
 
@@ -714,18 +734,23 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	if (!tstate) {
 		struct task_struct *task = bpf_get_current_task_btf();
 
-		/* Stateless: say why when the thread's life tells. */
+		/* Stateless: say why when the thread's life tells. A thread
+		 * binds its state moments after it starts: one that had a
+		 * state, or is exiting, or is young but has run for longer
+		 * than binding takes (a short thread whose state no sample
+		 * saw) is ending; a young one that has barely run, starting. */
 		w->status = PYPROF_NO_PYSTATE;
 		if ((task->flags & PF_EXITING) || (th && th->had_state))
 			w->status = PYPROF_THREAD_EXIT;
 		else if (s->ts_ns - task->start_time < PYPROF_THREAD_START_NS)
-			w->status = PYPROF_THREAD_START;
+			w->status = task->se.sum_exec_runtime < PYPROF_THREAD_BIND_NS ?
+				    PYPROF_THREAD_START : PYPROF_THREAD_EXIT;
 		goto out;
 	}
 	if (found)
 		s->flags |= PYPROF_SF_FOUND;
 	w->fp = tv.fp;
-	if (cfg.frame_cache && th) {
+	if (sc->cfg.frame_cache && th) {
 		/*
 		 * Stop at the anchor only when anchor and sequence are exactly
 		 * what the thread's previous sample saw and that sample met
@@ -750,7 +775,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		w->seek = s->cache_frame;
 	}
 	lc.sc = sc;
-	bpf_loop(cfg.max_walk, walk_frame, &lc, 0);
+	bpf_loop(sc->cfg.max_walk, walk_frame, &lc, 0);
 	if (w->status == PYPROF_COMPLETE && w->fp && !(w->flags & PYPROF_SF_AT_ANCHOR)) {
 		w->status = PYPROF_TRUNCATED;
 		s->flags |= PYPROF_SF_WALK_BUDGET;
@@ -760,7 +785,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		s->cache_prev = w->fp;
 	if (w->status == PYPROF_COMPLETE && !w->fp && tv.base && w->last == tv.base)
 		s->flags |= PYPROF_SF_BASE;
-	if (cfg.frame_cache && th) {
+	if (sc->cfg.frame_cache && th) {
 		/* Cacheable: stopped at the anchor, or whole down to the base
 		 * frame with the anchor in it. */
 		bool usable = w->seen && ((w->flags & PYPROF_SF_AT_ANCHOR) ||
@@ -780,5 +805,81 @@ out:
 	 * wake-up per record throttled sampling to about once per poll. */
 	if (bpf_ringbuf_output(&samples, s, PYPROF_SAMPLE_SIZE(n), BPF_RB_NO_WAKEUP))
 		count(PYPROF_CNT_LOST);
+	return 0;
+}
+
+/* A process event for the loader (struct pyprof_proc_event). */
+static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid)
+{
+	struct pyprof_proc_event e = {
+		.kind = PYPROF_REC_PROC, .event = event, .pid = pid, .ppid = ppid,
+		.ts_ns = bpf_ktime_get_ns(),
+	};
+
+	if (bpf_ringbuf_output(&samples, &e, sizeof(e), BPF_RB_NO_WAKEUP))
+		count(PYPROF_CNT_LOST);
+}
+
+/*
+ * A followed process forked (follow_children): the child is followed too,
+ * with its parent's configuration, which describes the child's copy of the
+ * address space as well; its address space is noted at its first tick.
+ * New threads are not processes: they are found at their first sample.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(pyprof_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	struct pyprof_proc *pp, *cp;
+
+	if (!follow_children || ptgid == ctgid)
+		return 0;
+	pp = bpf_map_lookup_elem(&procs, &ptgid);
+	if (!pp)
+		return 0;
+	if (bpf_map_update_elem(&procs, &ctgid, pp, BPF_NOEXIST)) {
+		count(PYPROF_CNT_PROCS_FULL);
+		return 0;
+	}
+	cp = bpf_map_lookup_elem(&procs, &ctgid);
+	if (cp) {
+		cp->mm = 0;
+		/* Only the main target's samples go through userspace's
+		 * frame cache: a child walks whole, Python frames only. */
+		cp->cfg.frame_cache = 0;
+	}
+	proc_event(PYPROF_PROC_FORK, ctgid, ptgid);
+	return 0;
+}
+
+/*
+ * A followed process exec'd: its configuration described the old image.
+ * Its ticks are dropped until the loader configures the new one (if it is
+ * a Python).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(pyprof_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+	struct pyprof_proc *pc = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (!pc)
+		return 0;
+	pc->configured = 0;
+	pc->mm = 0;
+	proc_event(PYPROF_PROC_EXEC, tgid, 0);
+	return 0;
+}
+
+/* A followed process ended (its leader exits last but for the rare
+ * pthread_exit() of main; the loader checks /proc for those). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pyprof_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (p->pid != p->tgid || !bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	proc_event(PYPROF_PROC_EXIT, tgid, 0);
 	return 0;
 }

@@ -55,6 +55,8 @@ enum pyprof_status {
 };
 
 #define PYPROF_THREAD_START_NS	(20 * 1000000ULL)
+/* CPU time a new thread takes at most to bind its thread state. */
+#define PYPROF_THREAD_BIND_NS	(250 * 1000ULL)
 
 /* Bit of the thread state's _status word set while the thread state is the
  * current one of its OS thread (3.12 to 3.15 alike: initialized, bound,
@@ -121,6 +123,10 @@ enum pyprof_counter {
 	 * room for (userspace then reads them from the target, if alive). */
 	PYPROF_CNT_CODES_SENT,
 	PYPROF_CNT_CODES_LOST,
+	/* Ticks of a followed process not (yet) configured as a Python. */
+	PYPROF_CNT_UNCONFIGURED,
+	/* Children not followed: the procs map was full. */
+	PYPROF_CNT_PROCS_FULL,
 	PYPROF_CNT_NR,
 };
 
@@ -216,9 +222,37 @@ struct pyprof_config {
 
 	__u32 max_frames;		/* <= PYPROF_MAX_FRAMES */
 	__u32 max_walk;			/* frames visited, Python or not */
-	/* Process whose samples are kept, as bpf_get_current_pid_tgid()
-	 * sees it; a guard should an event outlive an exec or fork. */
-	__u32 tgid;
+};
+
+/* Processes followed at once at most (the procs map). */
+#define PYPROF_MAX_PROCS	4096
+
+/*
+ * Value of the procs map, keyed by host tgid: a process whose ticks are
+ * kept. Written by the loader (configured: cfg describes its interpreter),
+ * copied by the fork tracepoint into followed children, unconfigured by the
+ * exec tracepoint.
+ */
+struct pyprof_proc {
+	struct pyprof_config cfg;
+	__u64 mm;			/* its address space at its first tick (program) */
+	__u32 configured;
+	__u32 pad;
+};
+
+/* A process event (struct pyprof_proc_event.event). */
+enum {
+	PYPROF_PROC_FORK = 1,		/* pid is a new child of ppid, followed */
+	PYPROF_PROC_EXEC = 2,		/* pid exec'd: unconfigured until told */
+	PYPROF_PROC_EXIT = 3,		/* pid's leader exited */
+};
+
+struct pyprof_proc_event {
+	__u32 kind;			/* PYPROF_REC_PROC */
+	__u32 event;
+	__u32 pid;
+	__u32 ppid;
+	__u64 ts_ns;
 };
 
 /* Largest thread-state block read at once (config.tstate_block_len). */
@@ -287,6 +321,7 @@ struct pyprof_frame {
 enum pyprof_rec_kind {
 	PYPROF_REC_SAMPLE = 1,		/* struct pyprof_sample */
 	PYPROF_REC_CODE = 2,		/* struct pyprof_code */
+	PYPROF_REC_PROC = 3,		/* struct pyprof_proc_event */
 };
 
 struct pyprof_sample {

@@ -141,13 +141,19 @@ struct bpf_sampler {
 	struct pyprof_bpf *skel;
 	struct ring_buffer *rb;
 	int threads_fd;
+	int procs_fd;
 	int counters_fd;
+	unsigned int max_frames;
+	/* The main target's walk (its frame cache may be on); other
+	 * processes (bpf_sampler__add_process, followed children) walk whole. */
+	struct pyprof_config main_cfg;
 	int ncpus;		/* possible CPUs: per-CPU map values */
 	unsigned int freq_hz;
 	bool inherit;		/* new threads inherit their creator's event */
 	bool per_cpu;		/* one event per CPU instead of per thread */
 	struct bpf_link **cpu_links;
 	int ncpu_links;
+	struct bpf_link *tp_links[3];	/* fork, exec, exit (following children) */
 	bool attached;		/* the first scan is done */
 	/* A thread the last refresh did not know has been sampled (it has no
 	 * thread state in the map yet): refresh soon. */
@@ -166,9 +172,11 @@ struct bpf_sampler {
 	struct py_thread *pyth;
 	size_t cap_pyth;
 
-	/* Where code snapshots go. */
+	/* Where code snapshots and process events go. */
 	code_fn code_fn;
 	void *code_ctx;
+	proc_fn proc_fn;
+	void *proc_ctx;
 
 	/* The poll in progress. */
 	sample_fn fn;
@@ -349,7 +357,7 @@ static int fill_tstate_block(struct pyprof_config *c, const struct py_offsets *o
 }
 
 static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint64_t runtime,
-		       unsigned int max_frames, pid_t pid, bool cache, char *err, size_t errlen)
+		       unsigned int max_frames, bool cache, char *err, size_t errlen)
 {
 	const struct { const char *name; uint64_t off, len; } fields[] = {
 		{ "previous", o->frame_previous, 8 },
@@ -405,7 +413,6 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint
 	c->code_version = o->code_version;
 	c->max_frames = max_frames;
 	c->max_walk = max_frames * PYPROF_WALK_FACTOR;
-	c->tgid = pid;
 	c->window = WINDOW_BYTES;
 	/* Code snapshots: the code object's fields up to _co_firsttraceable. */
 	if (o->code_size <= PYPROF_CODE_OBJ_MAX && o->code_qualname + 8 <= o->code_size &&
@@ -472,6 +479,27 @@ static int open_event(struct bpf_sampler *s, pid_t tid, int cpu, struct bpf_link
 		return err;
 	}
 	*out = link;
+	return 0;
+}
+
+/* The fork, exec and exit tracepoints that follow child processes. */
+static int attach_tracepoints(struct bpf_sampler *s, char *err, size_t errlen)
+{
+	struct bpf_program *progs[] = {
+		s->skel->progs.pyprof_fork, s->skel->progs.pyprof_exec, s->skel->progs.pyprof_exit,
+	};
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		s->tp_links[i] = bpf_program__attach(progs[i]);
+		if (!s->tp_links[i]) {
+			int ret = -errno;
+
+			s->tp_links[i] = NULL;
+			snprintf(err, errlen, "cannot attach the %s tracepoint: %s",
+				 bpf_program__name(progs[i]), strerror(-ret));
+			return ret;
+		}
+	}
 	return 0;
 }
 
@@ -771,7 +799,7 @@ static void on_code(struct bpf_sampler *s, const struct pyprof_code *c, size_t s
 	    c->lt_len > PYPROF_CODE_LT_MAX || size < PYPROF_CODE_SIZE(c->lt_len))
 		return;
 	rc = (struct raw_code){
-		.code = c->code, .version = c->version,
+		.pid = (pid_t)c->pid, .code = c->code, .version = c->version,
 		.obj = c->obj, .obj_len = c->obj_len,
 		.qualname = c->qual, .qualname_len = c->qual_len,
 		.filename = c->file, .filename_len = c->file_len,
@@ -781,6 +809,56 @@ static void on_code(struct bpf_sampler *s, const struct pyprof_code *c, size_t s
 		.linetable_cut = !!(c->flags & (PYPROF_CF_LT_CUT | PYPROF_CF_LT_FAULT)),
 	};
 	s->code_fn(s->code_ctx, &rc);
+}
+
+void bpf_sampler__set_proc_fn(struct bpf_sampler *s, proc_fn fn, void *ctx)
+{
+	s->proc_fn = fn;
+	s->proc_ctx = ctx;
+}
+
+/* Write @pid's entry of the procs map: configured with @c, or not. */
+static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_config *c)
+{
+	struct pyprof_proc v = {};
+	__u32 key = (__u32)pid;
+
+	if (c) {
+		v.cfg = *c;
+		v.configured = 1;
+	}
+	if (bpf_map_update_elem(s->procs_fd, &key, &v, BPF_ANY))
+		return errno == E2BIG ? -ENOSPC : -errno;
+	return 0;
+}
+
+int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen)
+{
+	struct pyprof_config c;
+	int ret;
+
+	ret = fill_config(&c, pyproc__offsets(p), pyproc__runtime(p), s->max_frames, false,
+			  err, errlen);
+	if (ret)
+		return ret;
+	ret = write_proc(s, pyproc__pid(p), &c);
+	if (ret)
+		snprintf(err, errlen, "cannot add process %d to the BPF map: %s",
+			 (int)pyproc__pid(p), strerror(-ret));
+	return ret;
+}
+
+int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid)
+{
+	return write_proc(s, pid, NULL);
+}
+
+void bpf_sampler__forget_process(struct bpf_sampler *s, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	if (pid != s->pid)
+		bpf_map_delete_elem(s->procs_fd, &key);
 }
 
 void bpf_sampler__set_code_fn(struct bpf_sampler *s, code_fn fn, void *ctx)
@@ -802,10 +880,24 @@ static int on_record(void *ctx, void *data, size_t size)
 		on_code(s, data, size);
 		return 0;
 	}
+	if (size >= sizeof(struct pyprof_proc_event) && r->kind == PYPROF_REC_PROC) {
+		const struct pyprof_proc_event *e = data;
+
+		if (s->proc_fn)
+			s->proc_fn(s->proc_ctx, (enum sampler_proc_event)e->event, (pid_t)e->pid,
+				   (pid_t)e->ppid);
+		return 0;
+	}
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
 	    size < PYPROF_SAMPLE_SIZE(r->nframes)) {
 		s->errors++;
 		return 0;
+	}
+	if ((pid_t)r->pid != s->pid) {
+		/* Another process: whole walks, Python frames only. */
+		fo = (struct frame_cache_out){ .status = r->status, .nframes = r->nframes,
+					       .frames = (const struct py_rawframe *)r->frames };
+		goto deliver;
 	}
 	fr = (struct frame_cache_rec){
 		.tid = r->tid, .ts_ns = r->ts_ns, .tstate = r->tstate,
@@ -820,8 +912,9 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (fo.reanchor)
 		queue_reanchor(s, r->tid);
 
+deliver:
 	s->samples++;
-	if (r->status == PYPROF_NO_PYSTATE && !s->unknown_tid &&
+	if (r->status == PYPROF_NO_PYSTATE && (pid_t)r->pid == s->pid && !s->unknown_tid &&
 	    !find_thread(s->th, s->nth, (pid_t)r->tid))
 		s->unknown_tid = true;
 	if (fo.status == PYPROF_TRUNCATED)
@@ -830,6 +923,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		 fo.status != PYPROF_THREAD_EXIT)
 		s->errors++;
 
+	rs.pid = r->pid;
 	rs.tid = r->tid;
 	rs.cpu = r->cpu;
 	rs.ts_ns = r->ts_ns;
@@ -971,6 +1065,10 @@ void bpf_sampler__stop(struct bpf_sampler *s)
 		bpf_link__destroy(s->cpu_links[i]);
 		s->cpu_links[i] = NULL;
 	}
+	for (size_t i = 0; i < sizeof(s->tp_links) / sizeof(s->tp_links[0]); i++) {
+		bpf_link__destroy(s->tp_links[i]);
+		s->tp_links[i] = NULL;
+	}
 }
 
 void bpf_sampler__free(struct bpf_sampler *s)
@@ -1015,12 +1113,13 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 		return ret;
 	}
 	s->skel = skel;
-	ret = fill_config(&skel->rodata->cfg, pyproc__offsets(s->proc), pyproc__runtime(s->proc),
-			  max_frames, s->pid,
-			  !o->no_frame_cache, err, errlen);
+	s->max_frames = max_frames;
+	ret = fill_config(&s->main_cfg, pyproc__offsets(s->proc), pyproc__runtime(s->proc),
+			  max_frames, !o->no_frame_cache, err, errlen);
 	if (ret)
 		return ret;
-	s->cache = skel->rodata->cfg.frame_cache;
+	s->cache = s->main_cfg.frame_cache;
+	skel->rodata->follow_children = !!o->follow_children;
 	ret = frame_cache__new(s->pid, pyproc__offsets(s->proc), max_frames, s->cache, &s->fc);
 	if (!ret)
 		frame_cache__set_reanchor(s->fc, true);
@@ -1053,6 +1152,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 		return ret;
 	}
 	s->threads_fd = bpf_map__fd(skel->maps.threads);
+	s->procs_fd = bpf_map__fd(skel->maps.procs);
 	s->counters_fd = bpf_map__fd(skel->maps.counters);
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.samples), on_record, s, NULL);
 	if (!s->rb) {
@@ -1149,10 +1249,23 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	s->freq_hz = o->freq_hz;
 	s->verbose = o->verbose;
 
+	if (o->follow_children && o->events == SAMPLER_EVENTS_THREAD) {
+		snprintf(err, errlen, "following child processes needs per-CPU events "
+			 "(--events cpu or auto)");
+		ret = -EINVAL;
+		goto err_free;
+	}
 	ret = load(s, o, err, errlen);
 	if (ret)
 		goto err_free;
-	if (o->events == SAMPLER_EVENTS_AUTO) {
+	ret = write_proc(s, s->pid, &s->main_cfg);
+	if (ret) {
+		snprintf(err, errlen, "cannot write the BPF process map: %s", strerror(-ret));
+		goto err_free;
+	}
+	if (o->follow_children) {
+		s->per_cpu = true;
+	} else if (o->events == SAMPLER_EVENTS_AUTO) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 
 		s->per_cpu = online > 0 && (uint64_t)online * o->freq_hz <= AUTO_CPU_TICKS;
@@ -1176,6 +1289,11 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	ret = s->per_cpu ? attach_cpus(s, err, errlen) : 0;
 	if (ret)
 		goto err_free;
+	if (o->follow_children) {
+		ret = attach_tracepoints(s, err, errlen);
+		if (ret)
+			goto err_free;
+	}
 	*out = s;
 	return 0;
 

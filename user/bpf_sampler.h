@@ -89,6 +89,25 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx);
  */
 void bpf_sampler__set_code_fn(struct bpf_sampler *s, code_fn fn, void *ctx);
 
+/* Have process events (forks, execs and exits of followed processes,
+ * sampler_opts.follow_children) handed to @fn during polls. */
+void bpf_sampler__set_proc_fn(struct bpf_sampler *s, proc_fn fn, void *ctx);
+
+/*
+ * Sample @p too (another -p target, or a followed child once it runs a
+ * Python the caller opened), from now on, walking its stacks whole. @p must
+ * outlive the sampler, or be forgotten first. Returns 0, -ENOSPC (too many
+ * processes), -EPROTO (offsets the walk cannot use) or -errno, with a line
+ * in @err.
+ */
+int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen);
+/* Follow @pid's children (sampler_opts.follow_children) without sampling
+ * it: a process that runs no Python, or none yet. 0 or -errno. */
+int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid);
+/* Stop sampling @pid (not the main target); its samples still in the ring
+ * are delivered. */
+void bpf_sampler__forget_process(struct bpf_sampler *s, pid_t pid);
+
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st);
 
 /*

@@ -524,8 +524,9 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 		py_from = s->nframes - s->unchanged;
 		goto python;
 	}
-	if (o->opts.comm_root) {
-		snprintf(buf, sizeof(buf), "[%s:%d]", t->comm, (int)s->pid);
+	if (o->opts.comm_root || o->opts.process_roots) {
+		snprintf(buf, sizeof(buf), o->opts.process_roots ? "%s (pid %d)" : "[%s:%d]",
+			 t->comm, (int)s->pid);
 		err = model_frame(m, OUT_FRAME_PROCESS, buf, "", 0, 0, &id);
 		if (err)
 			return err;

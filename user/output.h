@@ -12,7 +12,8 @@
  *
  * Every writer sees the same stack for a sample, root first:
  *
- *   [process root]  only with opts.comm_root:   "[<comm>:<pid>]"
+ *   [process root]  only with opts.comm_root:   "[<comm>:<pid>]", or with
+ *                   opts.process_roots:         "<comm> (pid <pid>)"
  *   [thread root]   only with opts.per_thread_roots: "[<thread name>:<tid>]"
  *   [status frame]  when the sample is not a whole Python stack:
  *                   "[truncated]", "[no-python-state]", "[read-fault]",
@@ -65,6 +66,9 @@ struct output_opts {
 	int per_thread_roots;	/* --threads: a root frame per thread */
 	int no_lines;		/* --no-lines: a frame's line is its function's first line */
 	int comm_root;		/* an outermost frame naming the process */
+	/* Several processes (--subprocesses, -p A,B): the process root reads
+	 * "<comm> (pid <pid>)", one per process, and is always there. */
+	int process_roots;
 	const char *event;	/* perf-script event name; NULL -> "cpu-clock" */
 	const char *title;	/* flamegraph/speedscope title; NULL -> derived from the comm */
 	uint64_t start_time_ns;	/* wall-clock start (CLOCK_REALTIME) for pprof; 0: omit */

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "procfs.h"
@@ -48,4 +51,81 @@ int procfs__thread_alive(pid_t pid, pid_t tid)
 
 	snprintf(fn, sizeof(fn), "/proc/%d/task/%d", (int)pid, (int)tid);
 	return tid > 0 && access(fn, F_OK) == 0;
+}
+
+/* The parent of @pid from its stat line; 0 when unreadable. */
+static pid_t parent_of(pid_t pid)
+{
+	char fn[64], buf[512], *rp;
+	int ppid = 0;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')) &&
+	    sscanf(rp + 1, " %*c %d", &ppid) != 1)
+		ppid = 0;
+	fclose(f);
+	return (pid_t)ppid;
+}
+
+int procfs__descendants(pid_t pid, pid_t *out, size_t max, size_t *n)
+{
+	pid_t *all = NULL, *par = NULL;
+	size_t nall = 0, cap = 0, k = 0, head = 0;
+	struct dirent *e;
+	int rc = 0;
+	DIR *d;
+
+	*n = 0;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+
+		if (*end || v <= 0 || (pid_t)v == pid)
+			continue;
+		if (nall == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			pid_t *a = realloc(all, nc * sizeof(*a)), *b;
+
+			if (!a) {
+				rc = -ENOMEM;
+				break;
+			}
+			all = a;
+			b = realloc(par, nc * sizeof(*b));
+			if (!b) {
+				rc = -ENOMEM;
+				break;
+			}
+			par = b;
+			cap = nc;
+		}
+		all[nall] = (pid_t)v;
+		par[nall++] = parent_of((pid_t)v);
+	}
+	closedir(d);
+	/* Breadth first from @pid: parents come before their children. */
+	for (pid_t cur = pid; !rc; cur = out[head++]) {
+		for (size_t i = 0; i < nall; i++) {
+			if (par[i] != cur || !procfs__alive(all[i]))
+				continue;
+			if (k == max) {
+				rc = -E2BIG;
+				break;
+			}
+			out[k++] = all[i];
+		}
+		if (head == k)
+			break;
+	}
+	free(all);
+	free(par);
+	*n = k;
+	return rc;
 }

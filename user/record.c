@@ -19,6 +19,7 @@
 #include "output.h"
 #include "output_args.h"
 #include "procfs.h"
+#include "procset.h"
 #include "pyproc.h"
 #include "rawrec.h"
 #include "record.h"
@@ -34,8 +35,17 @@
 
 enum backend { BACKEND_AUTO, BACKEND_BPF, BACKEND_REMOTE };
 
+/* -p PID,PID,... at most */
+#define MAX_PIDS 64
+/* A followed process that exec'd is looked at this long for a Python
+ * (a shared libpython is mapped moments after the exec). */
+#define EXEC_PENDING_NS (300 * 1000000ULL)
+
 struct record_env {
-	pid_t pid;
+	pid_t pid;		/* the first -p target, or the command */
+	pid_t pids[MAX_PIDS];	/* every -p target */
+	size_t npids;
+	int subprocesses;	/* --subprocesses */
 	char **argv;		/* -- CMD ARGS: a command to start, NULL-terminated */
 	long freq;
 	double duration;	/* seconds, 0 = until stopped */
@@ -55,7 +65,9 @@ struct tid_name {
 
 struct record_ctx {
 	struct record_env *env;
-	struct symbolizer *sym;
+	/* Every process sampled, each with its symbolizer and stack memo. */
+	struct procset *procs;
+	struct bpf_sampler *bs;	/* to configure processes found later */
 	struct output *out;	/* NULL when only a raw recording is written */
 	struct output *summary;	/* the hottest functions on a terminal's stderr */
 	/* -d: CLOCK_MONOTONIC ns after which a poll stops taking samples (a
@@ -64,13 +76,13 @@ struct record_ctx {
 	int past_deadline;
 	struct sampler_stats late;	/* samples dropped for being after it */
 	struct rawrec_writer *raw;
-	struct stack_memo *memo;	/* each thread's previous stack */
 	char comm[32];
 	struct tid_name *names;
 	size_t nnames;
 	uint64_t period_ns;
 	size_t symbol_errors;
 	size_t snapshot_errors;		/* code snapshots that could not be used */
+	uint64_t unknown_pid_samples;	/* of a process the recording lost track of */
 	int out_err;
 	const char *out_err_file;	/* the file out_err is about */
 };
@@ -143,10 +155,14 @@ enum {
 	OPT_EVENTS,
 	OPT_MAX_DEPTH,
 	OPT_RAW,
+	OPT_SUBPROCESSES,
 };
 
 static const struct argp_option record_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to profile", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to profile", 0 },
+	{ "subprocesses", OPT_SUBPROCESSES, NULL, 0, "BPF: also every process the targets "
+	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
+	  "its own pid; outputs get one root per process", 0 },
 	{ "freq", 'F', "HZ", 0, "Samples per second per running thread (default 99)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit; "
 	  "a command started runs on)", 0 },
@@ -178,9 +194,22 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &env->out;
 		break;
 	case 'p':
-		if (parse_long(arg, 1, INT_MAX, &v))
+		for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+			if (parse_long(tok, 1, INT_MAX, &v))
+				argp_error(state, "invalid PID: %s", tok);
+			if (env->npids == MAX_PIDS)
+				argp_error(state, "at most %d processes with -p", MAX_PIDS);
+			for (size_t i = 0; i < env->npids; i++)
+				if (env->pids[i] == (pid_t)v)
+					argp_error(state, "PID %ld given twice", v);
+			env->pids[env->npids++] = (pid_t)v;
+		}
+		if (!env->npids)
 			argp_error(state, "invalid PID: %s", arg);
-		env->pid = (pid_t)v;
+		env->pid = env->pids[0];
+		break;
+	case OPT_SUBPROCESSES:
+		env->subprocesses = 1;
 		break;
 	case 'F':
 		if (parse_long(arg, 1, 100000, &v))
@@ -248,6 +277,15 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				   "recording; -o already writes one");
 		if (env->events && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--events is for the BPF backend");
+		if ((env->subprocesses || env->npids > 1) && env->backend == BACKEND_REMOTE)
+			argp_error(state, "--subprocesses and several -p targets are for the BPF "
+				   "backend");
+		if (env->subprocesses && env->events == SAMPLER_EVENTS_THREAD)
+			argp_error(state, "--subprocesses needs per-CPU events (--events cpu)");
+		if ((env->subprocesses || env->npids > 1) &&
+		    (env->raw || rawrec__wanted(env->out.format, env->out.output)))
+			argp_error(state, "a raw recording holds one process: not with "
+				   "--subprocesses or several -p targets");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -256,16 +294,29 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 }
 
 /* Thread names, read once per thread (they rarely change). */
-static const char *thread_name(struct record_ctx *c, pid_t tid)
+static const char *thread_name(struct record_ctx *c, pid_t pid, pid_t tid, const char *comm)
 {
 	for (size_t i = 0; i < c->nnames; i++)
 		if (c->names[i].tid == tid)
 			return c->names[i].name;
 	if (c->nnames == MAX_NAMES)
-		return c->comm;
+		return comm;
 	c->names[c->nnames].tid = tid;
-	procfs__comm(c->env->pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
+	procfs__comm(pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
 	return c->names[c->nnames++].name;
+}
+
+/* The process of a sample or snapshot, opened if it was not yet (a forked
+ * child shares its parent's image: its first sample opens it). */
+static struct proc_entry *sample_proc(struct record_ctx *c, pid_t pid)
+{
+	struct proc_entry *e = procset__find(c->procs, pid);
+
+	if (!e && c->env->subprocesses)
+		e = procset__add(c->procs, pid, 0, NULL);
+	if (e && e->state == PROC_FORKED)
+		procset__open(c->procs, e);
+	return e && e->state == PROC_PYTHON ? e : NULL;
 }
 
 /* A code object's snapshot: named from it even once the target frees it.
@@ -273,17 +324,155 @@ static const char *thread_name(struct record_ctx *c, pid_t tid)
 static void on_code(void *ctx, const struct raw_code *code)
 {
 	struct record_ctx *c = ctx;
+	struct proc_entry *e = sample_proc(c, code->pid);
 
-	if (symbolizer__add_code(c->sym, code))
+	if (!e || symbolizer__add_code(e->sym, code))
 		c->snapshot_errors++;
+}
+
+static uint64_t clock_ns(clockid_t clk);
+
+/* A followed process exec'd: the sampler drops its ticks until it is added
+ * again, once its new image is found to be a Python. */
+static void proc_try_python(struct record_ctx *c, struct proc_entry *e)
+{
+	char err[PYPROF_ERRLEN];
+
+	if (procset__open(c->procs, e))
+		return;
+	if (bpf_sampler__add_process(c->bs, e->p, err, sizeof(err))) {
+		snprintf(e->why, sizeof(e->why), "%s", err);
+		e->state = PROC_FAILED;
+		return;
+	}
+	if (c->env->verbose)
+		fprintf(stderr, "pyprof-bpf: following process %d (%s, Python %s)\n",
+			(int)e->pid, e->comm, e->version);
+}
+
+static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid)
+{
+	struct record_ctx *c = ctx;
+	struct proc_entry *e;
+
+	switch (ev) {
+	case SAMPLER_PROC_FORK:
+		if (!procset__add(c->procs, pid, ppid, NULL))
+			c->snapshot_errors++;
+		break;
+	case SAMPLER_PROC_EXEC:
+		e = procset__find(c->procs, pid);
+		if (!e && !(e = procset__add(c->procs, pid, 0, NULL)))
+			break;
+		procset__exec(c->procs, e, clock_ns(CLOCK_MONOTONIC));
+		procfs__comm(pid, 0, e->comm, sizeof(e->comm));
+		proc_try_python(c, e);
+		break;
+	case SAMPLER_PROC_EXIT:
+		e = procset__find(c->procs, pid);
+		if (e)
+			e->exited = true;
+		break;
+	}
+}
+
+/* Exec'd processes whose interpreter was not found yet: try again, for a
+ * while. */
+static void retry_pending(struct record_ctx *c)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	for (size_t i = 0; i < procset__count(c->procs); i++) {
+		struct proc_entry *e = procset__at(c->procs, i);
+
+		if (e->state != PROC_PENDING)
+			continue;
+		if (e->exited || now - e->pending_since_ns > EXEC_PENDING_NS) {
+			e->state = PROC_NOT_PYTHON;
+			continue;
+		}
+		proc_try_python(c, e);
+	}
+}
+
+/* --subprocesses: the targets' descendants that run already are followed
+ * too (those started from now on come through the sampler's fork events). */
+static void adopt_descendants(struct record_ctx *c)
+{
+	size_t n = 0;
+	pid_t *d = calloc(4096, sizeof(*d));
+
+	for (size_t t = 0; d && t < c->env->npids + (c->env->npids ? 0 : 1); t++) {
+		pid_t root = c->env->npids ? c->env->pids[t] : c->env->pid;
+
+		procfs__descendants(root, d, 4096, &n);
+		for (size_t i = 0; i < n; i++) {
+			struct proc_entry *e;
+
+			if (procset__find(c->procs, d[i]))
+				continue;
+			e = procset__add(c->procs, d[i], root, NULL);
+			if (!e)
+				break;
+			e->state = PROC_PENDING;	/* open it as an exec'd one */
+			e->pending_since_ns = clock_ns(CLOCK_MONOTONIC);
+			proc_try_python(c, e);
+			if (e->state != PROC_PYTHON) {
+				e->state = PROC_NOT_PYTHON;
+				bpf_sampler__track_process(c->bs, d[i]);
+			}
+		}
+	}
+	free(d);
+}
+
+/* Is any followed process still running Python (or about to)? */
+static bool any_alive(struct record_ctx *c)
+{
+	for (size_t i = 0; i < procset__count(c->procs); i++) {
+		struct proc_entry *e = procset__at(c->procs, i);
+
+		if (!e->exited && e->state != PROC_NOT_PYTHON && e->state != PROC_FAILED &&
+		    procfs__alive(e->pid))
+			return true;
+		if (!e->exited && !procfs__alive(e->pid))
+			e->exited = true;
+	}
+	return false;
+}
+
+/* The end summary's list of processes, when there were several. */
+static void print_procs(struct record_ctx *c)
+{
+	size_t n = procset__count(c->procs);
+
+	if (n < 2)
+		return;
+	fprintf(stderr, "pyprof-bpf: %zu processes:\n", n);
+	for (size_t i = 0; i < n; i++) {
+		struct proc_entry *e = procset__at(c->procs, i);
+
+		fprintf(stderr, "  %7d %-16s ", (int)e->pid, e->comm);
+		if (e->version[0])
+			fprintf(stderr, "Python %-8s %8llu samples", e->version,
+				(unsigned long long)e->samples);
+		else
+			fprintf(stderr, "not sampled: %s", e->why[0] ? e->why :
+				e->state == PROC_FORKED ? "no sample before it exec'd or ended" :
+				"not a Python");
+		if (e->ppid)
+			fprintf(stderr, ", child of %d", (int)e->ppid);
+		fputs(e->exited ? ", exited\n" : "\n", stderr);
+	}
 }
 
 static int on_sample(void *ctx, const struct raw_sample *r)
 {
 	struct record_ctx *c = ctx;
+	struct proc_entry *e = sample_proc(c, r->pid);
 	struct out_sample s = {
-		.comm = c->comm,
-		.pid = c->env->pid,
+		.comm = e ? e->comm : c->comm,
+		.pid = r->pid,
 		.tid = r->tid,
 		.cpu = r->cpu,
 		.ts_ns = r->ts_ns,
@@ -301,9 +490,16 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 			c->late.errors++;
 		return 1;
 	}
-	s.thread_name = thread_name(c, r->tid);
+	if (!e) {
+		/* A process that could not be opened: counted, not shown
+		 * under another's name. */
+		c->unknown_pid_samples++;
+		return 0;
+	}
+	e->samples++;
+	s.thread_name = thread_name(c, r->pid, r->tid, e->comm);
 	/* -ENOMEM only costs the reuse: the symbols are there. */
-	stack_memo__resolve(c->memo, c->sym, r, &s.frames, &s.nframes, &s.unchanged,
+	stack_memo__resolve(e->memo, e->sym, r, &s.frames, &s.nframes, &s.unchanged,
 			    &c->symbol_errors);
 	/* Both get the very same sample: `report` of the raw recording gives this output. */
 	rc = c->out ? output__add(c->out, &s) : 0;
@@ -448,6 +644,8 @@ int record__main(int argc, char **argv)
 	struct bpf_sampler *bs = NULL;
 	struct remote_sampler *rs = NULL;
 	struct pyproc *p = NULL;
+	struct proc_entry *main_proc = NULL;
+	bool multi;
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct rawrec_info rinfo = { 0 };
 	struct rawrec_end rend;
@@ -484,21 +682,42 @@ int record__main(int argc, char **argv)
 		rc = pyproc__open(env.pid, &p, err, sizeof(err));
 	if (rc)
 		goto fail;
-	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
-				       .max_frames = (unsigned int)env.max_frames,
-				       .verbose = env.verbose,
-				       .no_frame_cache = env.no_frame_cache,
-				       .events = env.events };
-	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
-	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
-	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
-	if (stack_memo__new((unsigned int)env.max_frames, &ctx.memo) || !ctx.names) {
+	multi = env.subprocesses || env.npids > 1;
+	env.out.oopts.process_roots = multi;
+	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
+	if (rc || !(main_proc = procset__add(ctx.procs, env.pid, 0, p))) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	rc = symbolizer__new(p, &ctx.sym);
-	if (rc) {
+	p = NULL;	/* the process set owns it */
+	/* The other -p targets: all of them, or a clear error. */
+	for (size_t i = 1; i < env.npids; i++) {
+		struct pyproc *q = NULL;
+		char qerr[PYPROF_ERRLEN];
+
+		rc = pyproc__open(env.pids[i], &q, qerr, sizeof(qerr));
+		if (!rc && !procset__add(ctx.procs, env.pids[i], 0, q)) {
+			pyproc__free(q);
+			rc = -ENOMEM;
+			snprintf(qerr, sizeof(qerr), "out of memory");
+		}
+		if (rc) {
+			snprintf(err, sizeof(err), "%s", qerr);
+			goto fail;
+		}
+	}
+	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
+				       .max_frames = (unsigned int)env.max_frames,
+				       .verbose = env.verbose,
+				       .no_frame_cache = env.no_frame_cache,
+				       .events = env.events,
+				       .follow_children = env.subprocesses };
+	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
+	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
+	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
+	if (!ctx.names) {
+		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
@@ -518,7 +737,7 @@ int record__main(int argc, char **argv)
 
 		rc = bpf_sampler__available(why, sizeof(why));
 		if (!rc)
-			rc = bpf_sampler__open(p, &sopts, &bs, why, sizeof(why));
+			rc = bpf_sampler__open(main_proc->p, &sopts, &bs, why, sizeof(why));
 		if (rc && env.backend == BACKEND_BPF) {
 			snprintf(err, sizeof(err), "BPF backend: %s", why);
 			goto fail;
@@ -527,12 +746,28 @@ int record__main(int argc, char **argv)
 			fprintf(stderr, "pyprof-bpf: cannot use BPF (%s): sampling with the remote "
 				"backend instead\n", why);
 		if (bs) {
+			ctx.bs = bs;
 			bpf_sampler__set_code_fn(bs, on_code, &ctx);
-			symbolizer__keep_gone(ctx.sym, true);
+			bpf_sampler__set_proc_fn(bs, on_proc, &ctx);
+			procset__keep_gone(ctx.procs, true);
 		}
+		for (size_t i = 1; bs && i < env.npids; i++) {
+			rc = bpf_sampler__add_process(bs, procset__find(ctx.procs, env.pids[i])->p,
+						      err, sizeof(err));
+			if (rc)
+				goto fail;
+		}
+		if (bs && env.subprocesses)
+			adopt_descendants(&ctx);
 	}
 	if (!bs) {
-		rc = remote_sampler__open(p, &sopts, &rs);
+		if (multi) {
+			rc = -ENOTSUP;
+			snprintf(err, sizeof(err), "--subprocesses and several -p targets need the "
+				 "BPF backend");
+			goto fail;
+		}
+		rc = remote_sampler__open(main_proc->p, &sopts, &rs);
 		if (rc) {
 			snprintf(err, sizeof(err), "remote backend: %s", strerror(-rc));
 			goto fail;
@@ -551,7 +786,7 @@ int record__main(int argc, char **argv)
 	if (raw_path) {
 		rinfo.pid = env.pid;
 		rinfo.comm = ctx.comm;
-		rinfo.python_version = pyproc__version(p);
+		rinfo.python_version = main_proc->version;
 		rinfo.backend = bs ? "bpf" : "remote";
 		rinfo.freq_hz = (uint32_t)env.freq;
 		rinfo.period_ns = ctx.period_ns;
@@ -562,7 +797,7 @@ int record__main(int argc, char **argv)
 			goto fail;
 	}
 	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) at %ld Hz with the %s "
-		"backend%s%s\n", (int)env.pid, pyproc__version(p), env.freq, bs ? "BPF" : "remote",
+		"backend%s%s\n", (int)env.pid, main_proc->version, env.freq, bs ? "BPF" : "remote",
 		!bs ? "" : bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
 		cmd ? (env.duration ? "" : " until the command exits") :
 		env.duration ? "" : "; Ctrl-C to stop");
@@ -603,11 +838,12 @@ int record__main(int argc, char **argv)
 			if (t >= next_refresh ||
 			    (bpf_sampler__unknown_tid(bs) && t >= next_refresh - 0.08)) {
 				next_refresh = t + 0.1;
-				if (!procfs__alive(env.pid)) {
-					ended = "the target exited";
+				retry_pending(&ctx);
+				if (multi ? !any_alive(&ctx) : !procfs__alive(env.pid)) {
+					ended = multi ? "every process exited" : "the target exited";
 					break;
 				}
-				if (bpf_sampler__execed(bs)) {
+				if (!env.subprocesses && bpf_sampler__execed(bs)) {
 					ended = "the target exec'd another program";
 					break;
 				}
@@ -689,6 +925,10 @@ int record__main(int argc, char **argv)
 	if (ctx.late.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples taken after the %g s duration were "
 			"dropped\n", (unsigned long long)ctx.late.samples, env.duration);
+	print_procs(&ctx);
+	if (ctx.unknown_pid_samples)
+		fprintf(stderr, "pyprof-bpf: %llu samples of processes that could not be read "
+			"were dropped\n", (unsigned long long)ctx.unknown_pid_samples);
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
 		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames\n",
 		(unsigned long long)st.samples, end - start, st.samples / (end - start), env.freq,
@@ -730,8 +970,7 @@ out:
 	output__free(ctx.out);
 	rawrec_writer__free(ctx.raw);
 	output__free(ctx.summary);
-	symbolizer__free(ctx.sym);
-	stack_memo__free(ctx.memo);
+	procset__free(ctx.procs);
 	free(ctx.names);
 	pyproc__free(p);
 	launch__free(cmd);

@@ -154,6 +154,7 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		if (rc == -ESRCH)
 			return rc;
 		clock_gettime(CLOCK_MONOTONIC, &now);	/* vDSO: per thread is cheap */
+		r.pid = pyproc__pid(s->proc);
 		r.tid = s->threads[i].host_tid;
 		r.ts_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 		r.status = rc || torn ? SAMPLE_READ_FAULT :

@@ -23,6 +23,7 @@ enum sample_status {
 };
 
 struct raw_sample {
+	pid_t pid;		/* host pid of the process */
 	pid_t tid;		/* host tid */
 	uint32_t cpu;
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
@@ -46,6 +47,7 @@ typedef int (*sample_fn)(void *ctx, const struct raw_sample *s);
  * from the target instead, if the object still lives.
  */
 struct raw_code {
+	pid_t pid;			/* the process it belongs to */
 	uint64_t code;			/* address */
 	uint32_t version;		/* co_version (0 on 3.11) */
 	const uint8_t *obj;		/* the code object's first obj_len bytes */
@@ -63,6 +65,16 @@ struct raw_code {
 
 /* Called for every code snapshot, before the samples that hold it. */
 typedef void (*code_fn)(void *ctx, const struct raw_code *c);
+
+/* What happened to a followed process. */
+enum sampler_proc_event {
+	SAMPLER_PROC_FORK = 1,	/* pid: a new child of ppid, followed */
+	SAMPLER_PROC_EXEC = 2,	/* pid exec'd: not sampled until added again */
+	SAMPLER_PROC_EXIT = 3,	/* pid ended */
+};
+
+/* Called for every process event, in order with the samples. */
+typedef void (*proc_fn)(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid);
 
 struct sampler_stats {
 	uint64_t samples;	/* records delivered */
@@ -90,6 +102,9 @@ struct sampler_opts {
 	 * per CPU (every task, the target's ticks kept); auto picks per CPU
 	 * while CPUs x rate stays small. See user/bpf_sampler.c. */
 	enum sampler_events events;
+	/* BPF backend: follow the processes the targets start (fork, exec),
+	 * from their first instruction; needs per-CPU events. */
+	int follow_children;
 };
 
 #endif

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * procset.c - the processes of one recording (see procset.h). A handful of
+ * processes is the usual case and a few thousand the most: a sorted array,
+ * with the last hit remembered (samples come in runs of one process).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "procfs.h"
+#include "procset.h"
+
+/* What described a process before it exec'd: kept to the end, as the
+ * sampler may still read through it (a -p target's thread scan) and
+ * samples taken before the exec may still be in flight. */
+struct retired {
+	struct pyproc *p;
+	struct symbolizer *sym;
+	struct stack_memo *memo;
+};
+
+struct procset {
+	struct proc_entry **v;	/* sorted by pid */
+	size_t n, cap;
+	struct proc_entry *last;
+	unsigned int max_frames;
+	bool keep_gone;
+	struct retired *old;
+	size_t nold, capold;
+};
+
+int procset__new(unsigned int max_frames, struct procset **out)
+{
+	struct procset *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return -ENOMEM;
+	ps->max_frames = max_frames;
+	*out = ps;
+	return 0;
+}
+
+/* Close what describes @e's image. */
+static void close_image(struct proc_entry *e)
+{
+	symbolizer__free(e->sym);
+	stack_memo__free(e->memo);
+	pyproc__free(e->p);
+	e->sym = NULL;
+	e->memo = NULL;
+	e->p = NULL;
+}
+
+void procset__free(struct procset *ps)
+{
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->n; i++) {
+		close_image(ps->v[i]);
+		free(ps->v[i]);
+	}
+	for (size_t i = 0; i < ps->nold; i++) {
+		symbolizer__free(ps->old[i].sym);
+		stack_memo__free(ps->old[i].memo);
+		pyproc__free(ps->old[i].p);
+	}
+	free(ps->old);
+	free(ps->v);
+	free(ps);
+}
+
+/* Index of @pid in ps->v, or where it would go (*found false). */
+static size_t slot(const struct procset *ps, pid_t pid, bool *found)
+{
+	size_t lo = 0, hi = ps->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ps->v[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < ps->n && ps->v[lo]->pid == pid;
+	return lo;
+}
+
+struct proc_entry *procset__find(struct procset *ps, pid_t pid)
+{
+	bool found;
+	size_t i;
+
+	if (ps->last && ps->last->pid == pid)
+		return ps->last;
+	i = slot(ps, pid, &found);
+	if (!found)
+		return NULL;
+	ps->last = ps->v[i];
+	return ps->last;
+}
+
+/* Symbolizer and memo for @e, whose pyproc is open. */
+static int open_symbols(struct procset *ps, struct proc_entry *e)
+{
+	int rc = symbolizer__new(e->p, &e->sym);
+
+	if (!rc)
+		rc = stack_memo__new(ps->max_frames, &e->memo);
+	if (!rc)
+		symbolizer__keep_gone(e->sym, ps->keep_gone);
+	if (rc) {
+		close_image(e);
+		return rc;
+	}
+	snprintf(e->version, sizeof(e->version), "%s", pyproc__version(e->p));
+	procfs__comm(e->pid, 0, e->comm, sizeof(e->comm));
+	e->state = PROC_PYTHON;
+	return 0;
+}
+
+struct proc_entry *procset__add(struct procset *ps, pid_t pid, pid_t ppid, struct pyproc *p)
+{
+	struct proc_entry *e;
+	bool found;
+	size_t i = slot(ps, pid, &found);
+
+	if (found)
+		return ps->v[i];
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 16;
+		struct proc_entry **v = realloc(ps->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		ps->v = v;
+		ps->cap = cap;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->p = p;
+	e->state = PROC_FORKED;
+	procfs__comm(pid, 0, e->comm, sizeof(e->comm));
+	if (p && open_symbols(ps, e)) {
+		e->p = NULL;	/* not taken over: the caller still owns it */
+		free(e);
+		return NULL;
+	}
+	memmove(ps->v + i + 1, ps->v + i, (ps->n - i) * sizeof(*ps->v));
+	ps->v[i] = e;
+	ps->n++;
+	return e;
+}
+
+int procset__open(struct procset *ps, struct proc_entry *e)
+{
+	char err[PYPROF_ERRLEN];
+	int rc;
+
+	if (e->state == PROC_PYTHON)
+		return 0;
+	if (e->state != PROC_FORKED && e->state != PROC_PENDING)
+		return -ENOEXEC;
+	rc = pyproc__open(e->pid, &e->p, err, sizeof(err));
+	if (!rc)
+		rc = open_symbols(ps, e);
+	if (!rc)
+		return 0;
+	e->p = NULL;
+	snprintf(e->why, sizeof(e->why), "%s", rc == -ENOMEM ? "out of memory" : err);
+	if (rc == -ENOEXEC && e->state == PROC_PENDING)
+		return rc;	/* its libpython may not be mapped yet */
+	e->state = rc == -ENOEXEC || rc == -ENOTSUP ? PROC_NOT_PYTHON : PROC_FAILED;
+	return rc;
+}
+
+void procset__keep_gone(struct procset *ps, bool on)
+{
+	ps->keep_gone = on;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->sym)
+			symbolizer__keep_gone(ps->v[i]->sym, on);
+}
+
+void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns)
+{
+	if (e->p) {
+		if (ps->nold == ps->capold) {
+			size_t cap = ps->capold ? ps->capold * 2 : 8;
+			struct retired *v = realloc(ps->old, cap * sizeof(*v));
+
+			if (v) {
+				ps->old = v;
+				ps->capold = cap;
+			}
+		}
+		if (ps->nold < ps->capold) {
+			ps->old[ps->nold++] = (struct retired){ e->p, e->sym, e->memo };
+			e->p = NULL;
+			e->sym = NULL;
+			e->memo = NULL;
+		}
+	}
+	close_image(e);
+	e->state = PROC_PENDING;
+	e->version[0] = '\0';
+	e->why[0] = '\0';
+	e->pending_since_ns = now_ns;
+}
+
+size_t procset__count(const struct procset *ps)
+{
+	return ps->n;
+}
+
+struct proc_entry *procset__at(struct procset *ps, size_t i)
+{
+	return i < ps->n ? ps->v[i] : NULL;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procset.h - the processes one recording samples: the -p targets and,
+ * with --subprocesses, every process they start. Each has its own view of
+ * the target (pyproc), symbolizer and stack memo, opened when its first
+ * sample or code snapshot needs them (a forked child shares its parent's
+ * image until it execs), and again after an exec.
+ *
+ * Owns everything it opens. Not thread-safe.
+ */
+#ifndef PYPROF_PROCSET_H
+#define PYPROF_PROCSET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "pyproc.h"
+#include "stack_memo.h"
+#include "symbolizer.h"
+
+enum proc_state {
+	PROC_PYTHON,		/* open: p, sym and memo are there */
+	PROC_FORKED,		/* a child sharing its parent's image, not opened yet */
+	PROC_PENDING,		/* exec'd: its interpreter is looked for */
+	PROC_NOT_PYTHON,	/* exec'd something that is not a Python we support */
+	PROC_FAILED,		/* could not be opened (gone, or unreadable) */
+};
+
+struct proc_entry {
+	pid_t pid, ppid;
+	enum proc_state state;
+	bool exited;
+	struct pyproc *p;
+	struct symbolizer *sym;
+	struct stack_memo *memo;
+	char comm[32];
+	char version[16];	/* "3.14.2"; empty until known */
+	char why[PYPROF_ERRLEN];	/* PROC_NOT_PYTHON / PROC_FAILED: the reason */
+	uint64_t samples;
+	uint64_t pending_since_ns;	/* PROC_PENDING: CLOCK_MONOTONIC */
+};
+
+struct procset;
+
+/* @max_frames: the stack memos' depth. */
+int procset__new(unsigned int max_frames, struct procset **out);
+void procset__free(struct procset *ps);
+
+/* The entry of @pid, or NULL. */
+struct proc_entry *procset__find(struct procset *ps, pid_t pid);
+
+/*
+ * Add @pid (a -p target: @p already open, state PROC_PYTHON, taken over; a
+ * followed child: @p NULL, state PROC_FORKED). An entry already there is
+ * returned as it is. NULL when out of memory.
+ */
+struct proc_entry *procset__add(struct procset *ps, pid_t pid, pid_t ppid, struct pyproc *p);
+
+/*
+ * Open what @e needs to be symbolized (PROC_FORKED or PROC_PENDING): 0 and
+ * PROC_PYTHON, or -errno with the state saying why (-ENOEXEC keeps a
+ * PROC_PENDING entry pending: its interpreter may not be mapped yet).
+ */
+int procset__open(struct procset *ps, struct proc_entry *e);
+
+/* Symbolizers name 3.11 code objects gone from the target (symbolizer.h),
+ * those open now and those opened later. */
+void procset__keep_gone(struct procset *ps, bool on);
+
+/* @e exec'd: what described its old image is retired (kept until
+ * procset__free(), as samples and the sampler may still use it); it
+ * becomes PROC_PENDING. */
+void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns);
+
+size_t procset__count(const struct procset *ps);
+struct proc_entry *procset__at(struct procset *ps, size_t i);
+
+#endif
