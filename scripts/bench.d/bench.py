@@ -18,8 +18,19 @@ One cell = one profiler x rate x threads x depth x round:
 Cells run round by round, every round visiting every configuration with the
 profilers in a new shuffled order, so slow drifts of this shared machine's load
 fall on every profiler alike. Figures are medians over the rounds.
+
+Issue #9: a baseline pyprof-bpf, built from a fixed commit (--baseline-rev,
+default 8a575c7, the last before the issue's in-kernel thread-state lookups
+and code-object snapshots) into the cache (builds.py), runs as one more
+profiler in every cell, so its steady CPU per sample sits beside the build
+under test's. Each round then ends with the churn cells: the workload's
+`threads` and `code` kinds (a new thread, a fresh code object, every unit),
+recorded by both builds only, at --churn-rate; their BPF time per sample
+against the steady 1-thread workload's, over the first sightings the
+program counted, is the cost of a first sighting.
 """
 import argparse
+import collections
 import json
 import os
 import random
@@ -34,6 +45,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import builds                     # noqa: E402
 import peers                      # noqa: E402
 import procstat                   # noqa: E402
 import report                     # noqa: E402
@@ -52,6 +64,9 @@ PROFILER_GRACE_S = 120  # after its duration, how long a profiler may take to fi
 FULL = dict(rates=[100, 1000, 10000], threads=[1, 32], depths=[25, 1000], rounds=3, duration=3)
 QUICK_CONFIGS = [(10000, 1, 25), (10000, 1, 1000), (10000, 32, 25), (10000, 32, 1000),
                  (1000, 1, 25)]
+BASELINE_REV = "8a575c7"   # the last commit before issue #9's changes
+CHURN_KINDS = ("threads", "code")    # workload.py's; "steady" is its spin, in a churn cell
+CHURN_DEPTH = 25
 
 
 def log(msg):
@@ -96,14 +111,16 @@ class Workload:
     """One copy of workload.py; the driver reads its iteration counts from
     the counters file it shares through the page cache."""
 
-    def __init__(self, children, target, threads, depth, work, name, logdir):
+    def __init__(self, children, target, threads, depth, work, name, logdir, kind="spin"):
         self.work_host, self.work_root = work
+        self.kind = kind
         self.counters = os.path.join(self.work_host, name + ".counters")
         seen = self.work_root if target.chroot else self.work_host
         self.logpath = os.path.join(logdir, name + ".log")
         self.logf = open(self.logpath, "w")
         argv = target.command([os.path.join(seen, "workload.py"),
-                               os.path.join(seen, name + ".counters"), str(threads), str(depth)])
+                               os.path.join(seen, name + ".counters"), str(threads), str(depth),
+                               "spin" if kind == "steady" else kind])
         self.children = children
         self.proc = children.start(argv, self.logf)
         self.pid = self.proc.pid
@@ -147,7 +164,8 @@ class Workload:
                     raise BenchError("workload pid %d is %r, not the interpreter"
                                      % (self.pid, comm))
                 n = procstat.thread_count(self.pid)
-                if n != self.threads:
+                # a churn runs its units in a thread of their own, or in main
+                if n != self.threads and not (self.kind in CHURN_KINDS and n in (1, 2)):
                     raise BenchError("workload %d has %d threads, expected %d"
                                      % (self.pid, n, self.threads))
                 return
@@ -250,12 +268,16 @@ def wait_exit(pid, timeout):
         time.sleep(0.02)
 
 
-def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
+def run_cell(ctx, prof, rate, threads, depth, rnd, idx, kind="spin"):
     """Runs one cell; returns its result dict (with "failed" when the profiler
-    failed: a result, not an error of the benchmark)."""
+    failed: a result, not an error of the benchmark). kind: the workload's
+    (workload.py: spin, or a churn)."""
     name = "%03d-%s-%d-%d-%d-r%d" % (idx, prof.key, rate, threads, depth, rnd)
+    if kind != "spin":
+        name += "-" + kind
     dur = ctx.duration
     res = dict(profiler=prof.key, label=prof.label, target=prof.target.label, clock=prof.clock,
+               workload=kind,
                rate=rate, threads=threads, depth=depth, round=rnd, duration=dur,
                loadavg=os.getloadavg()[0], max_sample_rate_before=read_max_sample_rate())
     for f in os.listdir(ctx.work[0]):
@@ -266,7 +288,7 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
     p = logf = watcher = progs = None
     try:
         ws = [Workload(ctx.children, prof.target, threads, depth, ctx.work, name + "-" + k,
-                       ctx.logdir) for k in ("profiled", "twin")]
+                       ctx.logdir, kind) for k in ("profiled", "twin")]
         t_cell = time.monotonic()
         for w in ws:
             w.wait_ready()
@@ -275,7 +297,7 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
         target, twin = ws
         res["target_pid"], res["twin_pid"] = target.pid, twin.pid
 
-        run = peers.Run(target.pid, rate, dur, ctx.work[0], ctx.work[1])
+        run = peers.Run(target.pid, rate, dur, ctx.work[0], ctx.work[1], kind)
         logpath = os.path.join(ctx.logdir, name + ".log")
         logf = open(logpath, "w")
         argv = prof.command(run)
@@ -361,6 +383,19 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
                                  % (prof.label, logpath))
             res["bpf_programs"] = progs.names()
             res["bpf_runs"] = bpf_cnt
+            cnt = progs.counters()
+            if cnt is not None:
+                names = procstat.counter_names(os.path.join(prof.tree, "bpf", "pyprof.h")) \
+                    if getattr(prof, "tree", None) else []
+                if len(names) != len(cnt):
+                    names = ["%d" % i for i in range(len(cnt))]
+                res["counters"] = dict(zip(names, cnt))
+        if kind in CHURN_KINDS:
+            try:
+                res["churn"] = churn_stats(os.path.join(ctx.work[0], "out.folded"), kind,
+                                           target.pid, rate)
+            except (OSError, ValueError) as e:
+                raise BenchError("%s: cannot read its %s-churn output: %s" % (prof.label, kind, e))
         samples = res["samples"]
         cpu_s = ru.ru_utime + ru.ru_stime
         res["wall_s"] = t_exit - t_launch
@@ -413,6 +448,10 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
         if win_samples > 0 and prof_a[0] is not None and prof_b[0] is not None:
             res["steady_us"] = ((prof_b[0] - prof_a[0]) + (prof_b[1] - prof_a[1])) / 1e9 \
                 / win_samples * 1e6
+            if prof.bpf:
+                res["steady_bpf_us"] = (prof_b[1] - prof_a[1]) / 1e9 / win_samples * 1e6
+        if kind in CHURN_KINDS:
+            res["units_per_s"] = rate_t     # new threads or code objects per second
         res["expected"] = expected
         res["achieved"] = samples / expected if expected > 0 else None
         res["max_sample_rate_after"] = read_max_sample_rate()
@@ -428,6 +467,109 @@ def run_cell(ctx, prof, rate, threads, depth, rnd, idx):
             logf.close()
         for w in ws:
             w.close()
+
+
+UNNAMED = ("[no-python-state]", "[thread-start]", "[thread-exit]", "[no-python-frames]",
+           "<unknown>", "[read-fault]", "[truncated]")
+
+
+def _unnamed(frame):
+    return any(m in frame for m in UNNAMED)
+
+
+def callsites():
+    """workload.py's lines that call fresh_<N>, by line: N % 5."""
+    out = {}
+    with open(os.path.join(HERE, "workload.py")) as f:
+        for i, line in enumerate(f, 1):
+            m = re.search(r"# CALLSITE (\d)", line)
+            if m:
+                out[i] = int(m.group(1))
+    return out
+
+
+def churn_stats(path, kind, pid, rate):
+    """What a churn cell's collapsed output (written with --threads) says:
+    samples (weights are periods: ns of CPU), and those where the new thing
+    was on CPU, named, unnamed, or named wrong.
+
+    threads: the samples of threads other than main (the units' threads),
+    how many distinct ones, how many name a Python frame and the unit's
+    own; wrong: a unit thread shown in main's loop, or main in a unit.
+    code: the samples at one of the loop's call sites with a callee frame:
+    named fresh_<M> from the call site of M % 5 (right), from another
+    (wrong: a later code object at the same address), or unnamed."""
+    period = 1e9 / rate
+    c = collections.Counter()
+    seen = set()
+    sites = callsites() if kind == "code" else {}
+    with open(path) as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            n = int(w) / period
+            frames = stack.split(";")
+            c["samples"] += n
+            if any(_unnamed(fr) for fr in frames):
+                c["unnamed_any"] += n
+            tid = None
+            for i, fr in enumerate(frames[:2]):
+                m = re.match(r"^\[.*:(\d+)\]$", fr)
+                if m:
+                    tid, frames = int(m.group(1)), frames[i + 1:]
+                    break
+            if tid is None:
+                raise ValueError("no [thread:tid] root in %r (written without --threads?)"
+                                 % stack[:200])
+            if kind == "threads":
+                units = any(fr.startswith(("py::unit_", "py::unit_thread_main")) for fr in frames)
+                if tid == pid:
+                    c["main"] += n
+                    if units:
+                        c["wrong"] += n
+                    continue
+                c["new"] += n
+                seen.add(tid)
+                if any(fr.startswith("py::churn_") for fr in frames):
+                    c["wrong"] += n
+                elif any(fr.startswith("py::") for fr in frames):
+                    c["named"] += n
+                    if any(fr.startswith("py::unit_spin:") for fr in frames):
+                        c["named_work"] += n
+                else:
+                    c["unnamed"] += n
+                    c["why " + (frames[0] if frames else "?")] += n
+            else:
+                for i, fr in enumerate(frames):
+                    m = re.match(r"py::churn_loop:.*:(\d+)$", fr)
+                    if m:
+                        break
+                else:
+                    continue
+                site = sites.get(int(m.group(1)))
+                if site is None:
+                    continue
+                callee = frames[i + 1] if i + 1 < len(frames) else None
+                if callee is None:
+                    c["no_callee"] += n
+                    continue
+                c["new"] += n
+                mm = re.match(r"py::fresh_(\d+):<fresh-(\d+)>:\d+$", callee)
+                if mm and mm.group(1) == mm.group(2):
+                    seen.add(int(mm.group(1)))
+                    if int(mm.group(1)) % 5 == site:
+                        c["named"] += n
+                    else:
+                        c["wrong"] += n
+                else:
+                    c["unnamed"] += n
+                    c["why " + re.sub(r"\d+", "N", callee)] += n
+    out = {k: round(v, 1) for k, v in c.items()}
+    out["distinct"] = len(seen)
+    if not sites and kind == "code":
+        raise ValueError("no # CALLSITE lines in workload.py")
+    return out
 
 
 def wait_started(prof, watcher, pid, t_launch):
@@ -457,6 +599,8 @@ def read_max_sample_rate():
 def describe_cell(r):
     head = "%-32s %5d Hz %2d thr %4d deep r%d" % (r["label"], r["rate"], r["threads"], r["depth"],
                                                   r["round"])
+    if r.get("workload", "spin") != "spin":
+        head += " " + r["workload"]
     if "failed" in r:
         return head + ": FAILED " + r["failed"]
     parts = ["%d samples" % r["samples"]]
@@ -489,8 +633,14 @@ def prepare(args):
     ctx.logdir = os.path.join(ctx.outdir, "logs")
     os.makedirs(ctx.logdir, exist_ok=True)
     # The tree is shared: someone may relink ./pyprof-bpf during the run. Run a
-    # copy, so that every row measures the same build.
-    src = os.path.abspath(args.binary) if args.binary else os.path.join(REPO, "pyprof-bpf")
+    # copy, so that every row measures the same build. --rev: a clean build
+    # of that commit instead (built once, in the cache).
+    ctx.tree = REPO
+    if args.rev:
+        src, sha = builds.build_rev(REPO, args.rev, BENCH_DIR, log)
+        ctx.tree = os.path.dirname(src)
+    else:
+        src = os.path.abspath(args.binary) if args.binary else os.path.join(REPO, "pyprof-bpf")
     if not os.access(src, os.X_OK):
         raise BenchError("%s is missing: run make" % src)
     ctx.binary = os.path.join(ctx.outdir, "pyprof-bpf")
@@ -507,8 +657,14 @@ def prepare(args):
                              capture_output=True, text=True).stdout.strip()
     if args.label:
         ctx.git = args.label
+    elif args.rev:
+        ctx.git = "clean build of %s" % builds.short(REPO, sha)
     elif args.binary:
         ctx.git = "%s (tree at %s)" % (src, ctx.git)
+    ctx.baseline = None
+    if args.soak is None and args.baseline_rev:
+        bbin, bsha = builds.build_rev(REPO, args.baseline_rev, BENCH_DIR, log)
+        ctx.baseline = (bbin, os.path.dirname(bbin), builds.short(REPO, bsha))
     # The work directory sits inside the sid root, so chrooted targets see it
     # (as work[1]) and host ones use the host path (work[0]).
     wname = "pyprof-bench-%d" % os.getpid()
@@ -543,7 +699,8 @@ def main_bench(args):
         configs = [(r, t, d) for d in args.depths for t in args.threads for r in args.rates]
         rounds = args.rounds or FULL["rounds"]
     ctx = prepare(args)
-    profs = peers.all_profilers(ctx.binary, args.pyprof_target, shlex.split(args.pyprof_args))
+    profs = peers.all_profilers(ctx.binary, args.pyprof_target, shlex.split(args.pyprof_args),
+                                tree=ctx.tree, baseline=ctx.baseline)
     if args.profilers:
         want = set(args.profilers.split(","))
         unknown = want - {p.key for p in profs}
@@ -558,7 +715,14 @@ def main_bench(args):
             unavailable[p.key] = why
             log("bench: %s: unavailable: %s" % (p.label, why))
     runnable = [p for p in profs if p.key not in unavailable]
-    cells = rounds * len(configs) * len(runnable)
+    # Issue #9's churn cells: both builds (or the one under test alone), at
+    # --churn-rate, 1 thread at a time, CHURN_DEPTH deep, with per-thread
+    # events (peers.CHURN_ARGS); and the steady workload the same way.
+    churn_profs = [p for p in runnable if p.key in ("pyprof-bpf", peers.BASELINE)]
+    churn = []
+    if args.churn and churn_profs:
+        churn = [(args.churn_rate, 1, CHURN_DEPTH, k) for k in ["steady"] + args.churn]
+    cells = rounds * (len(configs) * len(runnable) + len(churn) * len(churn_profs))
     est = cells * (ctx.duration + 2.0)
     log("bench: %d cells (%d rounds x %d configurations x %d profilers), about %.0f min; "
         "results in %s" % (cells, rounds, len(configs), len(runnable), est / 60, ctx.outdir))
@@ -568,7 +732,9 @@ def main_bench(args):
                 version=ctx.version, kernel=os.uname().release, cpus=os.cpu_count(),
                 duration=ctx.duration, rounds=rounds, quick=bool(args.quick),
                 start_s=START_S, start_min_s=START_MIN_S, end_margin_s=END_MARGIN_S,
-                configs=configs,
+                configs=configs, churn=churn,
+                baseline=dict(rev=args.baseline_rev, name=ctx.baseline[2],
+                              binary=ctx.baseline[0]) if ctx.baseline else None,
                 profilers=[dict(key=p.key, label=p.label, target=p.target.label, clock=p.clock,
                                 bpf=p.bpf, notes=p.notes) for p in profs],
                 unavailable=unavailable, loadavg_start=os.getloadavg())
@@ -580,15 +746,18 @@ def main_bench(args):
             meta["bpf_stats"] = stats.how
             idx = 0
             for rnd in range(1, rounds + 1):
-                for (rate, threads, depth) in configs:
-                    order = runnable[:]
+                plan = [(c + ("spin",), runnable) for c in configs] + \
+                    [(c, churn_profs) for c in churn]
+                for (rate, threads, depth, kind), profs_here in plan:
+                    order = profs_here[:]
                     rng.shuffle(order)
                     for prof in order:
                         idx += 1
-                        r = run_cell(ctx, prof, rate, threads, depth, rnd, idx)
+                        r = run_cell(ctx, prof, rate, threads, depth, rnd, idx, kind)
                         results.append(r)
-                        log("[%d/%d %4.0fs] %s"
-                            % (idx, cells, time.monotonic() - t0, describe_cell(r)))
+                        log("[%d/%d %4.0fs] %s%s"
+                            % (idx, cells, time.monotonic() - t0, describe_cell(r),
+                               describe_churn(r)))
                         with open(os.path.join(ctx.outdir, "results.json"), "w") as f:
                             json.dump(dict(meta=meta, cells=results), f, indent=1)
                         time.sleep(0.2)
@@ -600,6 +769,19 @@ def main_bench(args):
         json.dump(dict(meta=meta, cells=results), f, indent=1)
 
     return finish(ctx.outdir, meta, results, profs, unavailable, configs)
+
+
+def describe_churn(r):
+    ch = r.get("churn")
+    if not ch:
+        return ""
+    out = " [%s churn: %.0f/s; %.0f samples of new ones, %.0f named, %.0f wrong; %d distinct" % (
+        r["workload"], r.get("units_per_s") or 0, ch.get("new", 0), ch.get("named", 0),
+        ch.get("wrong", 0), ch.get("distinct", 0))
+    cnt = r.get("counters") or {}
+    if "lookups" in cnt:
+        out += "; lookups %d, codes sent %d" % (cnt["lookups"], cnt.get("codes_sent", 0))
+    return out + "]"
 
 
 def finish(outdir, meta, results, profs, unavailable, configs):
@@ -739,8 +921,8 @@ def parse_args(argv):
         description="Side-by-side benchmark of pyprof-bpf and its peers (issue #4). "
                     "Not a test: it never fails on a missed target, only on its own errors.")
     ap.add_argument("--quick", action="store_true",
-                    help="a subset (10 kHz in all four shapes, 1 kHz 1 thread 25 deep), "
-                         "one round: ~3 min")
+                    help="a subset (10 kHz in all four shapes, 1 kHz 1 thread 25 deep; the "
+                         "baseline and the churn cells too), one round: ~5 min")
     ap.add_argument("--soak", type=float, nargs="?", const=10.0, metavar="MINUTES",
                     help="instead: pyprof-bpf alone at --soak-rate for MINUTES (default 10), "
                          "RSS over time")
@@ -756,8 +938,23 @@ def parse_args(argv):
     ap.add_argument("--rounds", type=int, default=None, help="default 3 (--quick: 1)")
     ap.add_argument("--duration", type=int, default=FULL["duration"],
                     help="seconds each profiler samples (whole seconds: austin's -x)")
-    ap.add_argument("--profilers", help="comma-separated subset: pyprof-bpf,pyprof-remote,"
-                                        "cpython-3.15,cpython-3.15-cpu,austin,perf")
+    ap.add_argument("--profilers", help="comma-separated subset: pyprof-bpf,pyprof-baseline,"
+                                        "pyprof-remote,cpython-3.15,cpython-3.15-cpu,austin,perf")
+    ap.add_argument("--baseline-rev", default=BASELINE_REV, metavar="REV",
+                    help="issue #9: also run pyprof-bpf built from REV (default %s, the last "
+                         "commit before the issue), in the BPF backend's cells and the churn "
+                         "cells; built once into %s/build-<sha>/" % (BASELINE_REV, BENCH_DIR))
+    ap.add_argument("--no-baseline", dest="baseline_rev", action="store_const", const=None,
+                    help="no baseline build")
+    ap.add_argument("--churn", type=lambda s: [k for k in s.split(",") if k],
+                    default=list(CHURN_KINDS), metavar="KINDS",
+                    help="issue #9's first-sighting cells, each round, for pyprof-bpf and the "
+                         "baseline: workload kinds among %s (default all; '' for none)"
+                    % ",".join(CHURN_KINDS))
+    ap.add_argument("--churn-rate", type=int, default=1000, metavar="HZ")
+    ap.add_argument("--rev", metavar="REV",
+                    help="measure a clean build of REV (built once, like the baseline) "
+                         "instead of the tree's ./pyprof-bpf")
     ap.add_argument("--pyprof-target", default="sid-3.15", choices=sorted(peers.TARGETS),
                     help="interpreter for pyprof-bpf's rows (default sid-3.15, as CPython's own)")
     ap.add_argument("--binary", help="the pyprof-bpf to measure (default: the tree's ./pyprof-bpf)")
@@ -773,6 +970,11 @@ def parse_args(argv):
     else:
         args.threads = args.threads or FULL["threads"]
         args.depths = args.depths or FULL["depths"]
+    bad = set(args.churn) - set(CHURN_KINDS)
+    if bad:
+        ap.error("--churn: unknown kinds %s" % ",".join(sorted(bad)))
+    if args.rev and args.binary:
+        ap.error("--rev and --binary exclude each other")
     if args.duration < 2:
         ap.error("--duration must be at least 2 s (the measured window starts %.1f s in)" % START_S)
     return args

@@ -79,11 +79,13 @@ class Failed(Exception):
 
 class Run:
     """What one profiler run needs: the target pid, the rate, the duration,
-    a work directory (host path, and the same seen from the sid root)."""
+    a work directory (host path, and the same seen from the sid root), and
+    the workload's kind (workload.py: spin, or a churn)."""
 
-    def __init__(self, pid, rate, duration, work_host, work_root):
+    def __init__(self, pid, rate, duration, work_host, work_root, kind="spin"):
         self.pid, self.rate, self.duration = pid, rate, duration
         self.work_host, self.work_root = work_host, work_root
+        self.kind = kind
 
 
 class Profiler:
@@ -120,11 +122,25 @@ class Profiler:
         raise NotImplementedError
 
 
+# The churn cells' (and their steady reference's) options: per-thread events,
+# so that the BPF program runs on the target's ticks only (per-CPU events run
+# it on every task's, and a churn leaves the CPU to others more than a steady
+# spin: its BPF time per sample would count those); --threads, to tell whose
+# samples they are.
+CHURN_ARGS = ["--events", "thread", "--threads"]
+
+
 class PyprofBpf(Profiler):
-    def __init__(self, binary, backend, target="sid-3.15", extra=()):
+    """pyprof-bpf: the build under test, or (key, label given) another build
+    of it, e.g. the baseline. tree: the source tree it was built from (its
+    bpf/pyprof.h names the BPF counters)."""
+
+    def __init__(self, binary, backend, target="sid-3.15", extra=(), key=None, label=None,
+                 tree=None):
         self.binary, self.backend, self.extra = binary, backend, list(extra)
-        self.key = "pyprof-" + backend
-        self.label = "pyprof-bpf (%s)" % ("BPF" if backend == "bpf" else "remote")
+        self.key = key or "pyprof-" + backend
+        self.label = label or "pyprof-bpf (%s)" % ("BPF" if backend == "bpf" else "remote")
+        self.tree = tree
         self.target = TARGETS[target]
         self.clock = "cpu" if backend == "bpf" else "wall"
         self.bpf = backend == "bpf"
@@ -152,7 +168,8 @@ class PyprofBpf(Profiler):
     def command(self, run):
         return [self.binary, "-p", str(run.pid), "-F", str(run.rate), "-d", str(run.duration),
                 "-o", os.path.join(run.work_host, "out.folded"), "--format", "collapsed",
-                "--backend", self.backend] + self.extra
+                "--backend", self.backend] + self.extra + \
+            (CHURN_ARGS if run.kind != "spin" else [])
 
     def parse(self, run, stderr):
         want = "with the %s backend" % ("BPF" if self.backend == "bpf" else "remote")
@@ -325,7 +342,16 @@ def _install_note(name):
     return ""
 
 
-def all_profilers(binary, pyprof_target="sid-3.15", pyprof_extra=()):
-    return [PyprofBpf(binary, "bpf", pyprof_target, pyprof_extra),
-            PyprofBpf(binary, "remote", pyprof_target, pyprof_extra),
-            CPython315(), CPython315Cpu(), Austin(), Perf()]
+BASELINE = "pyprof-baseline"
+
+
+def all_profilers(binary, pyprof_target="sid-3.15", pyprof_extra=(), tree=None, baseline=None):
+    """baseline: (binary, its tree, its name) of an older build of pyprof-bpf,
+    run like the BPF backend of the one under test."""
+    out = [PyprofBpf(binary, "bpf", pyprof_target, pyprof_extra, tree=tree)]
+    if baseline:
+        bbin, btree, bname = baseline
+        out.append(PyprofBpf(bbin, "bpf", pyprof_target, pyprof_extra, key=BASELINE,
+                             label="pyprof-bpf baseline (%s)" % bname, tree=btree))
+    return out + [PyprofBpf(binary, "remote", pyprof_target, pyprof_extra, tree=tree),
+                  CPython315(), CPython315Cpu(), Austin(), Perf()]

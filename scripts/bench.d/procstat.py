@@ -12,7 +12,9 @@ fight another user of the sysctl, and it ends with this process). The
 programs of a profiler are found through its own descriptors
 (/proc/PID/fdinfo/*: "prog_id:" of bpf-prog and bpf_link descriptors), and
 held here with BPF_PROG_GET_FD_BY_ID, so their final run_time_ns can still be
-read from /proc/self/fdinfo after the profiler has exited.
+read from /proc/self/fdinfo after the profiler has exited. Its per-CPU map
+named `counters` (enum pyprof_counter in bpf/pyprof.h) is held the same way
+(BPF_MAP_GET_FD_BY_ID) and read with BPF_MAP_LOOKUP_ELEM, summed over CPUs.
 """
 import ctypes
 import json
@@ -20,9 +22,14 @@ import os
 import re
 import subprocess
 import threading
+import time
 
 SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+BPF_MAP_LOOKUP_ELEM = 1
 BPF_PROG_GET_FD_BY_ID = 13
+BPF_MAP_GET_FD_BY_ID = 14
+BPF_OBJ_GET_INFO_BY_FD = 15
+BPF_MAP_TYPE_PERCPU_ARRAY = 6
 BPF_ENABLE_STATS = 32
 BPF_STATS_RUN_TIME = 0
 
@@ -92,12 +99,38 @@ def _fdinfo(path):
     return out
 
 
+def _ptr(buf):
+    a = ctypes.addressof(buf)
+    return [a & 0xFFFFFFFF, a >> 32]
+
+
+def possible_cpus():
+    n = 0
+    with open("/sys/devices/system/cpu/possible") as f:
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def _map_info(fd):
+    """(type, value_size, max_entries, name) of a map descriptor."""
+    info = (ctypes.c_uint32 * 20)()            # struct bpf_map_info's head (80 bytes)
+    _bpf(BPF_OBJ_GET_INFO_BY_FD, [fd, ctypes.sizeof(info)] + _ptr(info))
+    name = bytes(info)[24:40].split(b"\0")[0].decode(errors="replace")
+    return info[0], info[3], info[4], name
+
+
 class BpfPrograms:
-    """The BPF programs a process holds, kept alive by our own descriptors."""
+    """The BPF programs a process holds, kept alive by our own descriptors;
+    and its `counters` map, when it has one."""
 
     def __init__(self, pid):
         self.pid = pid
         self.fds = {}          # prog_id -> our fd
+        self.maps_seen = set()
+        self.counters_fd = None
+        self.counters_n = 0
         self.lock = threading.Lock()
 
     def scan(self):
@@ -118,6 +151,9 @@ class BpfPrograms:
                 continue
             if not target.startswith("anon_inode:bpf"):
                 continue
+            if target == "anon_inode:bpf-map":
+                self._scan_map(n)
+                continue
             pid_ = _fdinfo("/proc/%d/fdinfo/%s" % (self.pid, n)).get("prog_id")
             if not pid_ or int(pid_) in self.fds:
                 continue
@@ -126,6 +162,44 @@ class BpfPrograms:
             except OSError:
                 pass            # unloaded meanwhile
         return len(self.fds)
+
+    def _scan_map(self, n):
+        if self.counters_fd is not None:
+            return
+        map_id = _fdinfo("/proc/%d/fdinfo/%s" % (self.pid, n)).get("map_id")
+        if not map_id or int(map_id) in self.maps_seen:
+            return
+        self.maps_seen.add(int(map_id))
+        try:
+            fd = _bpf(BPF_MAP_GET_FD_BY_ID, [int(map_id), 0, 0])
+        except OSError:
+            return
+        try:
+            mtype, vsize, entries, name = _map_info(fd)
+        except OSError:
+            os.close(fd)
+            return
+        if name == "counters" and mtype == BPF_MAP_TYPE_PERCPU_ARRAY and vsize == 8:
+            self.counters_fd, self.counters_n = fd, entries
+        else:
+            os.close(fd)
+
+    def counters(self):
+        """The counters map's values summed over CPUs (a list, by index), or
+        None when the process has none."""
+        with self.lock:
+            fd, n = self.counters_fd, self.counters_n
+            if fd is None:
+                return None
+            ncpu = possible_cpus()
+            key = ctypes.c_uint32()
+            vals = (ctypes.c_uint64 * ncpu)()
+            out = []
+            for i in range(n):
+                key.value = i
+                _bpf(BPF_MAP_LOOKUP_ELEM, [fd, 0] + _ptr(key) + _ptr(vals) + [0, 0])
+                out.append(sum(vals))
+            return out
 
     def totals(self):
         """(run_time_ns, run_cnt) summed over the programs held."""
@@ -155,10 +229,45 @@ class BpfPrograms:
             for fd in self.fds.values():
                 os.close(fd)
             self.fds = {}
+            if self.counters_fd is not None:
+                os.close(self.counters_fd)
+                self.counters_fd = None
+
+
+def counter_names(header):
+    """enum pyprof_counter's names by index, from a tree's bpf/pyprof.h
+    (PYPROF_CNT_LOOKUPS -> "lookups"); [] when it cannot be read."""
+    try:
+        with open(header) as f:
+            text = f.read()
+    except OSError:
+        return []
+    m = re.search(r"enum pyprof_counter\s*\{(.*?)\};", text, re.S)
+    if not m:
+        return []
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    names = []
+    for item in body.split(","):
+        item = item.strip()
+        mm = re.match(r"PYPROF_CNT_(\w+)(\s*=\s*(\d+))?$", item)
+        if not mm or mm.group(1) == "NR":
+            continue
+        if mm.group(3) and int(mm.group(3)) != len(names):
+            return []
+        names.append(mm.group(1).lower())
+    return names
 
 
 def cpu_ns(pid):
-    """CPU time of every live thread of pid, in ns (None once it is gone)."""
+    """CPU time of pid, in ns (None once it is gone): its process CPU clock
+    (CLOCK_PROCESS_CPUTIME_ID of another process: exited threads included,
+    which a churn of short-lived threads needs), else the sum over its live
+    threads."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | 2)    # MAKE_PROCESS_CPUCLOCK(pid, SCHED)
+    except OSError:
+        if not os.path.exists("/proc/%d" % pid):
+            return None
     total = 0
     try:
         tids = os.listdir("/proc/%d/task" % pid)

@@ -1,12 +1,15 @@
 """The benchmark's report: a markdown table (one row per profiler x rate x
-threads x depth, medians over the rounds), the issue's targets met or not
-with the numbers, and a PNG chart."""
+threads x depth, medians over the rounds), issue #4's targets met or not
+with the numbers, issue #9's (the build under test against the baseline
+build: steady CPU per sample, and the BPF cost of a first sighting from the
+churn cells), and a PNG chart."""
 import os
 import statistics
 
 CPYTHON = "cpython-3.15"
 CPYTHON_CPU = "cpython-3.15-cpu"
 OURS = ("pyprof-bpf", "pyprof-remote")
+BASELINE = "pyprof-baseline"
 
 
 def med(vals):
@@ -14,10 +17,13 @@ def med(vals):
     return statistics.median(vals) if vals else None
 
 
-def summarize(results):
-    """(profiler, rate, threads, depth) -> medians over the rounds."""
+def summarize(results, kind="spin"):
+    """(profiler, rate, threads, depth) -> medians over the rounds, of the
+    cells of that workload kind."""
     groups = {}
     for r in results:
+        if r.get("workload", "spin") != kind:
+            continue
         groups.setdefault((r["profiler"], r["rate"], r["threads"], r["depth"]), []).append(r)
     out = {}
     for key, rs in groups.items():
@@ -25,8 +31,18 @@ def summarize(results):
         s = dict(n=len(rs), ok=len(ok), failed=[r["failed"] for r in rs if "failed" in r])
         for k in ("samples", "achieved", "target_cores", "twin_cores", "cpu_us", "bpf_us",
                   "user_us", "steady_us", "throughput", "efficiency", "rss_mb", "bpf_runs",
-                  "truncated", "errors", "lost", "loadavg", "sampling_s", "target_cs_per_s"):
+                  "truncated", "errors", "lost", "loadavg", "sampling_s", "target_cs_per_s",
+                  "steady_bpf_us", "units_per_s"):
             s[k] = med([r.get(k) for r in ok])
+        # per sample: the BPF program's counters, and the churn output's counts
+        for src in ("counters", "churn"):
+            keys = {k for r in ok for k in (r.get(src) or {})}
+            s[src] = {k: med([r[src][k] / r["samples"] for r in ok
+                              if r.get(src) and k in r[src] and r.get("samples")])
+                      for k in keys if k != "distinct"}
+            if src == "churn" and keys:
+                s["distinct_per_sample"] = med([r[src].get("distinct", 0) / r["samples"]
+                                                for r in ok if r.get(src) and r.get("samples")])
         tp = [r["throughput"] for r in ok if r.get("throughput") is not None]
         s["throughput_min"] = min(tp) if tp else None
         s["throughput_max"] = max(tp) if tp else None
@@ -119,6 +135,8 @@ def legend(meta):
         "gave each copy; *per CPU-s vs twin* divides that share out (but would hide a profiler "
         "that stops its target).",
         "- *RSS*: the profiler's peak resident set (VmHWM, ru_maxrss), max over rounds.",
+        "- *pyprof-bpf baseline (REV)*: pyprof-bpf built from REV (issue #9's baseline), run "
+        "exactly like the BPF backend's row, in the same cells and rounds.",
     ])
 
 
@@ -258,6 +276,127 @@ def observations(results, duration):
     return "\n".join(out)
 
 
+def _ratio_line(head, base, key):
+    a, b = head.get(key), base.get(key)
+    if a is None or b is None or not b:
+        return None, "no result"
+    return a / b, "%s vs %s us = %.2fx" % (fmt_us(a), fmt_us(b), a / b)
+
+
+def issue9(summ, churn_summ, meta, configs):
+    """The build under test against the baseline build: steady CPU per
+    sample per configuration, and the BPF cost of a first sighting."""
+    base = meta.get("baseline")
+    if not base:
+        return ""
+    name = base["name"]
+    out = ["## Issue #9: against the baseline (%s)" % name, ""]
+    out.append("- Steady CPU per sample grows by at most 10%% (pyprof-bpf (BPF) over the "
+               "baseline %s, same cells, medians; met at <= 1.10); BPF us/sample (whole "
+               "recording) beside it:" % name)
+    met = n = 0
+    for (rate, t, d) in sorted(configs, key=lambda c: (c[2], c[1], c[0])):
+        h, b = summ.get(("pyprof-bpf", rate, t, d)), summ.get((BASELINE, rate, t, d))
+        if not (h and b and h["ok"] and b["ok"]):
+            continue
+        ratio, text = _ratio_line(h, b, "steady_us")
+        if ratio is None:
+            continue
+        n += 1
+        met += ratio <= 1.10
+        _, btext = _ratio_line(h, b, "bpf_us")
+        out.append("  - %d Hz, %d thread(s), %d deep: steady %s %s; BPF %s"
+                   % (rate, t, d, text, _verdict(ratio <= 1.10), btext))
+    if not n:
+        out.append("  - not measured in this run (no cell with both builds)")
+    else:
+        out.append("  - met in %d of %d configurations" % (met, n))
+
+    # First sightings: the churn cells against the steady workload, same shape.
+    churn = meta.get("churn") or []
+    kinds = list(churn)
+    if not kinds:
+        return "\n".join(out)
+    rate, t, d = kinds[0][0], kinds[0][1], kinds[0][2]
+    out += ["", "### First sightings (%d Hz, 1 thread on a CPU at a time, %d deep, per-thread "
+            "events)" % (rate, d), "",
+            "Workloads: *threads*, each ~1 ms unit of work in a new thread (started and joined "
+            "by the main thread); *code*, each ~0.2 ms unit in a fresh function, compiled and "
+            "exec'd just before and dropped just after (a new code object per unit, freed "
+            "~0.3 ms after its creation); *steady*, the steady 1-thread workload. All with "
+            "`--events thread --threads`: the BPF program runs on the target's ticks only. "
+            "*samples of new ones*: samples of the units' threads (threads), or at the loop's "
+            "call into the fresh function with a callee frame (code); *named*: with a Python "
+            "frame (threads), or naming the fresh function that ran (code, told by the call "
+            "site); *wrong*: naming another one. Counters: the BPF program's, per sample.", "",
+            "| workload | profiler | samples | new ones/s | BPF us/sample | CPU/sample (us) "
+            "| samples of new ones | named | wrong | lookups/sample (found, missed, stale) "
+            "| code objects sent/sample (lost) |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    labels = {"pyprof-bpf": "pyprof-bpf (BPF)", BASELINE: "baseline %s" % name}
+    for kind in [k[3] for k in kinds]:
+        for p in ("pyprof-bpf", BASELINE):
+            s = churn_summ.get(kind, {}).get(p)
+            if not s or not s["ok"]:
+                continue
+            cnt, ch = s.get("counters") or {}, s.get("churn") or {}
+            new = ch.get("new")
+            share = lambda k: "-" if not new else "%.0f%%" % (100 * ch.get(k, 0) / new)
+            look = "-"
+            if "lookups" in cnt:
+                look = "%.3f (%.3f, %.3f, %.3f)" % (cnt["lookups"], cnt.get("lookup_found", 0),
+                                                    cnt.get("lookup_misses", 0),
+                                                    cnt.get("stale_tstate", 0))
+            codes = "-"
+            if "codes_sent" in cnt:
+                codes = "%.3f (%.3f)" % (cnt["codes_sent"], cnt.get("codes_lost", 0))
+            out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                kind, labels[p], s["samples"],
+                "-" if kind == "steady" or s.get("units_per_s") is None
+                else "%.0f" % s["units_per_s"],
+                fmt_us(s["bpf_us"]), fmt_us(s["cpu_us"]),
+                "-" if not new else "%.0f%%" % (100 * new), share("named"), share("wrong"),
+                look, codes))
+    out.append("")
+    ref = churn_summ.get("steady", {}).get("pyprof-bpf")
+    what = {"threads": ("new thread", "distinct new threads sampled (from the output)"),
+            "code": ("new code object", "code objects the program sent")}
+    for kind in [k[3] for k in kinds if k[3] != "steady"]:
+        h = churn_summ.get(kind, {}).get("pyprof-bpf")
+        b = churn_summ.get(kind, {}).get(BASELINE)
+        if not (h and h["ok"] and ref and ref["ok"]) or h["bpf_us"] is None:
+            out.append("- %s: no result" % what[kind][0])
+            continue
+        per = h.get("distinct_per_sample") if kind == "threads" \
+            else (h.get("counters") or {}).get("codes_sent")
+        extra = (h["bpf_us"] - ref["bpf_us"])
+        line = "- BPF cost of a %s: (%s us/sample on the %s churn - %s steady) / %s per sample " \
+               "(%s) = " % (what[kind][0], fmt_us(h["bpf_us"]), kind, fmt_us(ref["bpf_us"]),
+                            "-" if not per else "%.3f" % per, what[kind][1])
+        line += ("**%.1f us** per %s" % (extra / per, what[kind][0])) if per else "no sightings"
+        hn, bn = (h.get("churn") or {}), (b.get("churn") or {}) if b and b["ok"] else {}
+        if hn.get("new") and bn.get("new"):
+            line += "; of the samples of new ones, pyprof-bpf names %.0f%%, the baseline %.0f%%" \
+                    % (100 * hn.get("named", 0) / hn["new"], 100 * bn.get("named", 0) / bn["new"])
+            if bn.get("wrong"):
+                line += " (and names another one in %.0f%%)" % (100 * bn["wrong"] / bn["new"])
+        if b and b["ok"] and b["bpf_us"] is not None:
+            line += "; baseline BPF %s us/sample here" % fmt_us(b["bpf_us"])
+        out.append(line)
+    out.append("")
+    out.append("BPF us/sample: the program's run time (kernel BPF statistics) over the samples "
+               "delivered, whole recording (per-thread events: its runs on the target's ticks "
+               "only; in the main table, with per-CPU events, its runs on other tasks' ticks "
+               "count too). The first-sighting cost "
+               "is all the extra BPF time of the churn over the steady workload: for a thread, "
+               "its lookup in the interpreter's thread list (2 thread states here) and its first "
+               "walk, whole; for a code object, its snapshot (the object, name, file, line "
+               "table) into the ring. The baseline looks up no thread and sends no code object: "
+               "its samples of new threads are `[no-python-state]` until userspace's next "
+               "refresh, and it names fresh code only by reading it from the target afterwards.")
+    return "\n".join(out)
+
+
 def chart(path, summ, profs, configs, unavailable):
     try:
         import matplotlib
@@ -275,7 +414,8 @@ def chart(path, summ, profs, configs, unavailable):
     fig, axes = plt.subplots(len(metrics), 1, figsize=(max(12, 1.3 * len(cfgs) + 3), 13),
                              sharex=True)
     width = 0.8 / max(1, len(shown))
-    colors = ["#1f77b4", "#6baed6", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
+    colors = ["#1f77b4", "#9ecae1", "#6baed6", "#d62728", "#2ca02c", "#9467bd", "#8c564b",
+              "#e377c2"]
     for ax, (key, title, log) in zip(axes, metrics):
         for i, p in enumerate(shown):
             xs, ys = [], []
@@ -332,9 +472,17 @@ def write(outdir, meta, results, profs, unavailable, configs, soak):
     if changed:
         warn = ("\nNote: the kernel lowered kernel.perf_event_max_sample_rate during the run (%s): "
                 "interrupts took too long.\n" % ", ".join("%s -> %s" % c for c in changed))
-    obs = observations(results, meta["duration"])
+    obs = observations([r for r in results if r.get("workload", "spin") == "spin"],
+                       meta["duration"])
+    churn_summ = {}
+    for kind in {r.get("workload", "spin") for r in results} - {"spin"}:
+        for (p, _, _, _), v in summarize(results, kind).items():
+            churn_summ.setdefault(kind, {})[p] = v
     parts = [head, table(meta, summ, profs, unavailable, configs), "", legend(meta), warn,
              targets(summ, profs, configs, soak, meta["duration"]), ""]
+    i9 = issue9(summ, churn_summ, meta, configs)
+    if i9:
+        parts += [i9, ""]
     if obs:
         parts += [obs, ""]
     text = "\n".join(parts)
