@@ -599,7 +599,7 @@ static __always_inline __u64 lookup_tstate(struct scratch *sc, __u64 want, __u32
  * when). A new thread state means nothing cached for it: walk whole.
  */
 static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 tstate, __u32 n,
-				     __u64 now)
+				     __u64 now, __u64 born)
 {
 	struct pyprof_thread v = {};
 
@@ -621,6 +621,7 @@ static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 
 	v.lookup_ns = now;
 	v.misses = tstate ? 0 : 1;
 	v.had_state = !!tstate;
+	v.born = born;
 	bpf_map_update_elem(&threads, &tid, &v, BPF_NOEXIST);
 }
 
@@ -636,8 +637,9 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	struct loop_ctx lc;
 	struct scratch *sc;
 	struct walk *w;
+	struct task_struct *task;
 	struct pyprof_proc *pc;
-	__u64 mm, self, tstate;
+	__u64 mm, self, tstate, born;
 	__u32 n, nstates = 0;
 	bool found = false, relook = false;
 
@@ -667,9 +669,19 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		count(PYPROF_CNT_EXECED);
 		return 0;
 	}
+	task = bpf_get_current_task_btf();
+	born = task->start_time;
 	th = bpf_map_lookup_elem(&threads, &tid);
-	if (th)
+	if (th) {
 		th->samples++;
+		if (th->born != born) {
+			/* Another thread with this tid (or an entry the loader
+			 * made): nothing known of this one's past. */
+			if (th->born)
+				th->had_state = 0;
+			th->born = born;
+		}
+	}
 
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
@@ -721,7 +733,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		__u64 got = lookup_tstate(sc, self, &nstates);
 
 		if (got || !tstate)
-			remember(th, tid, got, nstates, s->ts_ns);
+			remember(th, tid, got, nstates, s->ts_ns, born);
 		else
 			th->lookup_ns = s->ts_ns;	/* keep the one that passed */
 		if (got && got != tstate) {
@@ -732,19 +744,17 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->tstate = tstate;
 	if (!tstate) {
-		struct task_struct *task = bpf_get_current_task_btf();
-
-		/* Stateless: say why when the thread's life tells. A thread
-		 * binds its state moments after it starts: one that had a
-		 * state, or is exiting, or is young but has run for longer
-		 * than binding takes (a short thread whose state no sample
-		 * saw) is ending; a young one that has barely run, starting. */
+		/* Stateless: say why when the thread's life tells. One that
+		 * had a state (this very thread: see born), or is exiting,
+		 * is ending. A young one whose state no sample saw is
+		 * starting (its state not bound yet) or already ending (a
+		 * short thread): nothing seen from here tells which for
+		 * sure, so the marker says both. */
 		w->status = PYPROF_NO_PYSTATE;
 		if ((task->flags & PF_EXITING) || (th && th->had_state))
 			w->status = PYPROF_THREAD_EXIT;
-		else if (s->ts_ns - task->start_time < PYPROF_THREAD_START_NS)
-			w->status = task->se.sum_exec_runtime < PYPROF_THREAD_BIND_NS ?
-				    PYPROF_THREAD_START : PYPROF_THREAD_EXIT;
+		else if (s->ts_ns - born < PYPROF_THREAD_YOUNG_NS)
+			w->status = PYPROF_THREAD_YOUNG;
 		goto out;
 	}
 	if (found)

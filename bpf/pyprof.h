@@ -46,17 +46,16 @@ enum pyprof_status {
 	PYPROF_TRUNCATED = 1,	/* deeper than max_frames: innermost kept */
 	PYPROF_NO_PYSTATE = 2,	/* no thread state known for this tid */
 	PYPROF_READ_FAULT = 3,	/* a read of the target failed mid-walk */
-	/* No thread state because the thread is starting (younger than
-	 * PYPROF_THREAD_START_NS, none found yet) or exiting (its state was
-	 * found before and is gone, or the kernel is ending it): time a
-	 * thread-per-task program really spends, said as what it is. */
-	PYPROF_THREAD_START = 4,
+	/* No thread state because the thread is young (started less than
+	 * PYPROF_THREAD_YOUNG_NS ago, no state seen: starting, or already
+	 * ending) or ending (its state was found before and is gone, or the
+	 * kernel is ending it): time a thread-per-task program really
+	 * spends, said as what it is. */
+	PYPROF_THREAD_YOUNG = 4,
 	PYPROF_THREAD_EXIT = 5,
 };
 
-#define PYPROF_THREAD_START_NS	(20 * 1000000ULL)
-/* CPU time a new thread takes at most to bind its thread state. */
-#define PYPROF_THREAD_BIND_NS	(250 * 1000ULL)
+#define PYPROF_THREAD_YOUNG_NS	(20 * 1000000ULL)
 
 /* Bit of the thread state's _status word set while the thread state is the
  * current one of its OS thread (3.12 to 3.15 alike: initialized, bound,
@@ -292,6 +291,9 @@ struct pyprof_thread {
 	/* A thread state was found for this thread once: if none is found
 	 * now, the thread is past its Python life (PYPROF_THREAD_EXIT). */
 	__u32 had_state;
+	/* The thread's start time (task start_time), when the program made
+	 * or met the entry: another value means the tid was reused. */
+	__u64 born;
 	/* Frame cache: the anchor and sequence the last sample saw (kept
 	 * by the program); last_anchor is 0 unless that sample met the
 	 * anchor in a chain userspace could cache. A sample stops at the

@@ -27,7 +27,7 @@ measure the profile with tests/tools/unnamed_share.py. The test asserts:
   (a) at most 0.5% of the sampled weight is in samples that have an unnamed
       frame ([no-python-state], [read-fault], [truncated], <unknown>, any
       marker it does not know); the markers that claim the thread had no
-      Python frame at all ([no-python-frames], [thread-start],
+      Python frame at all ([no-python-frames], [thread-start/exit],
       [thread-exit]) are reported but not counted, and checked by (d);
   (b) there are samples: at least 0.3 s of CPU in 3 s of a CPU-bound target;
   (c) every named Python frame is one the program really has: its file is
@@ -47,12 +47,13 @@ measure the profile with tests/tools/unnamed_share.py. The test asserts:
   (d) every claim of "no Python frame" agrees with the target's own clock
       (the same samples, recorded with --raw as well and reported as
       perf-script text with thread ids and times): never on the main thread
-      (it runs Python throughout); [thread-start] never after a sample of
-      the same thread with Python frames, [thread-exit] never before one,
+      (it runs Python throughout); [thread-start/exit] (a young thread)
+      never between two samples of the same thread with Python frames,
+      [thread-exit] never before one,
       [no-python-frames] never between two; and for the HTTP server, whose
       request threads log when process_request_thread began and ended
       (time.monotonic_ns(), the clock of the samples), none inside that
-      span, no [thread-start] after it and no [thread-exit] before it.
+      span, and no [thread-exit] before it.
 
 Every failure message prints the measured shares, per marker.
 
@@ -371,20 +372,16 @@ def claim_problems(samples, pid, spans, long_lived):
             why = None
             if tid == pid or tid in long_lived:
                 why = "on a thread that runs Python throughout"
-            elif k == "[thread-start]" and py and py[0] < i:
-                why = f"after a sample with Python frames at {ss[py[0]].ts / 1e6:.6f}"
             elif k == "[thread-exit]" and py and py[-1] > i:
                 why = f"before a sample with Python frames at {ss[py[-1]].ts / 1e6:.6f}"
-            elif k == "[no-python-frames]" and py and py[0] < i < py[-1]:
+            elif k in ("[no-python-frames]", "[thread-start/exit]") and py and \
+                    py[0] < i < py[-1]:
                 why = "between samples with Python frames"
             else:
                 for a, b in spans.get(tid, ()):
                     if a + slack < t_ns < b - slack:
                         why = (f"{(t_ns - a) / 1e3:.0f} us into the thread's "
                                f"process_request_thread ({(b - a) / 1e3:.0f} us long)")
-                    elif k == "[thread-start]" and t_ns > b + slack:
-                        why = (f"{(t_ns - b) / 1e3:.0f} us after the thread's "
-                               f"process_request_thread ended: the thread is ending")
                     elif k == "[thread-exit]" and t_ns < a - slack:
                         why = (f"{(a - t_ns) / 1e3:.0f} us before the thread's "
                                f"process_request_thread began: the thread is starting")

@@ -114,7 +114,7 @@ _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_TRUNCATED == (int)SAMPLE_TRUNCATED &&
 	       (int)PYPROF_NO_PYSTATE == (int)SAMPLE_NO_PYSTATE &&
 	       (int)PYPROF_READ_FAULT == (int)SAMPLE_READ_FAULT &&
-	       (int)PYPROF_THREAD_START == (int)SAMPLE_THREAD_START &&
+	       (int)PYPROF_THREAD_YOUNG == (int)SAMPLE_THREAD_YOUNG &&
 	       (int)PYPROF_THREAD_EXIT == (int)SAMPLE_THREAD_EXIT,
 	       "one status vocabulary");
 
@@ -919,7 +919,7 @@ deliver:
 		s->unknown_tid = true;
 	if (fo.status == PYPROF_TRUNCATED)
 		s->truncated++;
-	else if (fo.status != PYPROF_COMPLETE && fo.status != PYPROF_THREAD_START &&
+	else if (fo.status != PYPROF_COMPLETE && fo.status != PYPROF_THREAD_YOUNG &&
 		 fo.status != PYPROF_THREAD_EXIT)
 		s->errors++;
 

@@ -489,8 +489,8 @@ static const char *status_name(uint32_t status, char *buf, size_t len)
 		return "[no-python-state]";
 	case SAMPLE_READ_FAULT:
 		return "[read-fault]";
-	case SAMPLE_THREAD_START:
-		return "[thread-start]";
+	case SAMPLE_THREAD_YOUNG:
+		return "[thread-start/exit]";
 	case SAMPLE_THREAD_EXIT:
 		return "[thread-exit]";
 	default:

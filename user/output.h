@@ -17,7 +17,7 @@
  *   [thread root]   only with opts.per_thread_roots: "[<thread name>:<tid>]"
  *   [status frame]  when the sample is not a whole Python stack:
  *                   "[truncated]", "[no-python-state]", "[read-fault]",
- *                   "[thread-start]", "[thread-exit]" (no state: the
+ *                   "[thread-start/exit]", "[thread-exit]" (no state: the
  *                   thread is starting or ending),
  *                   "[no-python-frames]" (complete but empty), "[status-N]"
  *   Python frames   outermost first

@@ -60,7 +60,8 @@
  *   [read-fault]        outermost: reading the rest of the stack failed
  *   [no-python-state]   the thread had no Python thread state
  *   [no-python-frames]  the thread had a state but no Python frame
- *   [thread-start]      no state yet: the thread started moments ago
+ *   [thread-start/exit] no state: a thread younger than 20 ms, starting or
+ *                       (a short thread) already ending
  *   [thread-exit]       no state any more: the thread is ending
  *   [status-N]          a status this version does not know
  *   [<comm>:<pid>]      with comm_root: the process, outermost

@@ -16,8 +16,9 @@ enum sample_status {
 	SAMPLE_TRUNCATED = 1,	/* deeper than the limit: innermost frames kept */
 	SAMPLE_NO_PYSTATE = 2,	/* thread has no Python thread state (yet) */
 	SAMPLE_READ_FAULT = 3,	/* a read of the target failed mid-walk */
-	/* No thread state yet: the thread started moments ago. */
-	SAMPLE_THREAD_START = 4,
+	/* No thread state: the thread started moments ago, and is starting
+	 * or (a short thread) already ending. */
+	SAMPLE_THREAD_YOUNG = 4,
 	/* No thread state any more: the thread is ending. */
 	SAMPLE_THREAD_EXIT = 5,
 };

@@ -21,9 +21,9 @@ A sample has an unnamed frame when one of its frames is
     qualname or filename, or a negative line.
 Three markers are not a missing name but a claim that the thread had no
 Python frame at that moment, so they are reported apart and not counted:
-[no-python-frames] (a Python state without frames), [thread-start] (no state
-yet: a thread starting) and [thread-exit] (no state any more: a thread
-ending). Whether a claim is true is for the tests to check against the
+[no-python-frames] (a Python state without frames), [thread-start/exit] (no
+state, a thread younger than 20 ms: starting, or a short thread already
+ending) and [thread-exit] (no state any more: a thread ending). Whether a claim is true is for the tests to check against the
 target's own clock (tests/test_real_programs.py does).
 
 Prints the total weight, the weight of samples with at least one unnamed
@@ -39,7 +39,7 @@ import urllib.parse
 
 NO_FRAMES = "[no-python-frames]"
 # Statuses that say the thread had no Python frame (not counted as unnamed).
-CLAIMS = (NO_FRAMES, "[thread-start]", "[thread-exit]")
+CLAIMS = (NO_FRAMES, "[thread-start/exit]", "[thread-exit]")
 ROOT = re.compile(r"^\[.*:\d+\]$")        # [comm:pid] / [thread:tid] roots
 UNKNOWN = "<unknown>"                     # the marker for a Python frame
 
