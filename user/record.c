@@ -111,7 +111,8 @@ static int parse_long(const char *s, long min, long max, long *out)
 static const char record_doc[] =
 "Sample a running Python process, or a command it starts, and write its stacks.\n"
 "\n"
-"USAGE: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
+"USAGE: pyprof-bpf [record] -p PID[,PID...] [-F HZ] [-d SECONDS] [-o FILE]\n"
+"                          [--format FMT] [--subprocesses]\n"
 "       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
 "\v"
 "With a command, pyprof-bpf starts it (under sudo, as the invoking user:\n"
@@ -147,6 +148,8 @@ static const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 -F 9999 --events thread  # per-thread events\n"
 "    sudo pyprof-bpf -o out.html -- python3 app.py  # start, sample to its exit\n"
 "    sudo pyprof-bpf -F 999 -o out.perf -- ./run.sh  # a script exec'ing python\n"
+"    sudo pyprof-bpf -p 1234 --subprocesses -o f.html  # and what it starts\n"
+"    sudo pyprof-bpf -p 1234,5678 -d 10 -o out.folded  # several at once\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
