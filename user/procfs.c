@@ -27,22 +27,33 @@ void procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	fclose(f);
 }
 
-int procfs__alive(pid_t pid)
+/*
+ * What follows the comm in @pid's stat line ("pid (comm) S ppid ..."; the
+ * comm may hold ')' itself: the fields follow the last one) into @buf;
+ * NULL when unreadable.
+ */
+static const char *stat_fields(pid_t pid, char *buf, size_t len)
 {
-	char fn[64], buf[512], *rp;
-	int alive = 0;
+	char fn[64], *rp = NULL;
 	FILE *f;
 
 	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
 	f = fopen(fn, "re");
 	if (!f)
-		return 0;
-	/* "pid (comm) S ...": the comm may hold ')' itself, the state follows
-	 * the last one. A zombie has exited already. */
-	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')))
-		alive = !(rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+		return NULL;
+	if (fgets(buf, (int)len, f))
+		rp = strrchr(buf, ')');
 	fclose(f);
-	return alive;
+	return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}
+
+int procfs__alive(pid_t pid)
+{
+	char buf[512];
+	const char *st = stat_fields(pid, buf, sizeof(buf));
+
+	/* A zombie has exited already. */
+	return st && *st != 'Z' && *st != 'X';
 }
 
 int procfs__thread_alive(pid_t pid, pid_t tid)
@@ -56,18 +67,12 @@ int procfs__thread_alive(pid_t pid, pid_t tid)
 /* The parent of @pid from its stat line; 0 when unreadable. */
 static pid_t parent_of(pid_t pid)
 {
-	char fn[64], buf[512], *rp;
+	char buf[512];
+	const char *st = stat_fields(pid, buf, sizeof(buf));
 	int ppid = 0;
-	FILE *f;
 
-	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
+	if (!st || sscanf(st, "%*c %d", &ppid) != 1)
 		return 0;
-	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')) &&
-	    sscanf(rp + 1, " %*c %d", &ppid) != 1)
-		ppid = 0;
-	fclose(f);
 	return (pid_t)ppid;
 }
 

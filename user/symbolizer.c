@@ -125,38 +125,61 @@ static uint64_t get_u64(const unsigned char *b, uint64_t off)
 	return v;
 }
 
-/* Read a str object and intern it as UTF-8. */
-static int read_str(struct symbolizer *s, uint64_t addr, const char **out)
+/* What a str object's header (its first unicode_ascii_data bytes) says:
+ * length, bytes per code point, ascii, and where the payload starts. */
+struct str_head {
+	uint64_t length;
+	unsigned int kind;
+	int ascii;
+	uint64_t data;		/* payload offset in the object */
+};
+
+static int str_head(const struct symbolizer *s, const unsigned char *hdr, struct str_head *h)
 {
 	const struct py_offsets *o = s->off;
-	unsigned char hdr[PY_MAX_STRUCT_COPY];
-	uint64_t length, data;
 	uint32_t state;
-	unsigned int kind;
-	int compact, ascii, rc;
-	size_t len;
+	int compact, rc;
 
-	if (!addr)
-		return -EFAULT;
-	rc = remote_read(s->pid, addr, hdr, o->unicode_ascii_data);
-	if (rc)
-		return rc;
 	memcpy(&state, hdr + o->unicode_state, 4);
-	length = get_u64(hdr, o->unicode_length);
-	rc = pyunicode__state_decode(state, &kind, &compact, &ascii);
+	h->length = get_u64(hdr, o->unicode_length);
+	rc = pyunicode__state_decode(state, &h->kind, &compact, &h->ascii);
 	if (rc)
 		return rc;
-	if (!compact || length > MAX_STR_CHARS)
+	if (!compact || h->length > MAX_STR_CHARS)
 		return -EINVAL;
-	data = addr + (ascii ? o->unicode_ascii_data : o->unicode_compact_data);
-	rc = remote_read(s->pid, data, s->rawbuf, length * kind);
-	if (rc)
-		return rc;
-	rc = pyunicode__to_utf8(kind, ascii, s->rawbuf, length, s->strbuf, s->strbuf_len, &len);
+	h->data = h->ascii ? o->unicode_ascii_data : o->unicode_compact_data;
+	return 0;
+}
+
+/* Intern @length code points of @kind at @payload as UTF-8. */
+static int intern_str(struct symbolizer *s, const struct str_head *h, const void *payload,
+		      const char **out)
+{
+	size_t len;
+	int rc = pyunicode__to_utf8(h->kind, h->ascii, payload, h->length, s->strbuf,
+				    s->strbuf_len, &len);
+
 	if (rc)
 		return rc;
 	*out = intern__get(s->strings, s->strbuf, len);
 	return *out ? 0 : -ENOMEM;
+}
+
+/* Read a str object and intern it as UTF-8. */
+static int read_str(struct symbolizer *s, uint64_t addr, const char **out)
+{
+	unsigned char hdr[PY_MAX_STRUCT_COPY];
+	struct str_head h;
+	int rc;
+
+	if (!addr)
+		return -EFAULT;
+	rc = remote_read(s->pid, addr, hdr, s->off->unicode_ascii_data);
+	if (!rc)
+		rc = str_head(s, hdr, &h);
+	if (!rc)
+		rc = remote_read(s->pid, addr + h.data, s->rawbuf, h.length * h.kind);
+	return rc ? rc : intern_str(s, &h, s->rawbuf, out);
 }
 
 static int read_bytes(struct symbolizer *s, uint64_t addr, uint8_t **out, size_t *outlen)
@@ -327,30 +350,18 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 static int str_from_copy(struct symbolizer *s, const uint8_t *b, size_t len, const char **out)
 {
 	const struct py_offsets *o = s->off;
-	unsigned int kind;
-	int compact, ascii, rc;
-	uint64_t length, data;
-	uint32_t state;
-	size_t n;
+	struct str_head h;
+	int rc;
 
 	if (len < o->unicode_ascii_data || o->unicode_state + 4 > len ||
 	    o->unicode_length + 8 > len)
 		return -E2BIG;
-	memcpy(&state, b + o->unicode_state, 4);
-	length = get_u64(b, o->unicode_length);
-	rc = pyunicode__state_decode(state, &kind, &compact, &ascii);
+	rc = str_head(s, b, &h);
 	if (rc)
 		return rc;
-	if (!compact || length > MAX_STR_CHARS)
-		return -EINVAL;
-	data = ascii ? o->unicode_ascii_data : o->unicode_compact_data;
-	if (data > len || length * kind > len - data)
+	if (h.data > len || h.length * h.kind > len - h.data)
 		return -E2BIG;
-	rc = pyunicode__to_utf8(kind, ascii, b + data, length, s->strbuf, s->strbuf_len, &n);
-	if (rc)
-		return rc;
-	*out = intern__get(s->strings, s->strbuf, n);
-	return *out ? 0 : -ENOMEM;
+	return intern_str(s, &h, b + h.data, out);
 }
 
 /* A string of a snapshot: the copy when whole, else the target's. */
