@@ -857,6 +857,13 @@ int BPF_PROG(pyprof_fork, struct task_struct *parent, struct task_struct *child)
 		/* Only the main target's samples go through userspace's
 		 * frame cache: a child walks whole, Python frames only. */
 		cp->cfg.frame_cache = 0;
+		/* A child that shares its parent's address space (vfork(),
+		 * posix_spawn(): subprocess, multiprocessing's spawn) runs
+		 * no Python of its own before it execs: its stack would be
+		 * the parent's, and by the time userspace reads the child
+		 * the image is the new one. Followed for its exec only. */
+		if (child->mm == parent->mm)
+			cp->configured = 0;
 	}
 	proc_event(PYPROF_PROC_FORK, ctgid, ptgid);
 	return 0;

@@ -115,7 +115,8 @@ static int open_symbols(struct procset *ps, struct proc_entry *e)
 		return rc;
 	}
 	snprintf(e->version, sizeof(e->version), "%s", pyproc__version(e->p));
-	procfs__comm(e->pid, 0, e->comm, sizeof(e->comm));
+	if (pyproc__pid(e->p) == e->pid)	/* else: ended, comm kept */
+		procfs__comm(e->pid, 0, e->comm, sizeof(e->comm));
 	e->state = PROC_PYTHON;
 	return 0;
 }
@@ -158,6 +159,7 @@ struct proc_entry *procset__add(struct procset *ps, pid_t pid, pid_t ppid, struc
 
 int procset__open(struct procset *ps, struct proc_entry *e)
 {
+	struct proc_entry *parent;
 	char err[PYPROF_ERRLEN];
 	int rc;
 
@@ -166,6 +168,16 @@ int procset__open(struct procset *ps, struct proc_entry *e)
 	if (e->state != PROC_FORKED && e->state != PROC_PENDING)
 		return -ENOEXEC;
 	rc = pyproc__open(e->pid, &e->p, err, sizeof(err));
+	if (rc && rc != -ENOMEM && e->state == PROC_FORKED && !procfs__alive(e->pid) &&
+	    (parent = procset__find(ps, e->ppid)) && parent->state == PROC_PYTHON) {
+		/* A forked child that ended before its first sample was read
+		 * (a poll comes every 10 ms): its image was its parent's,
+		 * whose memory still holds the code objects they shared at
+		 * the fork; those it made since came with its samples. */
+		rc = pyproc__open(parent->pid, &e->p, err, sizeof(err));
+		if (!rc && !e->comm[0])
+			snprintf(e->comm, sizeof(e->comm), "%s", parent->comm);
+	}
 	if (!rc)
 		rc = open_symbols(ps, e);
 	if (!rc)

@@ -82,7 +82,7 @@ struct record_ctx {
 	uint64_t period_ns;
 	size_t symbol_errors;
 	size_t snapshot_errors;		/* code snapshots that could not be used */
-	uint64_t unknown_pid_samples;	/* of a process the recording lost track of */
+	struct sampler_stats unknown;	/* samples of a process that could not be read */
 	int out_err;
 	const char *out_err_file;	/* the file out_err is about */
 };
@@ -197,7 +197,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &env->out;
 		break;
 	case 'p':
-		for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		/* Every element a PID: "12,", ",12" and "12,,34" are refused. */
+		for (char *tok = arg, *next; tok; tok = next) {
+			next = strchr(tok, ',');
+			if (next)
+				*next++ = '\0';
+			if (!*tok)
+				argp_error(state, "invalid PID list: an empty element");
 			if (parse_long(tok, 1, INT_MAX, &v))
 				argp_error(state, "invalid PID: %s", tok);
 			if (env->npids == MAX_PIDS)
@@ -283,8 +289,11 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		if ((env->subprocesses || env->npids > 1) && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--subprocesses and several -p targets are for the BPF "
 				   "backend");
+		/* Per-thread events are opened on the first target's threads only. */
 		if (env->subprocesses && env->events == SAMPLER_EVENTS_THREAD)
 			argp_error(state, "--subprocesses needs per-CPU events (--events cpu)");
+		if (env->npids > 1 && env->events == SAMPLER_EVENTS_THREAD)
+			argp_error(state, "several -p targets need per-CPU events (--events cpu)");
 		if ((env->subprocesses || env->npids > 1) &&
 		    (env->raw || rawrec__wanted(env->out.format, env->out.output)))
 			argp_error(state, "a raw recording holds one process: not with "
@@ -469,6 +478,18 @@ static void print_procs(struct record_ctx *c)
 	}
 }
 
+/* A sample the sampler counted but the recording leaves out, counted as
+ * the sampler does (bpf_sampler.c on_record()), to be taken off its counts. */
+static void count_dropped(struct sampler_stats *st, const struct raw_sample *r)
+{
+	st->samples++;
+	if (r->status == SAMPLE_TRUNCATED)
+		st->truncated++;
+	else if (r->status != SAMPLE_COMPLETE && r->status != SAMPLE_THREAD_START &&
+		 r->status != SAMPLE_THREAD_EXIT)
+		st->errors++;
+}
+
 static int on_sample(void *ctx, const struct raw_sample *r)
 {
 	struct record_ctx *c = ctx;
@@ -486,17 +507,13 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 
 	if (c->deadline_ns && r->ts_ns > c->deadline_ns) {
 		c->past_deadline = 1;	/* taken after -d ended: not part of it */
-		c->late.samples++;
-		if (r->status == SAMPLE_TRUNCATED)
-			c->late.truncated++;
-		else if (r->status != SAMPLE_COMPLETE)
-			c->late.errors++;
+		count_dropped(&c->late, r);
 		return 1;
 	}
 	if (!e) {
 		/* A process that could not be opened: counted, not shown
 		 * under another's name. */
-		c->unknown_pid_samples++;
+		count_dropped(&c->unknown, r);
 		return 0;
 	}
 	e->samples++;
@@ -714,7 +731,10 @@ int record__main(int argc, char **argv)
 				       .max_frames = (unsigned int)env.max_frames,
 				       .verbose = env.verbose,
 				       .no_frame_cache = env.no_frame_cache,
-				       .events = env.events,
+				       /* several processes: per-CPU events, whatever auto
+				        * would pick for one */
+				       .events = multi && env.events == SAMPLER_EVENTS_AUTO ?
+						 SAMPLER_EVENTS_CPU : env.events,
 				       .follow_children = env.subprocesses };
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
 	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
@@ -895,9 +915,10 @@ int record__main(int argc, char **argv)
 		bpf_sampler__stats(bs, &st);
 	else
 		remote_sampler__stats(rs, &st);
-	st.samples -= ctx.late.samples;	/* the sampler counted them too */
-	st.truncated -= ctx.late.truncated;
-	st.errors -= ctx.late.errors;
+	/* The sampler counted them too: not in the recording. */
+	st.samples -= ctx.late.samples + ctx.unknown.samples;
+	st.truncated -= ctx.late.truncated + ctx.unknown.truncated;
+	st.errors -= ctx.late.errors + ctx.unknown.errors;
 	rc = ctx.out_err;
 	if (!rc && ctx.out) {
 		rc = output__finish(ctx.out);
@@ -929,9 +950,9 @@ int record__main(int argc, char **argv)
 		fprintf(stderr, "pyprof-bpf: %llu samples taken after the %g s duration were "
 			"dropped\n", (unsigned long long)ctx.late.samples, env.duration);
 	print_procs(&ctx);
-	if (ctx.unknown_pid_samples)
+	if (ctx.unknown.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples of processes that could not be read "
-			"were dropped\n", (unsigned long long)ctx.unknown_pid_samples);
+			"were dropped\n", (unsigned long long)ctx.unknown.samples);
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
 		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames\n",
 		(unsigned long long)st.samples, end - start, st.samples / (end - start), env.freq,
