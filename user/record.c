@@ -485,7 +485,7 @@ static void count_dropped(struct sampler_stats *st, const struct raw_sample *r)
 	st->samples++;
 	if (r->status == SAMPLE_TRUNCATED)
 		st->truncated++;
-	else if (r->status != SAMPLE_COMPLETE && r->status != SAMPLE_THREAD_START &&
+	else if (r->status != SAMPLE_COMPLETE && r->status != SAMPLE_THREAD_YOUNG &&
 		 r->status != SAMPLE_THREAD_EXIT)
 		st->errors++;
 }
