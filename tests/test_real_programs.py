@@ -351,9 +351,15 @@ def read_spans(host_log):
     return spans, main
 
 
-def claim_problems(samples, pid, spans, long_lived):
+def claim_problems(samples, pid, spans, long_lived, cframe_window=False):
     """(d): the samples whose claim of no Python frame (or whose reason for
-    it: starting, ending) the target refutes."""
+    it: starting, ending) the target refutes.
+
+    cframe_window: 3.11/3.12 keep the current frame in a C frame record that
+    _PyEval_EvalFrameDefault installs in the thread state a few instructions
+    before it sets the record's frame: a sample in between reads no frame on
+    a thread that has Python frames. One such sample per thread is allowed
+    there; more is a bug."""
     bad = []
     by_tid = {}
     for s in samples:
@@ -370,7 +376,10 @@ def claim_problems(samples, pid, spans, long_lived):
                 continue
             t_ns = s.ts * 1000
             why = None
-            if tid == pid or tid in long_lived:
+            if (tid == pid or tid in long_lived) and cframe_window and \
+                    k == "[no-python-frames]" and kinds.count(k) == 1:
+                pass
+            elif tid == pid or tid in long_lived:
                 why = "on a thread that runs Python throughout"
             elif k == "[thread-exit]" and py and py[-1] > i:
                 why = f"before a sample with Python frames at {ss[py[-1]].ts / 1e6:.6f}"
@@ -458,7 +467,8 @@ def test_real_program(prog, interp, procs, tmp_path):  # noqa: F811
     if len(samples) * (10**9 // HZ) != s.total:
         problems.append(f"(d) the perf-script report of the raw recording has {len(samples)} "
                         f"samples, the collapsed output {s.total} ns at {HZ} Hz")
-    bad = claim_problems(samples, p.pid, spans, long_lived)
+    bad = claim_problems(samples, p.pid, spans, long_lived,
+                         cframe_window=interp.version < (3, 13))
     if bad:
         problems.append(f"(d) {len(bad)} samples claim no Python frame (or say why) where "
                         f"the target's own clock refutes it:\n" + "\n".join(bad[:20]))

@@ -506,8 +506,15 @@ int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
 	rc = load_tids(p);
 	if (rc)
 		goto fail_read;
-	/* The offsets must lead from the runtime to a thread and back. */
-	rc = pyproc__threads(p, &first, 1, &n);
+	/* The offsets must lead from the runtime to a thread and back. The
+	 * target runs: a thread state freed while the list is read breaks
+	 * the round trip too, so a few tries before calling it wrong. */
+	for (int i = 0; i < 5; i++) {
+		rc = pyproc__threads(p, &first, 1, &n);
+		if (rc != -EPROTO)
+			break;
+		usleep(2000);
+	}
 	if (rc == -EPROTO) {
 		snprintf(err, errlen, "process %d: Python %s's thread list does not match its offsets",
 			 (int)pid, p->version);
