@@ -225,18 +225,52 @@ hit:
 }
 
 /* co_version of @code, read once per sample and code object. */
+static __always_inline __u64 mix64(__u64 h, __u64 x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+/*
+ * 3.11 has no co_version. What tells a code object from the one freed before
+ * at its address: the objects it owns (co_filename, co_name, co_qualname,
+ * co_linetable), which a new object may get at the same addresses too, and
+ * their contents' heads (the qualname's and filename's length, cached hash
+ * and first characters; the table's length and first bytes), which differ
+ * between generated functions and between modules. Never 0.
+ */
+static __always_inline __u32 ident311(struct scratch *sc, __u64 code)
+{
+	__u64 q[4] = {}, qs[6] = {}, fs[6] = {}, ls[4] = {}, h = 0;
+
+	bpf_probe_read_user(q, sizeof(q), (const void *)(code + sc->cfg.code_ident));
+	if (q[2])
+		bpf_probe_read_user(qs, sizeof(qs), (const void *)(q[2] + sc->cfg.unicode_length));
+	if (q[0])
+		bpf_probe_read_user(fs, sizeof(fs), (const void *)(q[0] + sc->cfg.unicode_length));
+	if (q[3])
+		bpf_probe_read_user(ls, sizeof(ls), (const void *)(q[3] + sc->cfg.bytes_size));
+	for (int i = 0; i < 4; i++)
+		h = mix64(h, q[i]);
+	for (int i = 0; i < 6; i++)
+		h = mix64(mix64(h, qs[i]), fs[i]);
+	for (int i = 0; i < 4; i++)
+		h = mix64(h, ls[i]);
+	return (__u32)(h ^ (h >> 32)) | 1;
+}
+
 /*
  * co_version of @code, read once per sample and code object. *ident is what
  * tells this code object from an earlier one at the same address, for the
  * tables of code objects sent: co_version itself on 3.12+; on 3.11, which
- * has none, a hash of the objects it owns (its qualname and location table
- * pointers, config.code_ident), read only when snapshots are on.
+ * has none, ident311(), computed only when snapshots are on, and then also
+ * what the frame carries as its version (userspace names the frame from the
+ * snapshot of that identity, never from what the address holds later).
  */
 static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 *ident)
 {
 	struct walk *w = &sc->w;
 	struct memo *m = &sc->memo[(code >> 4) & (PYPROF_VERSION_MEMO - 1)];
-	__u64 q[4] = {};
 	__u32 v = 0;
 
 	*ident = 0;
@@ -252,9 +286,8 @@ static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 
 		bpf_probe_read_user(&v, sizeof(v), (const void *)(code + sc->cfg.code_version));
 		*ident = v;
 	} else {
-		bpf_probe_read_user(q, sizeof(q), (const void *)(code + sc->cfg.code_ident));
-		*ident = (__u32)((q[0] >> 4) ^ (q[1] << 3) ^ (q[2] >> 9) ^ (q[3] << 11) ^
-				 ((q[0] ^ q[1] ^ q[2] ^ q[3]) >> 32)) | 1;
+		*ident = ident311(sc, code);
+		v = *ident;	/* the frame carries it: userspace matches on it */
 	}
 	m->code = code;
 	m->version = v;

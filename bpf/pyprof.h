@@ -198,9 +198,9 @@ struct pyprof_config {
 	 */
 	__u32 snapshots;
 	__u32 code_size;
-	/* 3.11 (no co_version): 32 bytes at this offset (co_filename,
-	 * co_name, co_qualname, co_linetable) tell one code object from the
-	 * next at its address, as well as 3.11 allows. */
+	/* 3.11 (no co_version): co_filename, co_name, co_qualname and
+	 * co_linetable at this offset, hashed with the heads of their
+	 * contents into the code object's identity (pyprof.bpf.c ident311()). */
 	__u64 code_ident;
 	__u64 code_qualname;
 	__u64 code_filename;

@@ -30,7 +30,10 @@ b. test_exec_eval_code (every interpreter): functions exec'd from fresh
    <unknown> frame and no marker; every generated frame named gen_N /
    <module> / <genexpr> in "<gen N>" / "<eval N>" of one N, on a line that
    code object has (from co_lines()), sampled while generation N ran.
-   Expected to fail on 3.11 today (SNAPSHOT_311_BUG below), as c. does.
+   On 3.11, which has no co_version, this is what the sampler's identity of
+   a code object (the heads of the objects it owns, pyprof.bpf.c
+   ident311()) must get right: generations compiled alike reuse the freed
+   object's address and its owned objects' addresses.
 c. test_module_bodies (every interpreter): an import loop of fresh module
    files whose bodies work at import time (a module-level loop, then a call
    of a function they define): no <unknown> frame, the bodies' <module> and
@@ -462,24 +465,9 @@ def test_thread_markers_tell_start_from_exit(label, events, procs, tmp_path):
 SLACK_US = 300       # a sample's time against the target's own clock
 
 
-SNAPSHOT_311_BUG = (
-    "BUG (bpf/pyprof.bpf.c code_version(), user/symbolizer.c lookup()): 3.11 has no "
-    "co_version, so the program tells code objects at one address apart by a hash of "
-    "four pointers they own (config.code_ident: co_filename, co_name, co_qualname, "
-    "co_linetable); code compiled the same way right after the previous one was freed "
-    "gets the same address and the same four pointers (pymalloc hands the same blocks "
-    "back: 199 of 199 successive sl_codegen generations), so no new snapshot is sent; "
-    "and the symbolizer, the sample's co_version being 0, re-reads the target when it "
-    "drains the ring and names the frame after the code object living at that address "
-    "then (a later generation's: gen_96 in a sample taken 7 ms before round 96 began), "
-    "not after the snapshot")
-
-
 def by_version(interps):
-    """interps as parameters, 3.11 ones expected to fail (SNAPSHOT_311_BUG)."""
-    return [pytest.param(i, id=str(i), marks=(
-        pytest.mark.xfail(reason=SNAPSHOT_311_BUG, strict=True) if i.version < (3, 12)
-        else ())) for i in interps]
+    """interps as parameters."""
+    return [pytest.param(i, id=str(i)) for i in interps]
 
 
 def check_generated(samples, layout, rounds, patterns):

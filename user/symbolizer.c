@@ -395,6 +395,9 @@ int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
 	rc = key_from_copy(s, c->obj, &key);
 	if (rc)
 		return rc;
+	/* 3.11: the sampler's identity of the object, which its frames carry. */
+	if (!o->code_version)
+		key.version = c->version;
 	if ((s->count + 1) * 4 > s->cap * 3) {
 		rc = grow(s);
 		if (rc)
