@@ -40,6 +40,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u32 follow_children = 0;
 
 /*
+ * The only process sampled, while there is exactly one and none followed
+ * (set by the loader; 0 otherwise): other tasks' ticks (per-CPU events) are
+ * then dropped after one comparison, before the procs map is looked at.
+ */
+__u32 only_tgid = 0;
+
+/*
  * The walk in progress. It lives in the scratch map, not on the stack: the
  * verifier tracks stack values across bpf_loop iterations, refining them at
  * every comparison, and would explore the callback without converging;
@@ -68,6 +75,8 @@ struct lookup {
 	__u64 active;		/* a match whose status says active */
 	__u32 nfound;
 	__u32 started;		/* the interpreters' head was read */
+	__u32 ninterps;		/* interpreters whose list was walked */
+	__u32 pad;
 };
 
 /* A code object already sent, as the per-CPU table remembers it. */
@@ -111,8 +120,11 @@ struct scratch {
 	__u32 gen;			/* samples taken on this CPU */
 	__u32 pad;
 	/* The sampled process's configuration, copied from its procs entry
-	 * at the start of each sample. */
+	 * (tgid and stamp say which). */
 	struct pyprof_config cfg;
+	__u32 cfg_tgid;
+	__u32 pad2;
+	__u64 cfg_stamp;
 	struct walk w;
 	struct lookup l;
 	struct seen seen[PYPROF_SEEN_L1];
@@ -576,6 +588,7 @@ static long lookup_step(__u32 i, void *arg)
 		l->interp = next;
 		if (!next)
 			return 1;
+		l->ninterps++;
 		if (bpf_probe_read_user(&l->ts, sizeof(l->ts),
 					(const void *)(next + sc->cfg.interp_threads_head)))
 			return 1;
@@ -676,6 +689,10 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	__u32 n, nstates = 0;
 	bool found = false, relook = false;
 
+	if (only_tgid && tgid != only_tgid) {
+		count(PYPROF_CNT_FOREIGN);
+		return 0;
+	}
 	pc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pc) {
 		count(PYPROF_CNT_FOREIGN);
@@ -719,7 +736,13 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
 		return 0;
-	sc->cfg = pc->cfg;
+	/* The process's configuration, copied when it is not the one the
+	 * last sample on this CPU used (the loader stamps every write). */
+	if (sc->cfg_tgid != tgid || sc->cfg_stamp != pc->stamp) {
+		sc->cfg = pc->cfg;
+		sc->cfg_tgid = tgid;
+		sc->cfg_stamp = pc->stamp;
+	}
 	s = &sc->s;
 	w = &sc->w;
 	__builtin_memset(w, 0, sizeof(*w));
@@ -752,7 +775,9 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 			tstate = 0;
 		} else if (sc->cfg.status_rel != PYPROF_REL_NONE &&
 			   !(tv.status & (1u << PYPROF_TSTATE_ACTIVE_BIT)) &&
-			   (th->nstates != 1 || s->ts_ns - th->lookup_ns >= sc->cfg.lookup_retry_ns)) {
+			   (th->nstates != 1 ||
+			    s->ts_ns - th->lookup_ns >= (th->interps > 1 ? sc->cfg.lookup_retry_ns :
+							 PYPROF_INACTIVE_RETRY_NS))) {
 			/* Not active: switched interpreters, or released the
 			 * GIL. Another state of the thread may be the active
 			 * one; this one stands if none is. */
@@ -769,6 +794,8 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 			remember(th, tid, got, nstates, s->ts_ns, born);
 		else
 			th->lookup_ns = s->ts_ns;	/* keep the one that passed */
+		if (th)
+			th->interps = sc->l.ninterps;
 		if (got && got != tstate) {
 			found = true;
 			s->flags = 0;
@@ -890,6 +917,7 @@ int BPF_PROG(pyprof_fork, struct task_struct *parent, struct task_struct *child)
 		/* Only the main target's samples go through userspace's
 		 * frame cache: a child walks whole, Python frames only. */
 		cp->cfg.frame_cache = 0;
+		cp->stamp = bpf_ktime_get_ns();
 		/* A child that shares its parent's address space (vfork(),
 		 * posix_spawn(): subprocess, multiprocessing's spawn) runs
 		 * no Python of its own before it execs: its stack would be

@@ -237,6 +237,9 @@ struct pyprof_proc {
 	__u64 mm;			/* its address space at its first tick (program) */
 	__u32 configured;
 	__u32 pad;
+	/* Different for every write of the loader (and every copy into a
+	 * child): a CPU's copy of cfg is current while tgid and stamp match. */
+	__u64 stamp;
 };
 
 /* A process event (struct pyprof_proc_event.event). */
@@ -258,6 +261,7 @@ struct pyprof_proc_event {
 #define PYPROF_TSTATE_BLOCK	256
 #define PYPROF_REL_NONE		0xffffffffu
 #define PYPROF_LOOKUP_EAGER	8
+#define PYPROF_INACTIVE_RETRY_NS	(200 * 1000000ULL)
 
 /* Value of the tid -> thread map, keyed by host tid (__u32). */
 struct pyprof_thread {
@@ -279,7 +283,8 @@ struct pyprof_thread {
 	 * (subinterpreters). A remembered state that is not active (the
 	 * thread switched interpreters, or released the GIL) is looked up
 	 * again at every sample while this is not 1, else after
-	 * config.lookup_retry_ns. */
+	 * config.lookup_retry_ns where the process has several interpreters,
+	 * after PYPROF_INACTIVE_RETRY_NS where it had one (to see new ones). */
 	__u32 nstates;
 	/* When the last lookup ran (bpf_ktime_get_ns), and how many in a
 	 * row found nothing: the first PYPROF_LOOKUP_EAGER misses are
@@ -294,6 +299,9 @@ struct pyprof_thread {
 	/* The thread's start time (task start_time), when the program made
 	 * or met the entry: another value means the tid was reused. */
 	__u64 born;
+	/* The last lookup walked this many interpreters' lists. */
+	__u32 interps;
+	__u32 pad;
 	/* Frame cache: the anchor and sequence the last sample saw (kept
 	 * by the program); last_anchor is 0 unless that sample met the
 	 * anchor in a chain userspace could cache. A sample stops at the

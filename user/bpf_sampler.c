@@ -144,6 +144,7 @@ struct bpf_sampler {
 	int procs_fd;
 	int counters_fd;
 	unsigned int max_frames;
+	uint64_t stamp;		/* procs map writes so far (struct pyprof_proc.stamp) */
 	/* The main target's walk (its frame cache may be on); other
 	 * processes (bpf_sampler__add_process, followed children) walk whole. */
 	struct pyprof_config main_cfg;
@@ -827,6 +828,10 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 		v.cfg = *c;
 		v.configured = 1;
 	}
+	v.stamp = ++s->stamp;
+	/* A second process: the program's one-comparison filter is off. */
+	if (pid != s->pid)
+		s->skel->bss->only_tgid = 0;
 	if (bpf_map_update_elem(s->procs_fd, &key, &v, BPF_ANY))
 		return errno == E2BIG ? -ENOSPC : -errno;
 	return 0;
@@ -1263,6 +1268,8 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 		snprintf(err, errlen, "cannot write the BPF process map: %s", strerror(-ret));
 		goto err_free;
 	}
+	if (!o->follow_children)
+		s->skel->bss->only_tgid = (__u32)s->pid;
 	if (o->follow_children) {
 		s->per_cpu = true;
 	} else if (o->events == SAMPLER_EVENTS_AUTO) {
