@@ -3,9 +3,12 @@
  * bpf_sampler.c - load bpf/pyprof.bpf.c, attach it to the target's threads
  * and turn its ring-buffer records into struct raw_sample.
  *
- * Lifecycle: open the skeleton, write the target's offsets into its
- * read-only config, size the maps, load, then attach one software cpu-clock
- * event per thread (perf_event_open + a BPF perf link). Events are opened
+ * Lifecycle: open the skeleton, size the maps, load, attach per-CPU events
+ * and tracepoints (bpf_sampler__load); then, once the target is known
+ * (bpf_sampler__set_target: at once for -p, after the exec for a command
+ * started), write its offsets into the procs map and, with per-thread
+ * events, attach one software cpu-clock event per thread (perf_event_open +
+ * a BPF perf link). Events are opened
  * with inherit=1 and inherit_thread=1: the kernel copies an event, with its
  * BPF program, into every thread its thread creates, so new threads are
  * sampled from their first tick without us racing to find them. Closing the
@@ -145,6 +148,8 @@ struct bpf_sampler {
 	int counters_fd;
 	unsigned int max_frames;
 	uint64_t stamp;		/* procs map writes so far (struct pyprof_proc.stamp) */
+	pid_t other_pid;	/* the first process written that was not the target */
+	bool many_pids;		/* more than one such */
 	/* The main target's walk (its frame cache may be on); other
 	 * processes (bpf_sampler__add_process, followed children) walk whole. */
 	struct pyprof_config main_cfg;
@@ -154,7 +159,8 @@ struct bpf_sampler {
 	bool per_cpu;		/* one event per CPU instead of per thread */
 	struct bpf_link **cpu_links;
 	int ncpu_links;
-	struct bpf_link *tp_links[3];	/* fork, exec, exit (following children) */
+	bool no_frame_cache;	/* sampler_opts.no_frame_cache */
+	struct bpf_link *tp_links[3];	/* exec; fork, exit (following children) */
 	bool attached;		/* the first scan is done */
 	/* A thread the last refresh did not know has been sampled (it has no
 	 * thread state in the map yet): refresh soon. */
@@ -483,14 +489,17 @@ static int open_event(struct bpf_sampler *s, pid_t tid, int cpu, struct bpf_link
 	return 0;
 }
 
-/* The fork, exec and exit tracepoints that follow child processes. */
-static int attach_tracepoints(struct bpf_sampler *s, char *err, size_t errlen)
+/*
+ * The exec tracepoint (a tracked process's execs: o->exec_events), and with
+ * @children the fork and exit ones that follow child processes.
+ */
+static int attach_tracepoints(struct bpf_sampler *s, bool children, char *err, size_t errlen)
 {
 	struct bpf_program *progs[] = {
-		s->skel->progs.pyprof_fork, s->skel->progs.pyprof_exec, s->skel->progs.pyprof_exit,
+		s->skel->progs.pyprof_exec, s->skel->progs.pyprof_fork, s->skel->progs.pyprof_exit,
 	};
 
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+	for (size_t i = 0; i < (children ? 3 : 1); i++) {
 		s->tp_links[i] = bpf_program__attach(progs[i]);
 		if (!s->tp_links[i]) {
 			int ret = -errno;
@@ -701,6 +710,8 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 	int err, first_err = 0;
 
 	s->unknown_tid = false;
+	if (!s->proc)	/* no target yet (bpf_sampler__set_target) */
+		return 0;
 	err = scan_tasks(s, &ntids);
 	if (err)
 		return err;
@@ -829,9 +840,14 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 		v.configured = 1;
 	}
 	v.stamp = ++s->stamp;
-	/* A second process: the program's one-comparison filter is off. */
-	if (pid != s->pid)
+	/* Another process: the program's one-comparison filter is off. */
+	if (pid != s->pid) {
 		s->skel->bss->only_tgid = 0;
+		if (!s->other_pid)
+			s->other_pid = pid;
+		else if (s->other_pid != pid)
+			s->many_pids = true;
+	}
 	if (bpf_map_update_elem(s->procs_fd, &key, &v, BPF_ANY))
 		return errno == E2BIG ? -ENOSPC : -errno;
 	return 0;
@@ -890,7 +906,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		if (s->proc_fn)
 			s->proc_fn(s->proc_ctx, (enum sampler_proc_event)e->event, (pid_t)e->pid,
-				   (pid_t)e->ppid);
+				   (pid_t)e->ppid, e->ts_ns);
 		return 0;
 	}
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
@@ -1119,19 +1135,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	}
 	s->skel = skel;
 	s->max_frames = max_frames;
-	ret = fill_config(&s->main_cfg, pyproc__offsets(s->proc), pyproc__runtime(s->proc),
-			  max_frames, !o->no_frame_cache, err, errlen);
-	if (ret)
-		return ret;
-	s->cache = s->main_cfg.frame_cache;
 	skel->rodata->follow_children = !!o->follow_children;
-	ret = frame_cache__new(s->pid, pyproc__offsets(s->proc), max_frames, s->cache, &s->fc);
-	if (!ret)
-		frame_cache__set_reanchor(s->fc, true);
-	if (ret) {
-		snprintf(err, errlen, "out of memory");
-		return ret;
-	}
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
@@ -1220,8 +1224,8 @@ static int attach_cpus(struct bpf_sampler *s, char *err, size_t errlen)
 	return ret;
 }
 
-int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
-		      struct bpf_sampler **out, char *err, size_t errlen)
+int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, char *err,
+		      size_t errlen)
 {
 	struct bpf_sampler *s;
 	long max_rate;
@@ -1243,33 +1247,20 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 			 o->max_frames, PYPROF_MAX_FRAMES);
 		return -EINVAL;
 	}
+	if (o->follow_children && o->events == SAMPLER_EVENTS_THREAD) {
+		snprintf(err, errlen, "following child processes needs per-CPU events "
+			 "(--events cpu or auto)");
+		return -EINVAL;
+	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	s->proc = p;
-	s->pid = pyproc__pid(p);
 	s->freq_hz = o->freq_hz;
 	s->verbose = o->verbose;
-
-	if (o->follow_children && o->events == SAMPLER_EVENTS_THREAD) {
-		snprintf(err, errlen, "following child processes needs per-CPU events "
-			 "(--events cpu or auto)");
-		ret = -EINVAL;
-		goto err_free;
-	}
-	ret = load(s, o, err, errlen);
-	if (ret)
-		goto err_free;
-	ret = write_proc(s, s->pid, &s->main_cfg);
-	if (ret) {
-		snprintf(err, errlen, "cannot write the BPF process map: %s", strerror(-ret));
-		goto err_free;
-	}
-	if (!o->follow_children)
-		s->skel->bss->only_tgid = (__u32)s->pid;
+	s->no_frame_cache = o->no_frame_cache;
 	if (o->follow_children) {
 		s->per_cpu = true;
 	} else if (o->events == SAMPLER_EVENTS_AUTO) {
@@ -1279,25 +1270,18 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	} else {
 		s->per_cpu = o->events == SAMPLER_EVENTS_CPU;
 	}
-	ret = s->per_cpu ? 0 : probe_inherit(s, err, errlen);
+
+	ret = load(s, o, err, errlen);
 	if (ret)
 		goto err_free;
-	/* Thread states first (the refresh), so that the first ticks find them. */
-	ret = bpf_sampler__refresh(s);
-	if (ret == -ESRCH) {
-		snprintf(err, errlen, "process %d is gone", s->pid);
-		goto err_free;
-	}
-	if (ret) {
-		snprintf(err, errlen, "cannot attach to the threads of %d: %s", s->pid,
-			 strerror(-ret));
-		goto err_free;
-	}
+	/* Per-CPU events sample whatever runs: until a process is configured
+	 * in the procs map, its ticks cost one lookup each and are dropped.
+	 * Per-thread events need the target's threads (set_target). */
 	ret = s->per_cpu ? attach_cpus(s, err, errlen) : 0;
 	if (ret)
 		goto err_free;
-	if (o->follow_children) {
-		ret = attach_tracepoints(s, err, errlen);
+	if (o->follow_children || o->exec_events) {
+		ret = attach_tracepoints(s, o->follow_children, err, errlen);
 		if (ret)
 			goto err_free;
 	}
@@ -1307,4 +1291,85 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 err_free:
 	bpf_sampler__free(s);
 	return ret;
+}
+
+int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen)
+{
+	int ret;
+
+	if (s->proc) {
+		snprintf(err, errlen, "the BPF sampler has a target already");
+		return -EBUSY;
+	}
+	ret = fill_config(&s->main_cfg, pyproc__offsets(p), pyproc__runtime(p), s->max_frames,
+			  !s->no_frame_cache, err, errlen);
+	if (ret)
+		return ret;
+	s->cache = s->main_cfg.frame_cache;
+	ret = frame_cache__new(pyproc__pid(p), pyproc__offsets(p), s->max_frames, s->cache,
+			       &s->fc);
+	if (ret) {
+		snprintf(err, errlen, "out of memory");
+		return ret;
+	}
+	frame_cache__set_reanchor(s->fc, true);
+	/* From here on the sampler's functions treat @p as the main target
+	 * (refresh, the frame cache, the records of its pid). */
+	s->proc = p;
+	s->pid = pyproc__pid(p);
+	ret = s->per_cpu ? 0 : probe_inherit(s, err, errlen);
+	if (ret)
+		goto err_untarget;
+	/* Thread states first (the refresh), then the configuration, so that
+	 * the first ticks find them. */
+	ret = bpf_sampler__refresh(s);
+	if (ret == -ESRCH) {
+		snprintf(err, errlen, "process %d is gone", s->pid);
+		goto err_untarget;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot attach to the threads of %d: %s", s->pid,
+			 strerror(-ret));
+		goto err_untarget;
+	}
+	ret = write_proc(s, s->pid, &s->main_cfg);
+	if (ret) {
+		snprintf(err, errlen, "cannot write the BPF process map: %s", strerror(-ret));
+		goto err_untarget;
+	}
+	/* The only process (a command tracked before its exec is this one):
+	 * other tasks' ticks cost one comparison. */
+	if (!s->skel->rodata->follow_children && !s->many_pids &&
+	    (!s->other_pid || s->other_pid == s->pid))
+		s->skel->bss->only_tgid = (__u32)s->pid;
+	return 0;
+
+err_untarget:
+	/* Back to no target: the events and threads map entries the refresh
+	 * made are released with the sampler, which can still be freed. */
+	frame_cache__free(s->fc);
+	s->fc = NULL;
+	s->cache = false;
+	s->proc = NULL;
+	s->pid = 0;
+	return ret;
+}
+
+int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
+		      struct bpf_sampler **out, char *err, size_t errlen)
+{
+	struct bpf_sampler *s;
+	int ret;
+
+	*out = NULL;
+	ret = bpf_sampler__load(o, &s, err, errlen);
+	if (ret)
+		return ret;
+	ret = bpf_sampler__set_target(s, p, err, errlen);
+	if (ret) {
+		bpf_sampler__free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
 }

@@ -3,8 +3,10 @@
  * bpf_sampler.h - the BPF sampling backend: the only module that talks to
  * libbpf.
  *
- * It loads bpf/pyprof.bpf.c configured with the target's offsets, opens a
- * software cpu-clock perf event on every thread of the target, keeps the
+ * It loads bpf/pyprof.bpf.c, configures the target's offsets in its procs
+ * map (per process: a target can be named after load, e.g. once a command
+ * started before it is found to run Python), opens a software cpu-clock
+ * perf event on every CPU or on every thread of the target, keeps the
  * kernel's tid -> thread-state map current, and hands the raw stacks the
  * kernel recorded to a callback. Names and lines are the caller's business.
  *
@@ -48,16 +50,36 @@ struct bpf_sampler;
 int bpf_sampler__available(char *why, size_t len);
 
 /*
- * Load and attach to @p's threads at o->freq_hz; o->max_frames = 0 means
- * the default (2,048), at most PYPROF_MAX_FRAMES (4,096). @p must outlive
- * the sampler. On failure returns -errno with one line in @err: -EPERM
- * (privileges), -ENOTSUP (not in the host's PID namespace), -EINVAL
- * (options, or a rate above kernel.perf_event_max_sample_rate), -EPROTO
- * (offsets the BPF walk cannot use), -ESRCH (the target is gone), or the
- * kernel's error when the verifier rejects the program (the line says so;
- * libbpf's log is printed only when o->verbose). o->verbose also shows
+ * Load the program and attach what needs no target: per-CPU events (when
+ * they are picked; per-thread ones need the target's threads), the exec
+ * tracepoint with o->exec_events, the fork and exit ones with
+ * o->follow_children. No process is sampled yet: ticks of processes not
+ * configured in the program's procs map are dropped in the kernel. Then
+ * bpf_sampler__track_process() has a process's execs reported (a command
+ * about to be started), and bpf_sampler__set_target() names the main
+ * target. o->max_frames = 0 means the default (2,048), at most
+ * PYPROF_MAX_FRAMES (4,096). On failure returns -errno with one line in
+ * @err: -EPERM (privileges), -ENOTSUP (not in the host's PID namespace),
+ * -EINVAL (options, or a rate above kernel.perf_event_max_sample_rate), or
+ * the kernel's error when the verifier rejects the program (the line says
+ * so; libbpf's log is printed only when o->verbose). o->verbose also shows
  * libbpf's warnings, and with o->verbose > 1 its debug output.
  */
+int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, char *err,
+		      size_t errlen);
+
+/*
+ * Sample @p from now on as the main target: its walk may use the 3.15
+ * frame cache, its threads' states are kept in the kernel's map (and with
+ * per-thread events, its threads get their events here). Once per sampler.
+ * @p must outlive the sampler. Returns 0, or -errno with a line in @err:
+ * -EPROTO (offsets the BPF walk cannot use), -ESRCH (the target is gone),
+ * -EBUSY (a target was set already), -ENOMEM; after a failure the sampler
+ * has no target and is only to be freed.
+ */
+int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen);
+
+/* bpf_sampler__load() then bpf_sampler__set_target() (-p PID). */
 int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 		      struct bpf_sampler **out, char *err, size_t errlen);
 
@@ -101,8 +123,9 @@ void bpf_sampler__set_proc_fn(struct bpf_sampler *s, proc_fn fn, void *ctx);
  * in @err.
  */
 int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen);
-/* Follow @pid's children (sampler_opts.follow_children) without sampling
- * it: a process that runs no Python, or none yet. 0 or -errno. */
+/* Follow @pid's execs (sampler_opts.exec_events) and children
+ * (sampler_opts.follow_children) without sampling it: a process that runs
+ * no Python, or none yet. 0 or -errno. */
 int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid);
 /* Stop sampling @pid (not the main target); its samples still in the ring
  * are delivered. */

@@ -339,16 +339,6 @@ int launch__kill(struct launch *l)
 	return launch__reap(l);
 }
 
-int launch__pause(struct launch *l)
-{
-	return l->reaped ? -ESRCH : kill(l->pid, SIGSTOP) ? -errno : 0;
-}
-
-int launch__resume(struct launch *l)
-{
-	return l->reaped ? -ESRCH : kill(l->pid, SIGCONT) ? -errno : 0;
-}
-
 int launch__exit_code(const struct launch *l)
 {
 	return l->reaped ? launch__status_exit_code(l->wstatus) : -1;

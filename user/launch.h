@@ -5,8 +5,8 @@
  *
  * launch__new() forks a child that waits, before exec, until
  * launch__start() releases it: whatever must be ready before the command
- * runs (today: nothing but the outputs; later: the BPF sampler, attached
- * before exec) is set up in between. Run under sudo as root, the child takes
+ * runs (the BPF sampler, attached before exec, tracking the child's pid) is
+ * set up in between. Run under sudo as root, the child takes
  * the invoking user's identity first (SUDO_UID, SUDO_GID and SUDO_USER's
  * groups), so the command runs as it would without pyprof-bpf; the
  * environment is left as sudo made it. The child stays in our process group,
@@ -57,10 +57,6 @@ int launch__poll(struct launch *l);
 int launch__wait(struct launch *l);
 /* SIGKILL the command if it still runs, and reap it. 0 or -errno. */
 int launch__kill(struct launch *l);
-
-/* Stop and continue the command (SIGSTOP, SIGCONT). 0 or -errno. */
-int launch__pause(struct launch *l);
-int launch__resume(struct launch *l);
 
 /* The exit status a shell would give for the reaped command (-1 before). */
 int launch__exit_code(const struct launch *l);

@@ -68,6 +68,15 @@ struct record_ctx {
 	/* Every process sampled, each with its symbolizer and stack memo. */
 	struct procset *procs;
 	struct bpf_sampler *bs;	/* to configure processes found later */
+	/* A command started whose interpreter is not configured yet
+	 * (record__start_command): its execs are counted, not followed, and
+	 * its children's execs are looked at once it is. */
+	int launching;
+	unsigned int cmd_execs;
+	uint64_t cmd_exec_ns;	/* the last one, CLOCK_MONOTONIC */
+	/* The command, sampled without --subprocesses, exec'd: the
+	 * interpreter sampled is gone, and the recording ends. */
+	int main_execed;
 	struct output *out;	/* NULL when only a raw recording is written */
 	struct output *summary;	/* the hottest functions on a terminal's stderr */
 	/* -d: CLOCK_MONOTONIC ns after which a poll stops taking samples (a
@@ -362,11 +371,31 @@ static void proc_try_python(struct record_ctx *c, struct proc_entry *e)
 			(int)e->pid, e->comm, e->version);
 }
 
-static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid)
+static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid,
+		    uint64_t ts_ns)
 {
 	struct record_ctx *c = ctx;
 	struct proc_entry *e;
 
+	if (pid == c->env->pid && c->launching) {
+		if (ev == SAMPLER_PROC_EXEC) {
+			c->cmd_execs++;
+			c->cmd_exec_ns = ts_ns;
+		}
+		return;
+	}
+	if (!c->env->subprocesses) {
+		/* Only a command started is tracked then (exec events): an
+		 * exec once it is sampled replaces the interpreter it was
+		 * configured for. The tracepoint unconfigured it already;
+		 * writing that again covers an exec that came just before
+		 * the configuration (record__start_command). */
+		if (ev == SAMPLER_PROC_EXEC && pid == c->env->pid) {
+			bpf_sampler__track_process(c->bs, pid);
+			c->main_execed = 1;
+		}
+		return;
+	}
 	switch (ev) {
 	case SAMPLER_PROC_FORK:
 		if (!procset__add(c->procs, pid, ppid, NULL))
@@ -378,7 +407,10 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 			break;
 		procset__exec(c->procs, e, clock_ns(CLOCK_MONOTONIC));
 		procfs__comm(pid, 0, e->comm, sizeof(e->comm));
-		proc_try_python(c, e);
+		/* A child of a command not sampled yet: its samples would
+		 * come before anything can take them (launch_done()). */
+		if (!c->launching)
+			proc_try_python(c, e);
 		break;
 	case SAMPLER_PROC_EXIT:
 		e = procset__find(c->procs, pid);
@@ -578,44 +610,101 @@ static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, dou
 		(unsigned long long)st.truncated, (unsigned long long)st.errors);
 }
 
+/* A sample while a command is launched: no process is configured then, so
+ * none should come; one that does is counted as unreadable, not shown. */
+static int drop_sample(void *ctx, const struct raw_sample *r)
+{
+	count_dropped(&((struct record_ctx *)ctx)->unknown, r);
+	return 0;
+}
+
+/* The command is sampled: the children it exec'd meanwhile (--subprocesses)
+ * are looked at from now on, for as long as any exec'd child is. */
+static void launch_done(struct record_ctx *c)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	c->launching = 0;
+	for (size_t i = 0; i < procset__count(c->procs); i++) {
+		struct proc_entry *e = procset__at(c->procs, i);
+
+		if (e->state == PROC_PENDING)
+			e->pending_since_ns = now;
+	}
+	if (c->bs)
+		retry_pending(c);
+}
+
 /*
  * ---- The lifecycle of a command started (-- CMD ARGS) ----
  *
- * Today the BPF sampler is configured with the target's CPython offsets
- * before it is loaded, and they are known only once the command runs the
- * interpreter: after one exec or more (env, chroot, a pyenv shim, a script
- * that execs python) and, for a shared-libpython build, once ld.so has mapped
- * libpython. So the command is released, pyproc__open() is retried every
- * 0.5 ms until it succeeds, and the command is then stopped (SIGSTOP) until
- * the sampler is attached: record__main() resumes it (launch__resume) just
- * before its sampling loop, so that even a program of a few milliseconds is
- * sampled from its first statement.
+ * The BPF sampler is loaded before the command is released (record__main:
+ * per-CPU events, the exec tracepoint, the command's pid tracked in the
+ * program's procs map but not configured, so its ticks are dropped in the
+ * kernel). The command then runs on, never stopped, through one exec or more
+ * (env, chroot, a pyenv shim, a script that execs python); each exec comes
+ * as a process event, in order with the samples, and the interpreter is
+ * looked for at once and every 0.5 ms after: a shared-libpython build
+ * shows its runtime only once ld.so has mapped libpython, a few ms after
+ * the exec. Found, its offsets are written in the procs map
+ * (bpf_sampler__set_target): the next tick of the command is sampled, and
+ * a program of a few milliseconds is sampled from its module body's first
+ * statement. Without BPF (the remote backend) the same search runs, and
+ * that sampler starts once it ends.
  *
- * ATTACH-BEFORE-EXEC: once the sampler can be attached before exec (its
- * per-process configuration in a map), this function and that
- * launch__resume() are what to swap: open the sampler between launch__new()
- * and launch__start(), and drop the retry and the pause.
+ * An exec that comes between the interpreter's being found and its
+ * configuration would leave the new image configured with the old one's
+ * offsets: an exec seen while it was opened has it opened again, and one
+ * during the configuration itself is handled by on_proc() as the exec of
+ * a sampled target.
  *
- * Returns 0 with *p open and the command stopped; -ECHILD when the command
- * ended by itself (it could not be exec'd, or exited before running Python:
- * the caller exits with its status); another -errno when pyprof-bpf gives
- * up (the command is killed). One line in @err either way.
+ * Returns 0 with *p open (and the BPF sampler's target); -ECHILD when the
+ * command ended by itself (it could not be exec'd, or exited before running
+ * Python: the caller exits with its status); another -errno when pyprof-bpf
+ * gives up (the caller kills the command). One line in @err either way.
  */
-static int record__start_command(struct launch *cmd, struct pyproc **p, char *err,
-				 size_t errlen)
+static int record__start_command(struct record_ctx *c, struct launch *cmd, struct pyproc **p,
+				 char *err, size_t errlen)
 {
 	const struct timespec retry = { .tv_nsec = 500000 };
 	pid_t pid = launch__pid(cmd);
 	double deadline;
 	char why[PYPROF_ERRLEN], how[64];
+	unsigned int execs;
 	int rc;
 
+	*p = NULL;
+	c->launching = 1;
 	rc = launch__start(cmd, err, errlen);
 	if (rc)
 		return launch__exit_code(cmd) >= 0 ? -ECHILD : rc;
 	deadline = now_s() + COMMAND_PYTHON_TIMEOUT;
 	for (;;) {
+		/* The execs so far: the ring holds them in order. */
+		rc = c->bs ? bpf_sampler__poll(c->bs, drop_sample, c) : 0;
+		if (rc < 0) {
+			snprintf(err, errlen, "sampling failed: %s", strerror(-rc));
+			return rc;
+		}
+		execs = c->cmd_execs;
 		rc = pyproc__open(pid, p, why, sizeof(why));
+		if (!rc && c->bs) {
+			rc = bpf_sampler__poll(c->bs, drop_sample, c);
+			if (rc < 0) {
+				snprintf(err, errlen, "sampling failed: %s", strerror(-rc));
+				pyproc__free(*p);
+				*p = NULL;
+				return rc;
+			}
+			rc = 0;
+			if (c->cmd_execs != execs) {
+				/* It exec'd while being opened: maybe what
+				 * was opened is gone. */
+				pyproc__free(*p);
+				*p = NULL;
+				continue;
+			}
+		}
 		if (!rc)
 			break;
 		/* The command ends (or exec's its next program) meanwhile:
@@ -640,7 +729,54 @@ static int record__start_command(struct launch *cmd, struct pyproc **p, char *er
 		}
 		nanosleep(&retry, NULL);
 	}
-	launch__pause(cmd);
+	if (c->bs) {
+		rc = bpf_sampler__set_target(c->bs, *p, err, errlen);
+		if (rc) {
+			/* The sampler is only freed now; *p goes after it. */
+			return rc;
+		}
+		if (c->env->verbose)
+			fprintf(stderr, "pyprof-bpf: the command's interpreter (Python %s) is "
+				"sampled %.2f ms after its exec (%u exec%s)\n",
+				pyproc__version(*p),
+				(clock_ns(CLOCK_MONOTONIC) - c->cmd_exec_ns) / 1e6, c->cmd_execs,
+				c->cmd_execs == 1 ? "" : "s");
+	}
+	launch_done(c);
+	return 0;
+}
+
+/*
+ * The BPF sampler (targeted at @p, or with none yet: a command to start),
+ * or *out NULL when the remote backend is to sample instead. 0, or -errno
+ * with a line in @err when BPF was asked for and cannot be used.
+ */
+static int record__load_bpf(struct record_ctx *c, const struct sampler_opts *o,
+			    struct pyproc *p, struct bpf_sampler **out, char *err, size_t errlen)
+{
+	char why[PYPROF_ERRLEN] = "";
+	int rc;
+
+	*out = NULL;
+	if (c->env->backend == BACKEND_REMOTE)
+		return 0;
+	rc = bpf_sampler__available(why, sizeof(why));
+	if (!rc)
+		rc = p ? bpf_sampler__open(p, o, out, why, sizeof(why)) :
+			 bpf_sampler__load(o, out, why, sizeof(why));
+	if (rc && c->env->backend == BACKEND_BPF) {
+		snprintf(err, errlen, "BPF backend: %s", why);
+		return rc;
+	}
+	if (rc)
+		fprintf(stderr, "pyprof-bpf: cannot use BPF (%s): sampling with the remote "
+			"backend instead\n", why);
+	if (*out) {
+		c->bs = *out;
+		bpf_sampler__set_code_fn(*out, on_code, c);
+		bpf_sampler__set_proc_fn(*out, on_proc, c);
+		procset__keep_gone(c->procs, true);
+	}
 	return 0;
 }
 
@@ -674,7 +810,7 @@ int record__main(int argc, char **argv)
 	int progress = isatty(STDERR_FILENO);
 	int rc, exit_code = 1;
 	struct launch *cmd = NULL;	/* -- CMD ARGS */
-	int sampling = 0;		/* the command resumed, sampled */
+	int sampling = 0;		/* the command sampled */
 	char how[64];
 
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &env))
@@ -696,16 +832,38 @@ int record__main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	if (cmd)
-		rc = record__start_command(cmd, &p, err, sizeof(err));
-	else
-		rc = pyproc__open(env.pid, &p, err, sizeof(err));
-	if (rc)
-		goto fail;
 	multi = env.subprocesses || env.npids > 1;
 	env.out.oopts.process_roots = multi;
+	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
+				       .max_frames = (unsigned int)env.max_frames,
+				       .verbose = env.verbose,
+				       .no_frame_cache = env.no_frame_cache,
+				       /* several processes: per-CPU events, whatever auto
+				        * would pick for one */
+				       .events = multi && env.events == SAMPLER_EVENTS_AUTO ?
+						 SAMPLER_EVENTS_CPU : env.events,
+				       .follow_children = env.subprocesses,
+				       .exec_events = cmd != NULL };
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
-	if (rc || !(main_proc = procset__add(ctx.procs, env.pid, 0, p))) {
+	if (rc) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	if (cmd) {
+		/* Attached before the command execs (record__start_command):
+		 * the command tracked, so that its execs are reported. */
+		rc = record__load_bpf(&ctx, &sopts, NULL, &bs, err, sizeof(err));
+		if (!rc && bs && (rc = bpf_sampler__track_process(bs, env.pid)))
+			snprintf(err, sizeof(err), "cannot track the command in the BPF map: %s",
+				 strerror(-rc));
+		if (!rc)
+			rc = record__start_command(&ctx, cmd, &p, err, sizeof(err));
+	} else {
+		rc = pyproc__open(env.pid, &p, err, sizeof(err));
+	}
+	if (rc)
+		goto fail;
+	if (!(main_proc = procset__add(ctx.procs, env.pid, 0, p))) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -727,15 +885,6 @@ int record__main(int argc, char **argv)
 			goto fail;
 		}
 	}
-	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
-				       .max_frames = (unsigned int)env.max_frames,
-				       .verbose = env.verbose,
-				       .no_frame_cache = env.no_frame_cache,
-				       /* several processes: per-CPU events, whatever auto
-				        * would pick for one */
-				       .events = multi && env.events == SAMPLER_EVENTS_AUTO ?
-						 SAMPLER_EVENTS_CPU : env.events,
-				       .follow_children = env.subprocesses };
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
 	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
 	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
@@ -755,31 +904,18 @@ int record__main(int argc, char **argv)
 	if (rc)
 		goto fail;
 
-	if (env.backend != BACKEND_REMOTE) {
-		char why[PYPROF_ERRLEN] = "";
-
-		rc = bpf_sampler__available(why, sizeof(why));
-		if (!rc)
-			rc = bpf_sampler__open(main_proc->p, &sopts, &bs, why, sizeof(why));
-		if (rc && env.backend == BACKEND_BPF) {
-			snprintf(err, sizeof(err), "BPF backend: %s", why);
-			goto fail;
-		}
+	if (!cmd) {
+		rc = record__load_bpf(&ctx, &sopts, main_proc->p, &bs, err, sizeof(err));
 		if (rc)
-			fprintf(stderr, "pyprof-bpf: cannot use BPF (%s): sampling with the remote "
-				"backend instead\n", why);
-		if (bs) {
-			ctx.bs = bs;
-			bpf_sampler__set_code_fn(bs, on_code, &ctx);
-			bpf_sampler__set_proc_fn(bs, on_proc, &ctx);
-			procset__keep_gone(ctx.procs, true);
-		}
+			goto fail;
 		for (size_t i = 1; bs && i < env.npids; i++) {
 			rc = bpf_sampler__add_process(bs, procset__find(ctx.procs, env.pids[i])->p,
 						      err, sizeof(err));
 			if (rc)
 				goto fail;
 		}
+		/* A command's children came through the fork tracepoint,
+		 * attached before it ran. */
 		if (bs && env.subprocesses)
 			adopt_descendants(&ctx);
 	}
@@ -825,11 +961,8 @@ int record__main(int argc, char **argv)
 		cmd ? (env.duration ? "" : " until the command exits") :
 		env.duration ? "" : "; Ctrl-C to stop");
 
-	/* Attached: the command goes on (record__start_command stopped it). */
-	if (cmd) {
-		launch__resume(cmd);
-		sampling = 1;
-	}
+	/* From here on a failure leaves the command to finish its work. */
+	sampling = cmd != NULL;
 	start = now_s();
 	end = env.duration ? start + env.duration : 0;
 	if (end)
@@ -866,7 +999,8 @@ int record__main(int argc, char **argv)
 					ended = multi ? "every process exited" : "the target exited";
 					break;
 				}
-				if (!env.subprocesses && bpf_sampler__execed(bs)) {
+				if (!env.subprocesses &&
+				    (bpf_sampler__execed(bs) || ctx.main_execed)) {
 					ended = "the target exec'd another program";
 					break;
 				}

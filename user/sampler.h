@@ -74,8 +74,10 @@ enum sampler_proc_event {
 	SAMPLER_PROC_EXIT = 3,	/* pid ended */
 };
 
-/* Called for every process event, in order with the samples. */
-typedef void (*proc_fn)(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid);
+/* Called for every process event, in order with the samples; @ts_ns is
+ * when it happened (CLOCK_MONOTONIC). */
+typedef void (*proc_fn)(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid,
+			uint64_t ts_ns);
 
 struct sampler_stats {
 	uint64_t samples;	/* records delivered */
@@ -106,6 +108,11 @@ struct sampler_opts {
 	/* BPF backend: follow the processes the targets start (fork, exec),
 	 * from their first instruction; needs per-CPU events. */
 	int follow_children;
+	/* BPF backend: report the execs of tracked processes
+	 * (bpf_sampler__track_process) as SAMPLER_PROC_EXEC, without
+	 * follow_children: a command started is looked at as soon as it
+	 * execs, the sampler loaded before. */
+	int exec_events;
 };
 
 #endif

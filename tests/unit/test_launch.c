@@ -132,8 +132,6 @@ static void test_free_running(void **state)
 	(void)state;
 	assert_int_equal(run(sleeper, err, sizeof(err), &l), 0);
 	assert_int_equal(launch__poll(l), 0);
-	assert_int_equal(launch__pause(l), 0);
-	assert_int_equal(launch__resume(l), 0);
 	launch__free(l);
 	assert_no_children();
 }
