@@ -83,7 +83,7 @@ struct lookup {
 struct seen {
 	__u64 code;
 	__u32 version;
-	__u32 used;
+	__u32 tgid;			/* 0: empty; a forked child has its own */
 };
 
 /* Key of the shared table of code objects sent: an address. */
@@ -417,7 +417,7 @@ static __always_inline void note_code(struct scratch *sc, __u64 code, __u32 vers
 	struct code_key key = { .code = code, .tgid = sc->s.pid };
 	__u32 *last;
 
-	if (e->used && e->code == code && e->version == ident)
+	if (e->tgid == sc->s.pid && e->code == code && e->version == ident)
 		return;
 	last = bpf_map_lookup_elem(&codes_seen, &key);
 	if (!last || *last != ident) {
@@ -427,7 +427,7 @@ static __always_inline void note_code(struct scratch *sc, __u64 code, __u32 vers
 	}
 	e->code = code;
 	e->version = ident;
-	e->used = 1;
+	e->tgid = sc->s.pid;
 }
 
 /* bpf_loop's context: the scratch of this CPU. */

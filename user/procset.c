@@ -168,12 +168,15 @@ int procset__open(struct procset *ps, struct proc_entry *e)
 	if (e->state != PROC_FORKED && e->state != PROC_PENDING)
 		return -ENOEXEC;
 	rc = pyproc__open(e->pid, &e->p, err, sizeof(err));
-	if (rc && rc != -ENOMEM && e->state == PROC_FORKED && !procfs__alive(e->pid) &&
+	if (rc && rc != -ENOMEM && e->state == PROC_FORKED &&
 	    (parent = procset__find(ps, e->ppid)) && parent->state == PROC_PYTHON) {
-		/* A forked child that ended before its first sample was read
-		 * (a poll comes every 10 ms): its image was its parent's,
-		 * whose memory still holds the code objects they shared at
-		 * the fork; those it made since came with its samples. */
+		/* A forked child that ended (or is ending: no maps left,
+		 * not yet a zombie) before its first sample was read (a poll
+		 * comes every 10 ms): its image was its parent's, whose
+		 * memory still holds the code objects they shared at the
+		 * fork; those it made since came with its samples. Until it
+		 * execs (then it is PROC_PENDING) that is true of any
+		 * forked child. */
 		rc = pyproc__open(parent->pid, &e->p, err, sizeof(err));
 		if (!rc && !e->comm[0])
 			snprintf(e->comm, sizeof(e->comm), "%s", parent->comm);
