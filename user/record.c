@@ -416,6 +416,9 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 		e = procset__find(c->procs, pid);
 		if (e)
 			e->exited = true;
+		/* Its entry in the program's map is freed for the processes
+		 * to come (a long recording of a forking server). */
+		bpf_sampler__forget_process(c->bs, pid);
 		break;
 	}
 }
