@@ -118,7 +118,10 @@ def line_of(path, name):
 HEADER = re.compile(r"^(?P<comm>\S.*?) +(?P<pid>\d+)/(?P<tid>\d+) +\[(?P<cpu>\d{3,})\] +"
                     r"(?P<secs>\d+)\.(?P<usecs>\d{6}): +(?P<period>\d+) (?P<event>\S+): $")
 FRAME = re.compile(r"^\t(?P<addr>[ 0-9a-f]{16}) (?P<sym>\S+) \((?P<dso>[^\s()]+)\)$")
-SYNTHETIC = {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]"}
+SYNTHETIC = {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]",
+             "[thread-start/exit]", "[thread-exit]"}
+# A thread with no Python state said why (bpf/pyprof.h PYPROF_THREAD_*).
+NO_STATE = ("[no-python-state]", "[thread-start/exit]", "[thread-exit]")
 
 
 def fnv1a(s):
@@ -844,7 +847,7 @@ class ThreadCheck:
                 self.kinds["worker"] += 1
             elif self.bootstrap_ok(t, fr):
                 self.kinds["bootstrap"] += 1
-            elif (s.status == "[no-python-state]" or fr[0].sym == "[no-python-frames]") and (
+            elif (s.status in NO_STATE or fr[0].sym == "[no-python-frames]") and (
                     ts <= t["created"] + state_slack
                     or (t["end"] is not None and ts >= t["end"] - self.death_slack)):
                 # The tid -> thread state map is refreshed every ~100 ms: a
