@@ -508,12 +508,32 @@ static __always_inline __u64 block64(const __u8 *tsb, __u32 rel)
 	return *(const __u64 *)(tsb + rel);
 }
 
+/* Read the thread-state block of @tstate into sc->tsb. 0 or a read fault. */
+static __always_inline long read_tsb(struct scratch *sc, __u64 tstate)
+{
+	__u32 len = sc->cfg.tstate_block_len;
+
+	if (len > PYPROF_TSTATE_BLOCK)
+		len = PYPROF_TSTATE_BLOCK;
+	return bpf_probe_read_user(sc->tsb, len, (const void *)(tstate + sc->cfg.tstate_block));
+}
+
+/* The block's _status word says the thread state is its thread's current one. */
+static __always_inline bool tsb_active(const struct scratch *sc)
+{
+	__u32 rel = sc->cfg.status_rel;
+
+	return rel < PYPROF_TSTATE_BLOCK - sizeof(__u32) &&
+	       (*(const __u32 *)(sc->tsb + (rel & (PYPROF_TSTATE_BLOCK - 1))) &
+		(1u << PYPROF_TSTATE_ACTIVE_BIT));
+}
+
 /* What one read of a thread state gives. */
 struct tstate_view {
 	__u64 fp;		/* innermost frame; 0: none */
 	__u64 base;		/* 3.15: base frame */
 	__u64 thread_id;	/* pthread_self() of its thread */
-	__u32 status;		/* _status word (0 when absent) */
+	bool active;		/* its thread's current state (false when unknown) */
 };
 
 /*
@@ -524,16 +544,12 @@ struct tstate_view {
 static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct tstate_view *v,
 					struct pyprof_sample *s)
 {
-	__u32 len = sc->cfg.tstate_block_len;
 	__u64 cframe;
 
-	if (len > PYPROF_TSTATE_BLOCK)
-		len = PYPROF_TSTATE_BLOCK;
-	if (bpf_probe_read_user(sc->tsb, len, (const void *)(tstate + sc->cfg.tstate_block)))
+	if (read_tsb(sc, tstate))
 		return -1;
 	v->thread_id = block64(sc->tsb, sc->cfg.thread_id_rel);
-	v->status = sc->cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32) ?
-		    *(const __u32 *)(sc->tsb + (sc->cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1))) : 0;
+	v->active = tsb_active(sc);
 	v->base = 0;
 	if (sc->cfg.frame_cache) {
 		v->base = block64(sc->tsb, sc->cfg.base_frame_rel);
@@ -556,10 +572,10 @@ static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct
 
 /* pthread_self() of the current thread: its TCB, which is its fs base on
  * x86-64 (glibc and musl alike), what CPython stores as thread_id. */
-static __always_inline __u64 current_thread_id(void)
+static __always_inline __u64 thread_id_of(const struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
-	return bpf_get_current_task_btf()->thread.fsbase;
+	return task->thread.fsbase;
 #else
 	return 0;
 #endif
@@ -571,7 +587,6 @@ static long lookup_step(__u32 i, void *arg)
 	struct scratch *sc = ((struct loop_ctx *)arg)->sc;
 	struct lookup *l = &sc->l;
 	__u64 next = 0;
-	__u32 status, len;
 
 	if (!l->ts) {
 		/* The next interpreter, and the head of its thread list. */
@@ -594,20 +609,14 @@ static long lookup_step(__u32 i, void *arg)
 			return 1;
 		return 0;
 	}
-	len = sc->cfg.tstate_block_len;
-	if (len > PYPROF_TSTATE_BLOCK)
-		len = PYPROF_TSTATE_BLOCK;
-	if (bpf_probe_read_user(sc->tsb, len, (const void *)(l->ts + sc->cfg.tstate_block)))
+	if (read_tsb(sc, l->ts))
 		return 1;
 	if (block64(sc->tsb, sc->cfg.thread_id_rel) == l->want) {
 		l->nfound++;
 		if (!l->first)
 			l->first = l->ts;
-		if (sc->cfg.status_rel < PYPROF_TSTATE_BLOCK - sizeof(__u32)) {
-			status = *(const __u32 *)(sc->tsb + (sc->cfg.status_rel & (PYPROF_TSTATE_BLOCK - 1)));
-			if (status & (1u << PYPROF_TSTATE_ACTIVE_BIT))
-				l->active = l->ts;
-		}
+		if (tsb_active(sc))
+			l->active = l->ts;
 	}
 	l->ts = block64(sc->tsb, sc->cfg.next_rel);
 	return 0;
@@ -687,7 +696,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	struct pyprof_proc *pc;
 	__u64 mm, self, tstate, born;
 	__u32 n, nstates = 0;
-	bool found = false, relook = false;
+	bool relook = false;
 
 	if (only_tgid && tgid != only_tgid) {
 		count(PYPROF_CNT_FOREIGN);
@@ -708,7 +717,8 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	/* The first tick notes the address space; ticks in another one (an
 	 * exec the exec tracepoint has not reported yet) are dropped. A
 	 * thread past exit_mm() has none: nothing to read. */
-	mm = (__u64)bpf_get_current_task_btf()->mm;
+	task = bpf_get_current_task_btf();
+	mm = (__u64)task->mm;
 	if (!mm) {
 		count(PYPROF_CNT_NO_MM);
 		return 0;
@@ -719,7 +729,6 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		count(PYPROF_CNT_EXECED);
 		return 0;
 	}
-	task = bpf_get_current_task_btf();
 	born = task->start_time;
 	th = bpf_map_lookup_elem(&threads, &tid);
 	if (th) {
@@ -766,15 +775,14 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	 * however short its life. A thread with none is looked up again
 	 * after lookup_retry_ns.
 	 */
-	self = current_thread_id();
+	self = thread_id_of(task);
 	tstate = th ? th->tstate : 0;
 	if (tstate) {
 		if (read_tstate(sc, tstate, &tv, s) ||
 		    (sc->cfg.thread_id_rel != PYPROF_REL_NONE && self && tv.thread_id != self)) {
 			count(PYPROF_CNT_STALE_TSTATE);
 			tstate = 0;
-		} else if (sc->cfg.status_rel != PYPROF_REL_NONE &&
-			   !(tv.status & (1u << PYPROF_TSTATE_ACTIVE_BIT)) &&
+		} else if (sc->cfg.status_rel != PYPROF_REL_NONE && !tv.active &&
 			   (th->nstates != 1 ||
 			    s->ts_ns - th->lookup_ns >= (th->interps > 1 ? sc->cfg.lookup_retry_ns :
 							 PYPROF_INACTIVE_RETRY_NS))) {
@@ -797,7 +805,6 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		if (th)
 			th->interps = sc->l.ninterps;
 		if (got && got != tstate) {
-			found = true;
 			s->flags = 0;
 			tstate = read_tstate(sc, got, &tv, s) ? 0 : got;
 		}
@@ -817,8 +824,6 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 			w->status = PYPROF_THREAD_YOUNG;
 		goto out;
 	}
-	if (found)
-		s->flags |= PYPROF_SF_FOUND;
 	w->fp = tv.fp;
 	if (sc->cfg.frame_cache && th) {
 		/*

@@ -83,9 +83,6 @@ enum {
 	/* The chain ended at tstate->base_frame, the last frame of the
 	 * record: the record is the whole chain (a stack that may be cached). */
 	PYPROF_SF_BASE = 1 << 10,
-	/* The thread state was found by the program itself (this sample
-	 * walked the interpreters' thread lists), not from the loader's map. */
-	PYPROF_SF_FOUND = 1 << 16,
 };
 
 /* pyprof_frame.flags */

@@ -131,7 +131,8 @@ struct bpf_thread {
 	pid_t tid;
 	enum thread_kind kind;
 	bool in_map;		/* has an entry in the threads map */
-	uint64_t tstate;	/* as written to the map */
+	uint64_t tstate;	/* in the map, as last read or written */
+	uint64_t scanned;	/* what the last scan found, the map reconciled with it */
 	uint64_t next_tstate;	/* what this refresh found */
 	uint64_t runtime0;	/* CPU ns when first seen (THREAD_PENDING) */
 	bool runtime_known;	/* runtime0 could be read */
@@ -658,8 +659,14 @@ static int update_map(struct bpf_sampler *s, struct bpf_thread *t, uint64_t tsta
 {
 	struct pyprof_thread v = {};
 	__u32 key = t->tid;
-	bool had = !bpf_map_lookup_elem(s->threads_fd, &key, &v);
+	bool had;
 
+	/* The scan says what it said last time: nothing to reconcile (no
+	 * syscall per thread per refresh). */
+	if (t->in_map && t->scanned == tstate)
+		return 0;
+	had = !bpf_map_lookup_elem(s->threads_fd, &key, &v);
+	t->scanned = tstate;
 	if (had && (v.tstate == tstate || (!tstate && v.tstate))) {
 		t->in_map = true;
 		t->tstate = v.tstate;

@@ -25,7 +25,6 @@ struct procset {
 	size_t n, cap;
 	struct proc_entry *last;
 	unsigned int max_frames;
-	bool keep_gone;
 	struct retired *old;
 	size_t nold, capold;
 };
@@ -108,8 +107,6 @@ static int open_symbols(struct procset *ps, struct proc_entry *e)
 
 	if (!rc)
 		rc = stack_memo__new(ps->max_frames, &e->memo);
-	if (!rc)
-		symbolizer__keep_gone(e->sym, ps->keep_gone);
 	if (rc) {
 		close_image(e);
 		return rc;
@@ -191,14 +188,6 @@ int procset__open(struct procset *ps, struct proc_entry *e)
 		return rc;	/* its libpython may not be mapped yet */
 	e->state = rc == -ENOEXEC || rc == -ENOTSUP ? PROC_NOT_PYTHON : PROC_FAILED;
 	return rc;
-}
-
-void procset__keep_gone(struct procset *ps, bool on)
-{
-	ps->keep_gone = on;
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->v[i]->sym)
-			symbolizer__keep_gone(ps->v[i]->sym, on);
 }
 
 void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns)

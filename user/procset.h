@@ -63,10 +63,6 @@ struct proc_entry *procset__add(struct procset *ps, pid_t pid, pid_t ppid, struc
  */
 int procset__open(struct procset *ps, struct proc_entry *e);
 
-/* Symbolizers name 3.11 code objects gone from the target (symbolizer.h),
- * those open now and those opened later. */
-void procset__keep_gone(struct procset *ps, bool on);
-
 /* @e exec'd: what described its old image is retired (kept until
  * procset__free(), as samples and the sampler may still use it); it
  * becomes PROC_PENDING. */

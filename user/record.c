@@ -479,11 +479,12 @@ static bool any_alive(struct record_ctx *c)
 	for (size_t i = 0; i < procset__count(c->procs); i++) {
 		struct proc_entry *e = procset__at(c->procs, i);
 
-		if (!e->exited && e->state != PROC_NOT_PYTHON && e->state != PROC_FAILED &&
-		    procfs__alive(e->pid))
-			return true;
-		if (!e->exited && !procfs__alive(e->pid))
+		if (e->exited)
+			continue;
+		if (!procfs__alive(e->pid))
 			e->exited = true;
+		else if (e->state != PROC_NOT_PYTHON && e->state != PROC_FAILED)
+			return true;
 	}
 	return false;
 }
@@ -778,7 +779,6 @@ static int record__load_bpf(struct record_ctx *c, const struct sampler_opts *o,
 		c->bs = *out;
 		bpf_sampler__set_code_fn(*out, on_code, c);
 		bpf_sampler__set_proc_fn(*out, on_proc, c);
-		procset__keep_gone(c->procs, true);
 	}
 	return 0;
 }

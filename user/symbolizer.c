@@ -40,8 +40,10 @@ struct code_entry {
 	struct line_span *spans;
 	size_t nspans;
 	uint64_t verified_epoch;
-	/* From a snapshot the sampler took while the object was in use: its
-	 * names stand even when the object is gone from the target. */
+	/* From a snapshot the sampler took while a sample held the object: it
+	 * names every frame of the same (address, version), even version 0
+	 * (objects the sampler never sends twice: static ones), with no read
+	 * of the target, which may have freed it or ended. */
 	bool snapshot;
 	/* The location table was cut: offsets past it have no line (-1). */
 	bool partial_lines;
@@ -55,9 +57,6 @@ struct symbolizer {
 	struct code_entry *codes;	/* open addressing, power-of-two size */
 	size_t cap, count;
 	uint64_t epoch;
-	/* 3.11: name a code object the target has freed after the last
-	 * object seen at its address (symbolizer__keep_gone). */
-	bool keep_gone;
 	char *strbuf;			/* UTF-8 scratch for one string */
 	size_t strbuf_len;
 	void *rawbuf;			/* raw code points scratch */
@@ -375,11 +374,6 @@ static int snapshot_str(struct symbolizer *s, const uint8_t *b, size_t len, int 
 
 static int grow(struct symbolizer *s);
 
-void symbolizer__keep_gone(struct symbolizer *s, bool on)
-{
-	s->keep_gone = on;
-}
-
 int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
 {
 	const struct py_offsets *o = s->off;
@@ -482,21 +476,13 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 			continue;
 		/* The sampler read co_version with the address: an equal
 		 * version is the same object, no read needed. */
-		if (e->verified_epoch == s->epoch || (version && version == e->key.version)) {
+		if (e->verified_epoch == s->epoch ||
+		    (version == e->key.version && (version || e->snapshot))) {
 			*out = e;
 			return 0;
 		}
 		/* Once per sample: is it still the same code object? */
 		rc = read_key(s, code, &key);
-		if (rc && !version && s->keep_gone) {
-			/* Gone, on 3.11 (no co_version; 3.12+ match versions
-			 * above). The BPF sampler sends a new snapshot whenever
-			 * the object at an address owns other strings or
-			 * table, so this entry is the last object sampled
-			 * there. */
-			*out = e;
-			return 0;
-		}
 		if (rc)
 			return rc;
 		/* the sampled object is gone: what is there now is another */

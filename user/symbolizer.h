@@ -10,7 +10,6 @@
 #ifndef PYPROF_SYMBOLIZER_H
 #define PYPROF_SYMBOLIZER_H
 
-#include <stdbool.h>
 #include <stdint.h>
 #include "pyproc.h"
 #include "sampler.h"
@@ -35,13 +34,6 @@ void symbolizer__free(struct symbolizer *s);
  */
 int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c);
 
-/*
- * With snapshots coming (a BPF sampler that sends one whenever the object at
- * an address changes), a 3.11 code object that is gone from the target is
- * named as the last one known at its address; 3.11 has no co_version to
- * tell them apart otherwise. Off by default: unknown, never a guess.
- */
-void symbolizer__keep_gone(struct symbolizer *s, bool on);
 
 /* Start a new sample: cached code objects are checked again (once each)
  * for address reuse before they are trusted. */
