@@ -40,7 +40,9 @@ import urllib.parse
 NO_FRAMES = "[no-python-frames]"
 # Statuses that say the thread had no Python frame (not counted as unnamed).
 CLAIMS = (NO_FRAMES, "[thread-start/exit]", "[thread-exit]")
-ROOT = re.compile(r"^\[.*:\d+\]$")        # [comm:pid] / [thread:tid] roots
+# [comm:pid] / [thread:tid] roots, and the process roots of several processes
+# ("comm (pid N)", percent-encoded in collapsed output)
+ROOT = re.compile(r"^(\[.*:\d+\]|\S+%20%28pid%20\d+%29|\S+ \(pid \d+\))$")
 UNKNOWN = "<unknown>"                     # the marker for a Python frame
 
 
