@@ -64,6 +64,16 @@ struct walk {
 	__u32 gen;
 	__u32 seen;		/* the thread's anchor met as a Python frame */
 	__u64 seek;		/* the thread's anchor (stopped at or not) */
+	/* 3.11/3.12: the caller's frame (the previous C frame record's
+	 * current frame) that a sound chain passes; 0: none to check. */
+	__u64 must;
+	__u32 met;		/* @must was visited */
+	/* Cycle check (Brent): @mark is compared with every frame and moved
+	 * to the current one after @lap steps, @lap doubling each time. */
+	__u32 steps;
+	__u32 lap;
+	__u32 cycle;
+	__u64 mark;
 };
 
 /* The lookup in progress (in the scratch map, like the walk). */
@@ -448,6 +458,17 @@ static long walk_frame(__u32 i, void *arg)
 
 	if (!fp)
 		return 1;
+	if (fp == w->mark) {
+		w->cycle = 1;
+		return 1;
+	}
+	if (++w->steps >= w->lap) {
+		w->mark = fp;
+		w->lap <<= 1;
+		w->steps = 0;
+	}
+	if (fp == w->must)
+		w->met = 1;
 	buf = frame_bytes(sc, fp);
 	if (!buf) {
 		w->status = PYPROF_READ_FAULT;
@@ -531,6 +552,8 @@ static __always_inline bool tsb_active(const struct scratch *sc)
 /* What one read of a thread state gives. */
 struct tstate_view {
 	__u64 fp;		/* innermost frame; 0: none */
+	__u64 caller;		/* 3.11/3.12: the previous C frame record's frame */
+	bool caller_ok;		/* that record is older on the same stack */
 	__u64 base;		/* 3.15: base frame */
 	__u64 thread_id;	/* pthread_self() of its thread */
 	bool active;		/* its thread's current state (false when unknown) */
@@ -544,7 +567,7 @@ struct tstate_view {
 static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct tstate_view *v,
 					struct pyprof_sample *s)
 {
-	__u64 cframe;
+	__u64 cframe, prev, rec[PYPROF_CFRAME_READ / 8];
 
 	if (read_tsb(sc, tstate))
 		return -1;
@@ -561,13 +584,30 @@ static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct
 		v->fp = block64(sc->tsb, sc->cfg.current_frame_rel);
 		return 0;
 	}
-	/* 3.11/3.12: the frame pointer lives in the C frame record. */
+	/*
+	 * 3.11/3.12: the frame pointer lives in the C frame record, and the
+	 * record before it holds the caller's frame, which a sound chain
+	 * passes: an evaluation loop publishes its record before it sets
+	 * the record's frame (a few instructions in which the frame is what
+	 * that stack slot held before).
+	 */
 	v->fp = 0;
+	v->caller = 0;
+	v->caller_ok = false;
 	cframe = block64(sc->tsb, sc->cfg.cframe_rel);
 	if (!cframe)
 		return 0;
-	return bpf_probe_read_user(&v->fp, sizeof(v->fp),
-				   (const void *)(cframe + sc->cfg.cframe_current_frame));
+	if (bpf_probe_read_user(rec, sizeof(rec), (const void *)cframe))
+		return -1;
+	v->fp = rec[(sc->cfg.cframe_current_frame / 8) & (PYPROF_CFRAME_READ / 8 - 1)];
+	prev = rec[(sc->cfg.cframe_previous / 8) & (PYPROF_CFRAME_READ / 8 - 1)];
+	if (prev && bpf_probe_read_user(&v->caller, sizeof(v->caller),
+					(const void *)(prev + sc->cfg.cframe_current_frame)))
+		v->caller = 0;
+	/* The thread's records live on its C stack, callers' at higher
+	 * addresses (the first in the thread state, its frame NULL). */
+	v->caller_ok = prev > cframe && prev - cframe < PYPROF_CSTACK_SPAN;
+	return 0;
 }
 
 /* pthread_self() of the current thread: its TCB, which is its fs base on
@@ -756,6 +796,7 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 	w = &sc->w;
 	__builtin_memset(w, 0, sizeof(*w));
 	w->gen = ++sc->gen;
+	w->lap = 1;
 	s->kind = PYPROF_REC_SAMPLE;
 	s->ts_ns = bpf_ktime_get_ns();
 	s->pid = tgid;
@@ -849,8 +890,57 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 			w->anchor = s->cache_frame;
 		w->seek = s->cache_frame;
 	}
+	w->must = tv.caller;
 	lc.sc = sc;
 	bpf_loop(sc->cfg.max_walk, walk_frame, &lc, 0);
+	if (sc->cfg.tstate_cframe && !w->met &&
+	    (!w->must || w->cycle || w->status != PYPROF_TRUNCATED)) {
+		/*
+		 * 3.11/3.12, a chain that missed the caller's frame (or with
+		 * no caller to check and cyclic): the thread is entering an
+		 * evaluation loop (see read_tstate) and the record's frame is
+		 * stale. The caller's stack is sound when the link to it is
+		 * (on the same stack, older): walk that. A truncated chain is
+		 * let be: a deep one stops before it.
+		 */
+		bool eval_entry = w->cycle || w->must;
+
+		if (w->must && tv.caller_ok) {
+			s->nframes = 0;
+			w->fp = w->must;
+			w->must = 0;
+			w->last = 0;
+			w->npy = 0;
+			w->status = PYPROF_COMPLETE;
+			w->cycle = 0;
+			w->mark = 0;
+			w->steps = 0;
+			w->lap = 1;
+			bpf_loop(sc->cfg.max_walk, walk_frame, &lc, 0);
+			eval_entry = w->cycle || w->fp ||
+				     (w->status != PYPROF_COMPLETE && w->status != PYPROF_TRUNCATED);
+			if (!eval_entry) {
+				count(PYPROF_CNT_FROM_CALLER);
+				s->flags |= PYPROF_SF_FROM_CALLER;
+			}
+		}
+		if (eval_entry) {
+			count(PYPROF_CNT_EVAL_ENTRY);
+			s->nframes = 0;
+			w->status = PYPROF_EVAL_ENTRY;
+			w->fp = 0;
+			w->cycle = 0;
+		}
+	}
+	if (w->cycle) {
+		/* Not a stack: said as a read fault, no frames. */
+		count(PYPROF_CNT_CYCLES);
+		s->flags |= PYPROF_SF_CYCLE;
+		s->nframes = 0;
+		w->status = PYPROF_READ_FAULT;
+		w->fp = 0;
+		w->flags &= ~PYPROF_SF_AT_ANCHOR;
+	}
 	if (w->status == PYPROF_COMPLETE && w->fp && !(w->flags & PYPROF_SF_AT_ANCHOR)) {
 		w->status = PYPROF_TRUNCATED;
 		s->flags |= PYPROF_SF_WALK_BUDGET;

@@ -53,6 +53,12 @@ enum pyprof_status {
 	 * spends, said as what it is. */
 	PYPROF_THREAD_YOUNG = 4,
 	PYPROF_THREAD_EXIT = 5,
+	/* 3.11/3.12: the thread was entering an evaluation loop from C, in
+	 * the few instructions where its C frame record is published but not
+	 * yet filled in (neither its frame nor its link to the caller's
+	 * record is set), and that record's stale content led nowhere sound:
+	 * no stack to read at this instant, said as what it is. */
+	PYPROF_EVAL_ENTRY = 6,
 };
 
 #define PYPROF_THREAD_YOUNG_NS	(20 * 1000000ULL)
@@ -68,6 +74,17 @@ enum {
 	 * the chain is longer than max_frames * PYPROF_WALK_FACTOR frames,
 	 * which only a corrupt (cyclic) chain or a pathological stack does. */
 	PYPROF_SF_WALK_BUDGET = 1 << 0,
+	/*
+	 * 3.11/3.12: the thread was entering an evaluation loop called from
+	 * C (see PYPROF_EVAL_ENTRY), and the chain from its record's stale
+	 * frame did not lead to the caller's frame, which the record's link
+	 * (as plausible: older on the same stack) holds. The record is the
+	 * caller's stack, walked from there: what ran the moment before.
+	 */
+	PYPROF_SF_FROM_CALLER = 1 << 1,
+	/* The chain came back to a frame it had passed (a cycle): only a
+	 * chain read mid-update or a corrupt target does that. */
+	PYPROF_SF_CYCLE = 1 << 2,
 	/*
 	 * 3.15 frame cache (config.frame_cache != 0); see user/frame_cache.h
 	 * for the protocol.
@@ -123,6 +140,12 @@ enum pyprof_counter {
 	PYPROF_CNT_UNCONFIGURED,
 	/* Children not followed: the procs map was full. */
 	PYPROF_CNT_PROCS_FULL,
+	/* 3.11/3.12 samples walked from the caller's frame
+	 * (PYPROF_SF_FROM_CALLER), and chains found cyclic. */
+	PYPROF_CNT_FROM_CALLER,
+	PYPROF_CNT_CYCLES,
+	/* 3.11/3.12 samples said as PYPROF_EVAL_ENTRY. */
+	PYPROF_CNT_EVAL_ENTRY,
 	PYPROF_CNT_NR,
 };
 
@@ -149,6 +172,7 @@ struct pyprof_config {
 	__u32 status_rel;
 	__u32 tstate_cframe;		/* non-zero: 3.11/3.12 */
 	__u64 cframe_current_frame;
+	__u64 cframe_previous;		/* the caller's C frame record */
 	/* 3.15 frame cache (frame_cache != 0), in the same block. */
 	__u32 base_frame_rel;
 	__u32 anchor_rel;
@@ -257,6 +281,11 @@ struct pyprof_proc_event {
 /* Largest thread-state block read at once (config.tstate_block_len). */
 #define PYPROF_TSTATE_BLOCK	256
 #define PYPROF_REL_NONE		0xffffffffu
+/* Bytes of a 3.11/3.12 C frame record read at once (current frame and
+ * previous record in it). */
+#define PYPROF_CFRAME_READ	32
+/* How far above a C frame record its caller's may be: a thread's stack. */
+#define PYPROF_CSTACK_SPAN	(64ULL << 20)
 #define PYPROF_LOOKUP_EAGER	8
 #define PYPROF_INACTIVE_RETRY_NS	(200 * 1000000ULL)
 

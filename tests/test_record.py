@@ -118,7 +118,7 @@ def line_of(path, name):
 HEADER = re.compile(r"^(?P<comm>\S.*?) +(?P<pid>\d+)/(?P<tid>\d+) +\[(?P<cpu>\d{3,})\] +"
                     r"(?P<secs>\d+)\.(?P<usecs>\d{6}): +(?P<period>\d+) (?P<event>\S+): $")
 FRAME = re.compile(r"^\t(?P<addr>[ 0-9a-f]{16}) (?P<sym>\S+) \((?P<dso>[^\s()]+)\)$")
-SYNTHETIC = {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]",
+SYNTHETIC = {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]", "[eval-entry]",
              "[thread-start/exit]", "[thread-exit]"}
 # A thread with no Python state said why (bpf/pyprof.h PYPROF_THREAD_*).
 NO_STATE = ("[no-python-state]", "[thread-start/exit]", "[thread-exit]")

@@ -85,7 +85,15 @@ RECORD_SLACK = 60          # seconds a recording may overrun its -d before it ha
 EVENTS = ["cpu", "thread"]
 
 # Frames that say a name is missing: the sample has a frame nobody can name.
-UNNAMED_MARKERS = {"[no-python-state]", "[read-fault]", "[truncated]"}
+UNNAMED_MARKERS = {"[no-python-state]", "[read-fault]", "[truncated]", "[eval-entry]"}
+# 3.11/3.12 only: the thread was entering the interpreter from C in the few
+# instructions where its C frame record is published half filled in, and the
+# record's stale content led nowhere sound (bpf/pyprof.h PYPROF_EVAL_ENTRY).
+# Unnamed, but allowed in test b up to EVAL_ENTRY_MAX of the samples: code
+# run by exec()/eval() enters the interpreter from C thousands of times a
+# second.
+EVAL_ENTRY = "[eval-entry]"
+EVAL_ENTRY_MAX = 0.005
 # Claims that the thread had no Python frame (not a missing name): only
 # ever a leaf, never followed by a Python frame. [thread-start/exit]: a
 # young thread whose state no sample saw, starting or already ending;
@@ -471,14 +479,21 @@ def by_version(interps):
     return [pytest.param(i, id=str(i)) for i in interps]
 
 
-def check_generated(samples, layout, rounds, patterns):
+def check_generated(samples, layout, rounds, patterns, interp):
     """Every frame of a generated file (patterns: {regex: kind of file})
     is one of that file's code objects of the same round N, on one of its
     lines, in a sample taken while round N ran; no frame anywhere without
-    a name. Returns (unnamed samples, samples with a generated frame)."""
-    problems, n_gen, n_unnamed = [], 0, 0
+    a name (but [eval-entry] alone, on 3.11/3.12, in at most EVAL_ENTRY_MAX
+    of the samples). Returns (unnamed samples, samples with a generated
+    frame, problems)."""
+    problems, n_gen, n_unnamed, n_entry = [], 0, 0, 0
     for s in samples:
         fr = s.root_first
+        if interp.version < (3, 13) and [f.sym for f in fr if not f.python] == [EVAL_ENTRY] \
+                and len(fr) == 1:
+            n_unnamed += 1
+            n_entry += 1
+            continue
         why = [unnamed(f) for f in fr]
         if any(why) or not all(f.python for f in fr):
             n_unnamed += 1
@@ -519,6 +534,9 @@ def check_generated(samples, layout, rounds, patterns):
         if not t0 - SLACK_US <= s.ts <= t1 + SLACK_US:
             problems.append(f"round {n} sampled at {s.ts / 1e6:.6f}, it ran "
                             f"[{t0 / 1e6:.6f}, {t1 / 1e6:.6f}]: {s.describe(12)}")
+    if n_entry > EVAL_ENTRY_MAX * len(samples):
+        problems.append(f"{n_entry} samples of {len(samples)} are {EVAL_ENTRY}, more than "
+                        f"{EVAL_ENTRY_MAX:.1%}")
     return n_unnamed, n_gen, problems
 
 
@@ -549,7 +567,7 @@ def test_exec_eval_code(interp, procs, tmp_path):
     assert samples, f"{what}: nothing recorded\n{rec.stderr}"
     n_unnamed, n_gen, problems = check_generated(
         samples, layout, rounds,
-        {r"<gen (\d+)>": ("gen_module", "gen"), r"<eval (\d+)>": ("eval", "genexpr")})
+        {r"<gen (\d+)>": ("gen_module", "gen"), r"<eval (\d+)>": ("eval", "genexpr")}, interp)
     done = [n for n, (t0, t1) in rounds.items()
             if rec.t_started * 1e9 <= t0 and t1 <= rec.t_exit * 1e9]
     report("exec-eval", interp, samples=len(samples), rounds=len(done),
@@ -595,7 +613,7 @@ def test_module_bodies(interp, procs, tmp_path):
     assert all(x.startswith(seen_dir + "/slmod_") for x in paths), sorted(paths)[:3]
     rx = re.escape(seen_dir) + r"/slmod_(\d+)\.py"
     n_unnamed, n_gen, problems = check_generated(
-        samples, info["layout"], rounds, {rx: ("module", "fold")})
+        samples, info["layout"], rounds, {rx: ("module", "fold")}, interp)
     bodies = sum(1 for s in samples if any(f.func == "<module>" and re.fullmatch(rx, f.file)
                                            for f in s.frames))
     done = [n for n, r in rounds.items()

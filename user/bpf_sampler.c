@@ -118,7 +118,8 @@ _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_NO_PYSTATE == (int)SAMPLE_NO_PYSTATE &&
 	       (int)PYPROF_READ_FAULT == (int)SAMPLE_READ_FAULT &&
 	       (int)PYPROF_THREAD_YOUNG == (int)SAMPLE_THREAD_YOUNG &&
-	       (int)PYPROF_THREAD_EXIT == (int)SAMPLE_THREAD_EXIT,
+	       (int)PYPROF_THREAD_EXIT == (int)SAMPLE_THREAD_EXIT &&
+	       (int)PYPROF_EVAL_ENTRY == (int)SAMPLE_EVAL_ENTRY,
 	       "one status vocabulary");
 
 enum thread_kind {
@@ -394,7 +395,9 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint
 	}
 	if (o->tstate_current_frame >= PY_MAX_STRUCT_COPY ||
 	    o->tstate_cframe >= PY_MAX_STRUCT_COPY ||
-	    o->cframe_current_frame >= PY_MAX_STRUCT_COPY) {
+	    o->cframe_current_frame >= PY_MAX_STRUCT_COPY ||
+	    o->cframe_previous > PYPROF_CFRAME_READ - 8 ||
+	    o->cframe_current_frame > PYPROF_CFRAME_READ - 8) {
 		snprintf(err, errlen, "thread state offsets out of range");
 		return -EPROTO;
 	}
@@ -405,6 +408,7 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint
 		return -EPROTO;
 	}
 	c->cframe_current_frame = o->cframe_current_frame;
+	c->cframe_previous = o->cframe_previous;
 	c->interpreters_head = runtime + o->runtime_interpreters_head;
 	c->interp_next = o->interp_next;
 	c->interp_threads_head = o->interp_threads_head;
@@ -948,7 +952,7 @@ deliver:
 	if (fo.status == PYPROF_TRUNCATED)
 		s->truncated++;
 	else if (fo.status != PYPROF_COMPLETE && fo.status != PYPROF_THREAD_YOUNG &&
-		 fo.status != PYPROF_THREAD_EXIT)
+		 fo.status != PYPROF_THREAD_EXIT && fo.status != PYPROF_EVAL_ENTRY)
 		s->errors++;
 
 	rs.pid = r->pid;

@@ -493,6 +493,8 @@ static const char *status_name(uint32_t status, char *buf, size_t len)
 		return "[thread-start/exit]";
 	case SAMPLE_THREAD_EXIT:
 		return "[thread-exit]";
+	case SAMPLE_EVAL_ENTRY:
+		return "[eval-entry]";
 	default:
 		snprintf(buf, len, "[status-%u]", status);
 		return buf;

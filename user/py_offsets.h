@@ -34,6 +34,7 @@ struct py_offsets {
 	uint64_t tstate_current_frame;
 	uint64_t tstate_cframe;
 	uint64_t cframe_current_frame;
+	uint64_t cframe_previous;
 	uint64_t tstate_thread_id;
 	uint64_t tstate_native_thread_id;
 	/* _status bitfield word (3.12+; 0: absent): says which of a thread's

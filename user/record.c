@@ -522,7 +522,7 @@ static void count_dropped(struct sampler_stats *st, const struct raw_sample *r)
 	if (r->status == SAMPLE_TRUNCATED)
 		st->truncated++;
 	else if (r->status != SAMPLE_COMPLETE && r->status != SAMPLE_THREAD_YOUNG &&
-		 r->status != SAMPLE_THREAD_EXIT)
+		 r->status != SAMPLE_THREAD_EXIT && r->status != SAMPLE_EVAL_ENTRY)
 		st->errors++;
 }
 

@@ -21,6 +21,9 @@ enum sample_status {
 	SAMPLE_THREAD_YOUNG = 4,
 	/* No thread state any more: the thread is ending. */
 	SAMPLE_THREAD_EXIT = 5,
+	/* 3.11/3.12: entering the interpreter from C, the instant its frame
+	 * record is half set up: no stack to read. */
+	SAMPLE_EVAL_ENTRY = 6,
 };
 
 struct raw_sample {
