@@ -39,6 +39,42 @@ struct raw_sample {
 	 * (same addresses, code objects, instructions), as the BPF backend
 	 * knows from the 3.15 frame cache. Their symbols can be reused. */
 	uint32_t unchanged;
+
+	/*
+	 * What the sample stands for (enum sample_kind). SAMPLE_KIND_CPU: a
+	 * tick of a thread (on a CPU for the BPF backend; any thread the
+	 * remote backend polled), weighing the sampling period.
+	 * SAMPLE_KIND_OFFCPU: an interval off the CPU, weighing
+	 * blocked_ns + runnable_ns, its stack read when the thread left the
+	 * CPU (ts_ns: then).
+	 */
+	uint32_t kind;
+	uint32_t flags;			/* SAMPLE_F_* */
+	/* SAMPLE_KIND_OFFCPU: time blocked (switch-out to wake-up) and time
+	 * runnable waiting for a CPU (wake-up, or preemption, to switch-in). */
+	uint64_t blocked_ns;
+	uint64_t runnable_ns;
+	/* SAMPLE_KIND_OFFCPU: the system call in progress when it left the
+	 * CPU (-1: none, a preemption or a fault) and its first argument. */
+	int64_t syscall_nr;
+	uint64_t syscall_arg0;
+	/* SAMPLE_KIND_OFFCPU: kernel return addresses, innermost first. */
+	uint32_t nkstack;
+	const uint64_t *kstack;
+};
+
+enum sample_kind {
+	SAMPLE_KIND_CPU = 0,
+	SAMPLE_KIND_OFFCPU = 1,
+};
+
+/* raw_sample.flags */
+enum {
+	/* SAMPLE_F_GIL_HELD is meaningful: the GIL's holder was read. */
+	SAMPLE_F_GIL_KNOWN = 1 << 0,
+	SAMPLE_F_GIL_HELD = 1 << 1,	/* this thread held the GIL */
+	SAMPLE_F_GC = 1 << 2,		/* this thread was running a collection */
+	SAMPLE_F_GIL_WAIT = 1 << 3,	/* off-CPU: waiting to take the GIL */
 };
 
 /* Called for every sample; a non-zero return stops the poll and is returned. */
@@ -89,6 +125,14 @@ struct sampler_stats {
 	uint64_t errors;	/* no Python state + read faults */
 };
 
+/* What is sampled (--mode). */
+enum sampler_mode {
+	SAMPLER_MODE_CPU = 0,	/* threads on a CPU (remote: in state R) */
+	SAMPLER_MODE_OFFCPU,	/* intervals off the CPU, with why (BPF only) */
+	SAMPLER_MODE_WALL,	/* both: every thread's whole time */
+	SAMPLER_MODE_GIL,	/* CPU ticks, marked by whether the GIL was held */
+};
+
 enum sampler_events {
 	SAMPLER_EVENTS_AUTO = 0,
 	SAMPLER_EVENTS_THREAD,
@@ -116,6 +160,7 @@ struct sampler_opts {
 	 * follow_children: a command started is looked at as soon as it
 	 * execs, the sampler loaded before. */
 	int exec_events;
+	enum sampler_mode mode;
 };
 
 #endif
