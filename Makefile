@@ -27,7 +27,8 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
+USER_HDRS := $(wildcard user/*.h user/*/*.h)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 LIB_OBJS  := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 
@@ -61,8 +62,9 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pyprof.h $(SKELS) | $(OUTPUT)
+$(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 pyprof-bpf: $(USER_OBJS)
@@ -77,8 +79,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(SAN_DIR)/%,$(UNIT_SRCS))
 SAN_LIB   := $(patsubst $(OUTPUT)/%.o,$(SAN_DIR)/%.o,$(LIB_OBJS))
 
-$(SAN_DIR)/%.o: user/%.c $(wildcard user/*.h) bpf/pyprof.h $(SKELS)
-	$(Q)mkdir -p $(SAN_DIR)
+$(SAN_DIR)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS)
+	$(Q)mkdir -p $(@D)
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
