@@ -62,6 +62,19 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# x86-64 syscall names by number (user/offcpu/syscalls.c), from linux-libc-dev.
+SYSCALLS_H := /usr/include/x86_64-linux-gnu/asm/unistd_64.h
+$(OUTPUT)/syscall_table.h: $(wildcard $(SYSCALLS_H)) | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)test -r $(SYSCALLS_H) || { echo "$(SYSCALLS_H) missing: install the Debian package linux-libc-dev" >&2; exit 1; }
+	$(Q)awk 'BEGIN { print "/* Generated from $(SYSCALLS_H): do not edit. */"; \
+		print "static const char *const syscall_table[] = {" } \
+		$$1 == "#define" && $$2 ~ /^__NR_/ && $$3 ~ /^[0-9]+$$/ { \
+		printf "\t[%s] = \"%s\",\n", $$3, substr($$2, 6); n++ } \
+		END { print "};"; if (!n) { print "no __NR_ line in $(SYSCALLS_H)" > "/dev/stderr"; exit 1 } }' \
+		$(SYSCALLS_H) > $@
+$(OUTPUT)/offcpu/syscalls.o $(SAN_DIR)/offcpu/syscalls.o: $(OUTPUT)/syscall_table.h
+
 $(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -7,6 +7,8 @@ set -euo pipefail
 PKGS=(
 	# build
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config
+	# asm/unistd_64.h, the syscall names (Makefile: syscall_table.h)
+	linux-libc-dev
 	# tests
 	python3 python3-pytest libcmocka-dev debootstrap util-linux procps perl
 	# `record -- CMD` run through a real sudo (tests/test_launch.py)
