@@ -175,6 +175,14 @@ struct {
 	__type(value, __u32);
 } codes_seen SEC(".maps");
 
+/* Threads of the targets off the CPU (off-CPU modes), by host tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct pyprof_offcpu);
+} offcpu SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PYPROF_CNT_NR);
@@ -720,8 +728,56 @@ static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 
 	bpf_map_update_elem(&threads, &tid, &v, BPF_NOEXIST);
 }
 
-SEC("perf_event")
-int pyprof_sample(struct bpf_perf_event_data *ctx)
+/*
+ * GIL and GC: whether the sampled thread held the GIL (with read_gil), and
+ * whether it was running a collection: the one whose chain holds gc_frame
+ * (3.15), else the GIL's holder while a collection runs.
+ */
+static __always_inline void gil_gc(struct scratch *sc, struct pyprof_sample *s, __u64 tstate)
+{
+	__u64 holder = 0, gcf = 0;
+	__u32 locked = 0, collecting = 0;
+	bool gil_read = false, held = false;
+
+	if (sc->cfg.gc_collecting &&
+	    !bpf_probe_read_user(&collecting, sizeof(collecting), (const void *)sc->cfg.gc_collecting) &&
+	    collecting && sc->cfg.gc_frame &&
+	    !bpf_probe_read_user(&gcf, sizeof(gcf), (const void *)sc->cfg.gc_frame) && gcf) {
+		/* The collector's frame is its innermost, or close to it
+		 * when finalizers run Python code. */
+		__u32 n = s->nframes;
+
+		for (__u32 i = 0; i < 8; i++) {
+			if (i >= n || i >= PYPROF_MAX_FRAMES)
+				break;
+			if (s->frames[i].frame == gcf) {
+				s->flags |= PYPROF_SF_GC;
+				break;
+			}
+		}
+		collecting = 0;		/* decided */
+	}
+	if ((sc->cfg.read_gil || collecting) && sc->cfg.gil_holder && sc->cfg.gil_locked &&
+	    !bpf_probe_read_user(&holder, sizeof(holder), (const void *)sc->cfg.gil_holder) &&
+	    !bpf_probe_read_user(&locked, sizeof(locked), (const void *)sc->cfg.gil_locked)) {
+		gil_read = true;
+		held = locked && holder == tstate;
+	}
+	if (gil_read && sc->cfg.read_gil) {
+		s->flags |= PYPROF_SF_GIL_KNOWN;
+		if (held)
+			s->flags |= PYPROF_SF_GIL_HELD;
+	}
+	if (collecting && held)
+		s->flags |= PYPROF_SF_GC;
+}
+
+/*
+ * Sample the current thread: a tick (@switch_out false), or its leaving the
+ * CPU (off-CPU modes; the thread is prev of a sched_switch, still current).
+ * Returns 1 when a sample record was sent, else 0.
+ */
+static __always_inline int take_sample(bool switch_out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
@@ -959,8 +1015,11 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		th->last_anchor = usable ? s->cache_frame : 0;
 		th->last_seq = s->cache_seq;
 	}
+	gil_gc(sc, s, tstate);
 out:
 	s->status = w->status;
+	if (switch_out)
+		s->flags |= PYPROF_SF_SWITCH_OUT;
 	n = s->nframes;
 	if (n > PYPROF_MAX_FRAMES)
 		n = PYPROF_MAX_FRAMES;
@@ -968,8 +1027,128 @@ out:
 
 	/* No wake-up: the consumer drains the ring on its own timer. A
 	 * wake-up per record throttled sampling to about once per poll. */
-	if (bpf_ringbuf_output(&samples, s, PYPROF_SAMPLE_SIZE(n), BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&samples, s, PYPROF_SAMPLE_SIZE(n), BPF_RB_NO_WAKEUP)) {
 		count(PYPROF_CNT_LOST);
+		return 0;
+	}
+	return 1;
+}
+
+SEC("perf_event")
+int pyprof_sample(struct bpf_perf_event_data *ctx)
+{
+	take_sample(false);
+	return 0;
+}
+
+/* Is @tgid a process sampled? One comparison while there is one. */
+static __always_inline bool is_target(__u32 tgid)
+{
+	if (!tgid)
+		return false;
+	if (only_tgid)
+		return tgid == only_tgid;
+	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
+}
+
+#define TASK_INTERRUPTIBLE	0x1
+#define TASK_UNINTERRUPTIBLE	0x2
+
+/*
+ * A thread of a target leaves the CPU: blocked (interruptible or not), or
+ * preempted while runnable. Its stack is sampled now (it is current), the
+ * time noted; a blocked one's system call and kernel stack follow.
+ */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u32 state)
+{
+	bool blocked = state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE);
+	struct pyprof_offcpu v = {};
+	struct pyprof_switch *r;
+	struct pt_regs *regs;
+	__u32 tid = prev->pid;
+	long got;
+
+	/* Stopped, traced, dead: not waiting for anything of its own. */
+	if ((!blocked && state) || (prev->flags & PF_EXITING))
+		return;
+	if (!take_sample(true))
+		return;
+	v.off_ns = bpf_ktime_get_ns();
+	v.wake_ns = blocked ? 0 : v.off_ns;
+	bpf_map_update_elem(&offcpu, &tid, &v, BPF_ANY);
+	if (!blocked)
+		return;
+	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	if (!r) {
+		count(PYPROF_CNT_LOST);
+		return;
+	}
+	r->kind = PYPROF_REC_SWITCH;
+	r->tid = tid;
+	r->pid = prev->tgid;
+	r->state = state;
+	r->pad = 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	r->syscall_nr = -1;
+	r->syscall_arg0 = 0;
+	if (regs) {
+		r->syscall_nr = (__s64)regs->orig_ax;
+		r->syscall_arg0 = regs->di;
+	}
+	got = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
+	r->nkstack = got > 0 ? (__u32)(got / sizeof(__u64)) : 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* A thread of a target back on a CPU after an interval noted off it. */
+static __always_inline void switch_in(struct task_struct *next)
+{
+	__u32 tid = next->pid;
+	struct pyprof_offcpu *o = bpf_map_lookup_elem(&offcpu, &tid);
+	struct pyprof_switch_in r = { .kind = PYPROF_REC_SWITCH_IN };
+
+	if (!o || !o->off_ns)
+		return;
+	r.tid = tid;
+	r.pid = next->tgid;
+	r.off_ns = o->off_ns;
+	r.wake_ns = o->wake_ns;
+	r.in_ns = bpf_ktime_get_ns();
+	o->off_ns = 0;
+	o->wake_ns = 0;
+	if (bpf_ringbuf_output(&samples, &r, sizeof(r), BPF_RB_NO_WAKEUP))
+		count(PYPROF_CNT_LOST);
+}
+
+/*
+ * Off-CPU modes (attached only then): every context switch of the machine
+ * comes here; a task of no target costs one comparison (two lookups with
+ * several targets).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pyprof_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	if (is_target(prev->tgid))
+		switch_out(ctx, prev, prev_state);
+	if (is_target(next->tgid))
+		switch_in(next);
+	return 0;
+}
+
+/* A thread off the CPU is woken: the rest of its interval is runnable. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(pyprof_wakeup, struct task_struct *p)
+{
+	__u32 tid;
+	struct pyprof_offcpu *o;
+
+	if (!is_target(p->tgid))
+		return 0;
+	tid = p->pid;
+	o = bpf_map_lookup_elem(&offcpu, &tid);
+	if (o && o->off_ns && !o->wake_ns)
+		o->wake_ns = bpf_ktime_get_ns();
 	return 0;
 }
 

@@ -100,6 +100,14 @@ enum {
 	/* The chain ended at tstate->base_frame, the last frame of the
 	 * record: the record is the whole chain (a stack that may be cached). */
 	PYPROF_SF_BASE = 1 << 10,
+	/* The GIL was read: SF_GIL_HELD says whether this thread held it. */
+	PYPROF_SF_GIL_KNOWN = 1 << 11,
+	PYPROF_SF_GIL_HELD = 1 << 12,
+	/* The thread was running a garbage collection. */
+	PYPROF_SF_GC = 1 << 13,
+	/* Taken as the thread left the CPU (off-CPU modes), not at a tick:
+	 * its interval's length comes in a PYPROF_REC_SWITCH_IN record. */
+	PYPROF_SF_SWITCH_OUT = 1 << 14,
 };
 
 /* pyprof_frame.flags */
@@ -242,6 +250,20 @@ struct pyprof_config {
 
 	__u32 max_frames;		/* <= PYPROF_MAX_FRAMES */
 	__u32 max_walk;			/* frames visited, Python or not */
+
+	/*
+	 * GIL and GC (absolute addresses in the target; 0: unknown). With
+	 * read_gil, every sample reads the GIL's holder and locked word and
+	 * says whether the sampled thread held it (PYPROF_SF_GIL_*). A sample
+	 * taken while gc_collecting is non-zero is the collector's when its
+	 * chain holds gc_frame (3.15), else when the thread holds the GIL.
+	 */
+	__u64 gil_holder;		/* PyThreadState * */
+	__u64 gil_locked;		/* int */
+	__u64 gc_collecting;		/* int */
+	__u64 gc_frame;			/* _PyInterpreterFrame *, 3.15 */
+	__u32 read_gil;
+	__u32 pad_gil;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -358,6 +380,47 @@ enum pyprof_rec_kind {
 	PYPROF_REC_SAMPLE = 1,		/* struct pyprof_sample */
 	PYPROF_REC_CODE = 2,		/* struct pyprof_code */
 	PYPROF_REC_PROC = 3,		/* struct pyprof_proc_event */
+	PYPROF_REC_SWITCH = 4,		/* struct pyprof_switch */
+	PYPROF_REC_SWITCH_IN = 5,	/* struct pyprof_switch_in */
+};
+
+/*
+ * Off-CPU modes. A thread of a target leaving the CPU blocked (or
+ * preempted) is sampled (PYPROF_SF_SWITCH_OUT), and when blocked, a
+ * struct pyprof_switch follows its sample: the system call in progress and
+ * the kernel stack. When it runs again, a struct pyprof_switch_in gives
+ * the interval: left at off_ns, woken at wake_ns (== off_ns when it was
+ * preempted, still runnable; 0 when no wake-up was seen), back at in_ns.
+ */
+#define PYPROF_KSTACK_MAX	32
+
+struct pyprof_switch {
+	__u32 kind;			/* PYPROF_REC_SWITCH */
+	__u32 tid;
+	__u32 pid;
+	__u32 state;			/* prev_state */
+	__s64 syscall_nr;		/* -1: not in a system call */
+	__u64 syscall_arg0;
+	__u32 nkstack;
+	__u32 pad;
+	__u64 kstack[PYPROF_KSTACK_MAX];	/* innermost first */
+};
+
+struct pyprof_switch_in {
+	__u32 kind;			/* PYPROF_REC_SWITCH_IN */
+	__u32 tid;
+	__u32 pid;
+	__u32 pad;
+	__u64 off_ns;
+	__u64 wake_ns;
+	__u64 in_ns;
+};
+
+/* Value of the offcpu map (by host tid): a thread off the CPU. Written by
+ * the program, and by the loader at start for threads already off it. */
+struct pyprof_offcpu {
+	__u64 off_ns;			/* 0: on a CPU (or unknown) */
+	__u64 wake_ns;
 };
 
 struct pyprof_sample {

@@ -52,6 +52,8 @@
 #include "pyprof.skel.h"
 #include "bpf_sampler.h"
 #include "frame_cache.h"
+#include "procfs.h"
+#include "offcpu/intervals.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -200,7 +202,22 @@ struct bpf_sampler {
 	int verbose;
 
 	uint64_t samples, truncated, errors;
+
+	/* Off-CPU modes: the intervals in progress, the programs on the
+	 * scheduler's tracepoints, the main target's GIL (where a thread
+	 * waiting for it sleeps), and intervals whose stack never came. */
+	enum sampler_mode mode;
+	struct offcpu_ivs *ivs;
+	struct bpf_link *sched_links[2];
+	int offcpu_fd;
+	struct py_gil_gc gil;
+	bool gil_known;
+	uint64_t lost_intervals;
 };
+
+static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_config *c);
+static bool gil_config(struct bpf_sampler *s, struct pyproc *p, struct pyprof_config *c,
+		       struct py_gil_gc *g);
 
 static int print_nothing(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -494,6 +511,30 @@ static int open_event(struct bpf_sampler *s, pid_t tid, int cpu, struct bpf_link
 	return 0;
 }
 
+static bool off_cpu(const struct bpf_sampler *s)
+{
+	return s->mode == SAMPLER_MODE_OFFCPU || s->mode == SAMPLER_MODE_WALL;
+}
+
+/* Off-CPU modes: the scheduler's switch and wake-up tracepoints. */
+static int attach_sched(struct bpf_sampler *s, char *err, size_t errlen)
+{
+	struct bpf_program *progs[] = { s->skel->progs.pyprof_switch,
+					s->skel->progs.pyprof_wakeup };
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		s->sched_links[i] = bpf_program__attach(progs[i]);
+		if (!s->sched_links[i]) {
+			int ret = -errno;
+
+			snprintf(err, errlen, "cannot attach the %s tracepoint: %s",
+				 bpf_program__name(progs[i]), strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 /*
  * The exec tracepoint (a tracked process's execs: o->exec_events), and with
  * @children the fork and exit ones that follow child processes.
@@ -723,6 +764,11 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 	s->unknown_tid = false;
 	if (!s->proc)	/* no target yet (bpf_sampler__set_target) */
 		return 0;
+	/* A command started: its GIL comes a moment after its runtime. */
+	if (!s->gil_known && gil_config(s, s->proc, &s->main_cfg, &s->gil)) {
+		s->gil_known = true;
+		write_proc(s, s->pid, &s->main_cfg);
+	}
 	err = scan_tasks(s, &ntids);
 	if (err)
 		return err;
@@ -864,15 +910,36 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 	return 0;
 }
 
+/*
+ * The GIL's and the collector's addresses into @c (left 0 while the target
+ * has none yet, or for a version whose fields are unknown): the GIL's
+ * holder is read at every sample in gil mode, the collector's flag at every
+ * sample in all. Returns true when they are known.
+ */
+static bool gil_config(struct bpf_sampler *s, struct pyproc *p, struct pyprof_config *c,
+		       struct py_gil_gc *g)
+{
+	if (pyproc__gil_gc(p, g))
+		return false;
+	c->gil_holder = g->gil_holder;
+	c->gil_locked = g->gil_locked;
+	c->gc_collecting = g->gc_collecting_size == 4 ? g->gc_collecting : 0;
+	c->gc_frame = g->gc_frame;
+	c->read_gil = s->mode == SAMPLER_MODE_GIL;
+	return true;
+}
+
 int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen)
 {
 	struct pyprof_config c;
+	struct py_gil_gc g;
 	int ret;
 
 	ret = fill_config(&c, pyproc__offsets(p), pyproc__runtime(p), s->max_frames, false,
 			  err, errlen);
 	if (ret)
 		return ret;
+	gil_config(s, p, &c, &g);
 	ret = write_proc(s, pyproc__pid(p), &c);
 	if (ret)
 		snprintf(err, errlen, "cannot add process %d to the BPF map: %s",
@@ -899,6 +966,123 @@ void bpf_sampler__set_code_fn(struct bpf_sampler *s, code_fn fn, void *ctx)
 	s->code_ctx = ctx;
 }
 
+static void count_status(struct bpf_sampler *s, uint32_t status)
+{
+	s->samples++;
+	if (status == PYPROF_TRUNCATED)
+		s->truncated++;
+	else if (status != PYPROF_COMPLETE && status != PYPROF_THREAD_YOUNG &&
+		 status != PYPROF_THREAD_EXIT && status != PYPROF_EVAL_ENTRY)
+		s->errors++;
+}
+
+static uint32_t sample_flags(uint32_t rec_flags)
+{
+	return (rec_flags & PYPROF_SF_GIL_KNOWN ? SAMPLE_F_GIL_KNOWN : 0) |
+	       (rec_flags & PYPROF_SF_GIL_HELD ? SAMPLE_F_GIL_HELD : 0) |
+	       (rec_flags & PYPROF_SF_GC ? SAMPLE_F_GC : 0);
+}
+
+/* A thread left the CPU: its stack, kept until it is back. */
+static void open_interval(struct bpf_sampler *s, const struct pyprof_sample *r,
+			  const struct frame_cache_out *fo)
+{
+	struct offcpu_iv *iv;
+
+	if (!s->ivs)
+		return;
+	iv = offcpu_ivs__get(s->ivs, (pid_t)r->tid, true);
+	if (!iv) {
+		s->lost_intervals++;
+		return;
+	}
+	iv->pid = (pid_t)r->pid;
+	iv->cpu = r->cpu;
+	iv->out_ns = r->ts_ns;
+	iv->status = fo->status;
+	iv->flags = sample_flags(r->flags);
+	iv->syscall_nr = -1;
+	iv->syscall_arg0 = 0;
+	iv->nkstack = 0;
+	iv->seeded = false;
+	if (offcpu_iv__set_frames(iv, fo->frames, fo->nframes))
+		iv->status = PYPROF_TRUNCATED;
+}
+
+/* Why a blocked thread left the CPU: follows its sample. */
+static void on_switch(struct bpf_sampler *s, const struct pyprof_switch *e)
+{
+	struct offcpu_iv *iv = s->ivs ? offcpu_ivs__get(s->ivs, (pid_t)e->tid, false) : NULL;
+	uint32_t n = e->nkstack < OFFCPU_KSTACK_MAX ? e->nkstack : OFFCPU_KSTACK_MAX;
+
+	if (!iv)
+		return;
+	iv->syscall_nr = e->syscall_nr;
+	iv->syscall_arg0 = e->syscall_arg0;
+	iv->nkstack = n;
+	memcpy(iv->kstack, e->kstack, n * sizeof(iv->kstack[0]));
+}
+
+#define SYSCALL_FUTEX 202	/* x86-64 */
+
+/*
+ * Deliver @iv as one off-CPU sample: blocked from @off to @wake (to @in when
+ * no wake-up was seen), runnable from @wake to @in, stamped @in. Returns 0
+ * or the sample function's non-zero return.
+ */
+static int deliver_interval(struct bpf_sampler *s, const struct offcpu_iv *iv, uint64_t off,
+			    uint64_t wake, uint64_t in)
+{
+	struct raw_sample rs = { 0 };
+
+	if (in < off)
+		in = off;
+	if (wake && (wake < off || wake > in))
+		wake = wake < off ? off : in;
+	rs.pid = iv->pid;
+	rs.tid = iv->tid;
+	rs.cpu = iv->cpu;
+	rs.ts_ns = in;
+	rs.status = iv->status;
+	rs.nframes = iv->nframes;
+	rs.frames = iv->frames;
+	rs.kind = SAMPLE_KIND_OFFCPU;
+	rs.flags = iv->flags;
+	rs.blocked_ns = (wake ? wake : in) - off;
+	rs.runnable_ns = wake ? in - wake : 0;
+	rs.syscall_nr = iv->syscall_nr;
+	rs.syscall_arg0 = iv->syscall_arg0;
+	rs.nkstack = iv->nkstack;
+	rs.kstack = iv->kstack;
+	/* Asleep on the GIL's condition or mutex: waiting to take it. */
+	if (iv->pid == s->pid && s->gil_known && iv->syscall_nr == SYSCALL_FUTEX &&
+	    iv->syscall_arg0 - s->gil.gil < s->gil.gil_size)
+		rs.flags |= SAMPLE_F_GIL_WAIT;
+	count_status(s, iv->status);
+	return s->fn(s->fn_ctx, &rs);
+}
+
+/* A thread is back on a CPU: its interval, delivered. */
+static int on_switch_in(struct bpf_sampler *s, const struct pyprof_switch_in *e)
+{
+	struct offcpu_iv *iv = s->ivs ? offcpu_ivs__get(s->ivs, (pid_t)e->tid, false) : NULL;
+	int ret;
+
+	if (!iv) {
+		/* Its stack's record was lost (ring full), or it left
+		 * before the target was configured. */
+		s->lost_intervals++;
+		return 0;
+	}
+	ret = deliver_interval(s, iv, e->off_ns, e->wake_ns, e->in_ns);
+	offcpu_ivs__remove(s->ivs, (pid_t)e->tid);
+	if (ret) {
+		s->fn_ret = ret;
+		return -ECANCELED;
+	}
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *s = ctx;
@@ -920,6 +1104,12 @@ static int on_record(void *ctx, void *data, size_t size)
 				   (pid_t)e->ppid, e->ts_ns);
 		return 0;
 	}
+	if (size >= sizeof(struct pyprof_switch) && r->kind == PYPROF_REC_SWITCH) {
+		on_switch(s, data);
+		return 0;
+	}
+	if (size >= sizeof(struct pyprof_switch_in) && r->kind == PYPROF_REC_SWITCH_IN)
+		return on_switch_in(s, data);
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
 	    size < PYPROF_SAMPLE_SIZE(r->nframes)) {
 		s->errors++;
@@ -945,16 +1135,19 @@ static int on_record(void *ctx, void *data, size_t size)
 		queue_reanchor(s, r->tid);
 
 deliver:
-	s->samples++;
 	if (r->status == PYPROF_NO_PYSTATE && (pid_t)r->pid == s->pid && !s->unknown_tid &&
 	    !find_thread(s->th, s->nth, (pid_t)r->tid))
 		s->unknown_tid = true;
-	if (fo.status == PYPROF_TRUNCATED)
-		s->truncated++;
-	else if (fo.status != PYPROF_COMPLETE && fo.status != PYPROF_THREAD_YOUNG &&
-		 fo.status != PYPROF_THREAD_EXIT && fo.status != PYPROF_EVAL_ENTRY)
-		s->errors++;
+	if (r->flags & PYPROF_SF_SWITCH_OUT) {
+		/* Delivered when the thread runs again: its length known. */
+		open_interval(s, r, &fo);
+		return 0;
+	}
+	count_status(s, fo.status);
 
+	memset(&rs, 0, sizeof(rs));
+	rs.kind = SAMPLE_KIND_CPU;
+	rs.flags = sample_flags(r->flags);
 	rs.pid = r->pid;
 	rs.tid = r->tid;
 	rs.cpu = r->cpu;
@@ -1101,6 +1294,40 @@ void bpf_sampler__stop(struct bpf_sampler *s)
 		bpf_link__destroy(s->tp_links[i]);
 		s->tp_links[i] = NULL;
 	}
+	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++) {
+		bpf_link__destroy(s->sched_links[i]);
+		s->sched_links[i] = NULL;
+	}
+}
+
+int bpf_sampler__finish_intervals(struct bpf_sampler *s, uint64_t end_ns, sample_fn fn, void *ctx)
+{
+	int ret = 0;
+
+	if (!s->ivs)
+		return 0;
+	s->fn = fn;
+	s->fn_ctx = ctx;
+	while (offcpu_ivs__count(s->ivs)) {
+		struct offcpu_iv *iv = offcpu_ivs__at(s->ivs, 0);
+		struct pyprof_offcpu o = { 0 };
+		__u32 key = (__u32)iv->tid;
+		pid_t tid = iv->tid;
+
+		/* The wake-up, if any, is only in the map. */
+		if (bpf_map_lookup_elem(s->offcpu_fd, &key, &o) || !o.off_ns)
+			o.off_ns = iv->out_ns, o.wake_ns = 0;
+		if (!ret && o.off_ns < end_ns)
+			ret = deliver_interval(s, iv, o.off_ns, o.wake_ns < end_ns ? o.wake_ns : 0,
+					       end_ns);
+		offcpu_ivs__remove(s->ivs, tid);
+	}
+	return ret;
+}
+
+uint64_t bpf_sampler__lost_intervals(const struct bpf_sampler *s)
+{
+	return s->lost_intervals;
 }
 
 void bpf_sampler__free(struct bpf_sampler *s)
@@ -1124,6 +1351,7 @@ void bpf_sampler__free(struct bpf_sampler *s)
 	ring_buffer__free(s->rb);
 	pyprof_bpf__destroy(s->skel);
 	frame_cache__free(s->fc);
+	offcpu_ivs__free(s->ivs);
 	free(s->th);
 	free(s->retired);
 	free(s->cpu_links);
@@ -1174,6 +1402,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	s->threads_fd = bpf_map__fd(skel->maps.threads);
 	s->procs_fd = bpf_map__fd(skel->maps.procs);
 	s->counters_fd = bpf_map__fd(skel->maps.counters);
+	s->offcpu_fd = bpf_map__fd(skel->maps.offcpu);
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.samples), on_record, s, NULL);
 	if (!s->rb) {
 		ret = -errno;
@@ -1272,7 +1501,19 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	s->freq_hz = o->freq_hz;
 	s->verbose = o->verbose;
 	s->no_frame_cache = o->no_frame_cache;
-	if (o->follow_children) {
+	s->mode = o->mode;
+	if (off_cpu(s)) {
+		ret = offcpu_ivs__new(&s->ivs);
+		if (ret) {
+			snprintf(err, errlen, "out of memory");
+			goto err_free;
+		}
+	}
+	if (o->mode == SAMPLER_MODE_OFFCPU) {
+		/* No ticks at all: per-CPU mode with no CPU event attached
+		 * (no per-thread events either). */
+		s->per_cpu = true;
+	} else if (o->follow_children) {
 		s->per_cpu = true;
 	} else if (o->events == SAMPLER_EVENTS_AUTO) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1288,7 +1529,10 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	/* Per-CPU events sample whatever runs: until a process is configured
 	 * in the procs map, its ticks cost one lookup each and are dropped.
 	 * Per-thread events need the target's threads (set_target). */
-	ret = s->per_cpu ? attach_cpus(s, err, errlen) : 0;
+	ret = s->per_cpu && o->mode != SAMPLER_MODE_OFFCPU ? attach_cpus(s, err, errlen) : 0;
+	if (ret)
+		goto err_free;
+	ret = off_cpu(s) ? attach_sched(s, err, errlen) : 0;
 	if (ret)
 		goto err_free;
 	if (o->follow_children || o->exec_events) {
@@ -1304,6 +1548,91 @@ err_free:
 	return ret;
 }
 
+/* /proc/PID/task/TID/syscall: the call a blocked task is in, and its first
+ * argument. -1 when it is in none (or running, or unreadable). */
+static void task_syscall(pid_t pid, pid_t tid, int64_t *nr, uint64_t *arg0)
+{
+	char path[64], buf[256];
+	long long n;
+	unsigned long long a;
+	FILE *f;
+
+	*nr = -1;
+	*arg0 = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%lld 0x%llx", &n, &a) == 2 && n >= 0) {
+		*nr = n;
+		*arg0 = a;
+	}
+	fclose(f);
+}
+
+/*
+ * Off-CPU modes: a thread already off the CPU when the recording starts has
+ * its interval opened now (the program saw it leave before it was loaded),
+ * with its stack read from userspace (it is not running, so the read is
+ * consistent) and its system call from /proc. A thread found running is
+ * opened as runnable; either is dropped when the thread's first switch-out
+ * shows it was on a CPU after all.
+ */
+static void seed_intervals(struct bpf_sampler *s)
+{
+	size_t npy = 0;
+	uint64_t now;
+	struct timespec ts;
+
+	if (scan_pythreads(s, &npy))
+		npy = 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (size_t i = 0; i < s->nth; i++) {
+		pid_t tid = s->th[i].tid;
+		struct pyprof_offcpu o = { .off_ns = now };
+		struct offcpu_iv *iv;
+		size_t nf = 0;
+		int truncated = 0, fd;
+		char state = 0;
+		__u32 key = (__u32)tid;
+
+		fd = procfs__task_stat_open(s->pid, tid);
+		if (fd < 0)
+			continue;
+		if (procfs__stat_fd_state(fd, &state)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		if (state == 'R')
+			o.wake_ns = now;
+		else if (state != 'S' && state != 'D')
+			continue;
+		iv = offcpu_ivs__get(s->ivs, tid, true);
+		if (!iv)
+			return;
+		iv->pid = s->pid;
+		iv->out_ns = now;
+		iv->seeded = true;
+		iv->status = PYPROF_NO_PYSTATE;
+		for (size_t k = 0; k < npy; k++) {
+			struct py_rawframe fr[256];
+
+			if (s->pyth[k].host_tid != tid)
+				continue;
+			if (!pyproc__walk(s->proc, s->pyth[k].tstate, fr, 256, &nf, &truncated)) {
+				offcpu_iv__set_frames(iv, fr, (uint32_t)nf);
+				iv->status = truncated ? PYPROF_TRUNCATED : PYPROF_COMPLETE;
+			}
+			break;
+		}
+		if (state != 'R')
+			task_syscall(s->pid, tid, &iv->syscall_nr, &iv->syscall_arg0);
+		bpf_map_update_elem(s->offcpu_fd, &key, &o, BPF_ANY);
+	}
+}
+
 int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen)
 {
 	int ret;
@@ -1317,6 +1646,7 @@ int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, 
 	if (ret)
 		return ret;
 	s->cache = s->main_cfg.frame_cache;
+	s->gil_known = gil_config(s, p, &s->main_cfg, &s->gil);
 	ret = frame_cache__new(pyproc__pid(p), pyproc__offsets(p), s->max_frames, s->cache,
 			       &s->fc);
 	if (ret) {
@@ -1348,6 +1678,8 @@ int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, 
 		snprintf(err, errlen, "cannot write the BPF process map: %s", strerror(-ret));
 		goto err_untarget;
 	}
+	if (off_cpu(s))
+		seed_intervals(s);
 	/* The only process (a command tracked before its exec is this one):
 	 * other tasks' ticks cost one comparison. */
 	if (!s->skel->rodata->follow_children && !s->many_pids &&

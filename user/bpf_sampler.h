@@ -145,6 +145,14 @@ bool bpf_sampler__per_cpu(const struct bpf_sampler *s);
 /* Stop sampling (detach every event); what the ring holds can still be
  * polled. The duration ends here, not after the last drain. */
 void bpf_sampler__stop(struct bpf_sampler *s);
+/*
+ * Off-CPU modes: deliver the intervals still open (threads off the CPU now)
+ * as ending at @end_ns (CLOCK_MONOTONIC). Call it once, after the last poll.
+ * Returns 0 or @fn's non-zero return.
+ */
+int bpf_sampler__finish_intervals(struct bpf_sampler *s, uint64_t end_ns, sample_fn fn, void *ctx);
+/* Off-CPU intervals whose stack never reached us (ring full), not delivered. */
+uint64_t bpf_sampler__lost_intervals(const struct bpf_sampler *s);
 /* Detach and unload; no program, map, link or event remains. Accepts NULL. */
 void bpf_sampler__free(struct bpf_sampler *s);
 

@@ -515,7 +515,8 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 	char buf[128];
 	int err;
 
-	err = out_grow((void **)&t->ids, &t->ids_cap, 3 + (uint64_t)s->nframes, sizeof(*t->ids));
+	err = out_grow((void **)&t->ids, &t->ids_cap, 3 + (uint64_t)s->nframes + s->nleaf,
+		       sizeof(*t->ids));
 	if (err)
 		return err;
 	*keep = 0;
@@ -562,6 +563,15 @@ python:
 
 		err = model_frame(m, OUT_FRAME_PYTHON, ps->function ? ps->function : "",
 				  ps->file ? ps->file : "", line, ps->firstlineno, &id);
+		if (err)
+			return err;
+		t->ids[n++] = id;
+	}
+	for (uint32_t i = 0; i < s->nleaf; i++) {
+		const struct out_leaf *lf = &s->leaf[i];
+
+		err = model_frame(m, lf->kind == OUT_FRAME_KERNEL ? OUT_FRAME_KERNEL :
+				  OUT_FRAME_STATUS, lf->name ? lf->name : "", "", 0, 0, &id);
 		if (err)
 			return err;
 		t->ids[n++] = id;

@@ -60,6 +60,20 @@ struct out_sample {
 	 * of the previous sample of the same (pid, tid) given to this output,
 	 * symbol for symbol (struct stack_memo); they are not looked up again. */
 	uint32_t unchanged;
+	/* The perf-script event of this sample ("offcpu-time"); NULL: the
+	 * output's (output_opts.event). */
+	const char *event;
+	/* Frames on the leaf side of the Python frames, outermost first:
+	 * what the thread did beyond its Python code (<GC>, [GIL wait],
+	 * [syscall] NAME, kernel functions, [runnable]). */
+	const struct out_leaf *leaf;
+	uint32_t nleaf;
+};
+
+/* A frame that is not Python code, on a sample's leaf side. */
+struct out_leaf {
+	int kind;		/* OUT_FRAME_STATUS or OUT_FRAME_KERNEL */
+	const char *name;	/* "[GIL wait]", "tcp_recvmsg" ... */
 };
 
 struct output_opts {
@@ -154,6 +168,7 @@ enum out_frame_kind {
 	OUT_FRAME_STATUS,	/* [truncated], [no-python-state], ... */
 	OUT_FRAME_PROCESS,	/* [comm:pid] */
 	OUT_FRAME_THREAD,	/* [thread:tid] */
+	OUT_FRAME_KERNEL,	/* a kernel function (off-CPU stacks) */
 };
 
 struct out_frame {

@@ -177,7 +177,7 @@ int output_perf__name_frame(struct out_frame *fr)
 		free(fn);
 	} else {
 		fr->text = escape_dup("", fr->function, 0, "");
-		fr->dso = strdup("[pyprof-bpf]");
+		fr->dso = strdup(fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" : "[pyprof-bpf]");
 		if (!fr->text || !fr->dso)
 			goto err;
 	}
@@ -215,7 +215,7 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 	st->last_ts = when;
 	snprintf(ts, sizeof(ts), "%" PRIu64 ".%06" PRIu64, when / 1000000, when % 1000000);
 	fprintf(o->f, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm, (int)s->pid,
-		(int)s->tid, s->cpu, ts, out_weight(s), st->event);
+		(int)s->tid, s->cpu, ts, out_weight(s), s->event ? s->event : st->event);
 	for (uint32_t i = n; i-- > 0;) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
 

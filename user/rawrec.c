@@ -24,10 +24,12 @@ enum {
 	REC_STRING = 'S',
 	REC_FRAME = 'F',
 	REC_SAMPLE = 'P',
+	REC_EXTRAS = 'X',
 	REC_END = 'E',
 };
 
 #define VARINT_MAX 10			/* bytes of a 64-bit varint */
+#define LEAF_RECORD_MAX 64		/* leaf frames in an 'X' record */
 #define REC_PREFIX (1 + VARINT_MAX)	/* a record's type and length */
 #define GZ_BUFFER (64u * 1024)
 #define IN_BUFFER (64u * 1024)
@@ -402,6 +404,41 @@ fail:
 	return rc;
 }
 
+/* The 'X' record of a sample with an event or leaf frames. */
+static int put_extras(struct rawrec_writer *w, const struct out_sample *s)
+{
+	int64_t ev, ids[LEAF_RECORD_MAX];
+	unsigned char *p;
+	size_t n = 0;
+	int err;
+
+	if (!s->event && !s->nleaf)
+		return 0;
+	if (s->nleaf > LEAF_RECORD_MAX || (s->nleaf && !s->leaf))
+		return -EINVAL;
+	/* Strings first: their records go out through the same buffer. */
+	ev = str_id(w, s->event);
+	if (ev < 0)
+		return (int)ev;
+	for (uint32_t i = 0; i < s->nleaf; i++) {
+		ids[i] = str_id(w, s->leaf[i].name ? s->leaf[i].name : "");
+		if (ids[i] < 0)
+			return (int)ids[i];
+	}
+	err = wbuf(w, (2 + 2 * (size_t)s->nleaf) * VARINT_MAX);
+	if (err)
+		return err;
+	p = w->buf + REC_PREFIX;
+	n += put_u(p + n, (uint64_t)ev);
+	n += put_u(p + n, s->nleaf);
+	for (uint32_t i = 0; i < s->nleaf; i++) {
+		n += put_u(p + n, s->leaf[i].kind == OUT_FRAME_KERNEL ? OUT_FRAME_KERNEL :
+				  OUT_FRAME_STATUS);
+		n += put_u(p + n, (uint64_t)ids[i]);
+	}
+	return put_record(w, REC_EXTRAS, n);
+}
+
 int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 {
 	unsigned char *p;
@@ -425,6 +462,9 @@ int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 			return (int)id;
 		w->ids[i] = (uint32_t)id;
 	}
+	err = put_extras(w, s);
+	if (err)
+		return err;
 	err = wbuf(w, 7 * (size_t)VARINT_MAX + (size_t)s->nframes * 5);
 	if (err)
 		return err;
@@ -529,6 +569,11 @@ struct rawrec_reader {
 	uint32_t sample_cap;
 	uint64_t prev_ts;
 	uint64_t nsamples;
+	/* The 'X' record for the next sample: its event and leaf frames. */
+	int x_pending;
+	const char *x_event;
+	struct out_leaf x_leaf[LEAF_RECORD_MAX];
+	uint32_t x_nleaf;
 	struct rawrec_end end;
 	int have_end;
 	int done;		/* next() returned 0 */
@@ -789,6 +834,33 @@ static int parse_frame(struct rawrec_reader *r, char *err, size_t errlen)
 	return 0;
 }
 
+static int parse_extras(struct rawrec_reader *r, char *err, size_t errlen)
+{
+	struct cur c = rec_cur(r);
+	uint64_t ev, n;
+
+	if (r->x_pending)
+		return corrupt(r, "two extras records for one sample", err, errlen);
+	ev = cur_u(&c);
+	n = cur_u(&c);
+	if (c.bad || ev > r->nstrs || n > LEAF_RECORD_MAX)
+		return corrupt(r, "a malformed extras record", err, errlen);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t kind = cur_u(&c), id = cur_u(&c);
+
+		if (c.bad || !id || id > r->nstrs ||
+		    (kind != OUT_FRAME_STATUS && kind != OUT_FRAME_KERNEL))
+			return corrupt(r, "a malformed extras record", err, errlen);
+		r->x_leaf[i] = (struct out_leaf){ (int)kind, r->strs[id - 1] };
+	}
+	if (c.p != c.end)
+		return corrupt(r, "an extras record with bytes left over", err, errlen);
+	r->x_event = ev ? r->strs[ev - 1] : NULL;
+	r->x_nleaf = (uint32_t)n;
+	r->x_pending = 1;
+	return 0;
+}
+
 static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err,
 			size_t errlen)
 {
@@ -838,6 +910,12 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 		.nframes = (uint32_t)n,
 		.frames = r->sample,
 	};
+	if (r->x_pending) {
+		s->event = r->x_event;
+		s->leaf = r->x_leaf;
+		s->nleaf = r->x_nleaf;
+		r->x_pending = 0;
+	}
 	return 0;
 }
 
@@ -1004,8 +1082,12 @@ int rawrec_reader__next(struct rawrec_reader *r, struct out_sample *s, char *err
 				return 1;
 			}
 			break;
+		case REC_EXTRAS:
+			rc = parse_extras(r, err, errlen);
+			break;
 		case REC_END:
-			rc = parse_end(r, err, errlen);
+			rc = r->x_pending ? corrupt(r, "an extras record with no sample", err, errlen) :
+			     parse_end(r, err, errlen);
 			break;
 		case REC_HEADER:
 			rc = corrupt(r, "a second header", err, errlen);

@@ -31,6 +31,10 @@
  *       previous sample's time (the first: minus 0), u period (ns),
  *       u status (enum sample_status), u number of frames, then that many
  *       u frame ids, innermost first
+ *   'X' extras of the sample that follows (written only when it has any):
+ *       u event string id (0: the default, cpu-clock), u number of leaf
+ *       frames, then per frame u kind (1: a marker such as [GIL wait],
+ *       4: a kernel function) and u name string id, outermost first
  *   'E' end, last: u number of 'P' records, u samples lost, u truncated,
  *       u errors, u unresolved frames, u duration (ns), u flags
  *       (RAWREC_END_*)

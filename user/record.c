@@ -22,6 +22,7 @@
 #include "procset.h"
 #include "pyproc.h"
 #include "rawrec.h"
+#include "offcpu/leaf.h"
 #include "record.h"
 #include "remote_sampler.h"
 #include "stack_memo.h"
@@ -56,6 +57,7 @@ struct record_env {
 	int verbose;
 	int no_frame_cache;	/* --no-frame-cache */
 	enum sampler_events events;	/* --events */
+	enum sampler_mode mode;		/* --mode */
 };
 
 struct tid_name {
@@ -94,6 +96,9 @@ struct record_ctx {
 	struct sampler_stats unknown;	/* samples of a process that could not be read */
 	int out_err;
 	const char *out_err_file;	/* the file out_err is about */
+	struct leaf_names *leaf;	/* names of the frames past the Python ones */
+	/* Off-CPU time clipped off at -d, or by the end of the recording. */
+	uint64_t clipped_ns;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -168,6 +173,7 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_RAW,
 	OPT_SUBPROCESSES,
+	OPT_MODE,
 };
 
 static const struct argp_option record_options[] = {
@@ -188,6 +194,9 @@ static const struct argp_option record_options[] = {
 	  "the target (ticks only while it runs, but a cost at each of its context switches), "
 	  "or one per CPU (no cost at its switches, a timer on every CPU); auto (default): per "
 	  "CPU while CPUs x rate <= 200,000", 0 },
+	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
+	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
+	  "the GIL was held (gil)", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -261,6 +270,18 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid events (auto, thread or cpu): %s", arg);
 		break;
+	case OPT_MODE:
+		if (strcmp(arg, "cpu") == 0)
+			env->mode = SAMPLER_MODE_CPU;
+		else if (strcmp(arg, "off-cpu") == 0 || strcmp(arg, "offcpu") == 0)
+			env->mode = SAMPLER_MODE_OFFCPU;
+		else if (strcmp(arg, "wall") == 0)
+			env->mode = SAMPLER_MODE_WALL;
+		else if (strcmp(arg, "gil") == 0)
+			env->mode = SAMPLER_MODE_GIL;
+		else
+			argp_error(state, "invalid mode (cpu, off-cpu, wall or gil): %s", arg);
+		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
 			argp_error(state, "invalid depth (1 to 65536): %s", arg);
@@ -295,6 +316,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				   "recording; -o already writes one");
 		if (env->events && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--events is for the BPF backend");
+		if (env->mode == SAMPLER_MODE_OFFCPU && env->backend == BACKEND_REMOTE)
+			argp_error(state, "--mode off-cpu needs the BPF backend: polling from "
+				   "outside cannot see when or why a thread leaves the CPU (the "
+				   "remote backend offers cpu, wall and gil)");
+		if (env->mode == SAMPLER_MODE_OFFCPU && env->events)
+			argp_error(state, "--events is for the modes that sample on a CPU");
 		if ((env->subprocesses || env->npids > 1) && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--subprocesses and several -p targets are for the BPF "
 				   "backend");
@@ -526,10 +553,93 @@ static void count_dropped(struct sampler_stats *st, const struct raw_sample *r)
 		st->errors++;
 }
 
+static const char *mode_name(enum sampler_mode m)
+{
+	switch (m) {
+	case SAMPLER_MODE_OFFCPU:
+		return "off-cpu";
+	case SAMPLER_MODE_WALL:
+		return "wall";
+	case SAMPLER_MODE_GIL:
+		return "gil";
+	default:
+		return "cpu";
+	}
+}
+
+/* One sample to every writer. */
+static int emit(struct record_ctx *c, const struct out_sample *s)
+{
+	/* Both get the very same sample: `report` of the raw recording gives this output. */
+	int rc = c->out ? output__add(c->out, s) : 0;
+
+	if (rc) {
+		c->out_err = rc;
+		c->out_err_file = c->env->out.output;
+		return rc;
+	}
+	if (c->summary && output__add(c->summary, s)) {
+		output__free(c->summary);	/* a nicety: never fail the recording */
+		c->summary = NULL;
+	}
+	rc = c->raw ? rawrec_writer__add(c->raw, s) : 0;
+	if (rc) {
+		c->out_err = rc;
+		c->out_err_file = c->env->raw ? c->env->raw : c->env->out.output;
+		return rc;
+	}
+	return 0;
+}
+
+/*
+ * An off-CPU interval, ending at r->ts_ns: clipped to -d's end (runnable
+ * time last, so first to go), then written as its blocked part (with why)
+ * and its runnable part, each weighing its nanoseconds.
+ */
+static int emit_interval(struct record_ctx *c, struct out_sample *s, const struct raw_sample *r)
+{
+	uint64_t blocked = r->blocked_ns, runnable = r->runnable_ns, cut;
+	struct out_leaf leaf[LEAF_MAX];
+	int rc;
+
+	if (c->deadline_ns && s->ts_ns > c->deadline_ns) {
+		cut = s->ts_ns - c->deadline_ns;
+		c->clipped_ns += cut;
+		if (cut >= runnable) {
+			cut -= runnable;
+			runnable = 0;
+			blocked = cut >= blocked ? 0 : blocked - cut;
+		} else {
+			runnable -= cut;
+		}
+		s->ts_ns = c->deadline_ns;
+	}
+	s->event = "offcpu-time";
+	if (blocked) {
+		s->period_ns = blocked;
+		s->nleaf = c->leaf ? leaf_names__frames(c->leaf, r, LEAF_BLOCKED, false, leaf) : 0;
+		s->leaf = leaf;
+		rc = emit(c, s);
+		if (rc)
+			return rc;
+		s->unchanged = 0;
+	}
+	if (runnable) {
+		s->period_ns = runnable;
+		s->nleaf = c->leaf ? leaf_names__frames(c->leaf, r, LEAF_RUNNABLE, false, leaf) : 0;
+		s->leaf = leaf;
+		rc = emit(c, s);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int on_sample(void *ctx, const struct raw_sample *r)
 {
 	struct record_ctx *c = ctx;
 	struct proc_entry *e = sample_proc(c, r->pid);
+	struct out_leaf leaf[LEAF_MAX];
 	struct out_sample s = {
 		.comm = e ? e->comm : c->comm,
 		.pid = r->pid,
@@ -539,12 +649,16 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		.period_ns = c->period_ns,
 		.status = r->status,
 	};
-	int rc;
+	bool offcpu = r->kind == SAMPLE_KIND_OFFCPU;
 
-	if (c->deadline_ns && r->ts_ns > c->deadline_ns) {
-		c->past_deadline = 1;	/* taken after -d ended: not part of it */
+	/* An interval ends when its thread runs again: one that began
+	 * before -d's end is kept, clipped. */
+	if (c->deadline_ns && (offcpu ? r->ts_ns - r->blocked_ns - r->runnable_ns : r->ts_ns) >
+	    c->deadline_ns) {
+		if (!offcpu)
+			c->past_deadline = 1;	/* taken after -d ended: not part of it */
 		count_dropped(&c->late, r);
-		return 1;
+		return offcpu ? 0 : 1;
 	}
 	if (!e) {
 		/* A process that could not be opened: counted, not shown
@@ -557,24 +671,14 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	/* -ENOMEM only costs the reuse: the symbols are there. */
 	stack_memo__resolve(e->memo, e->sym, r, &s.frames, &s.nframes, &s.unchanged,
 			    &c->symbol_errors);
-	/* Both get the very same sample: `report` of the raw recording gives this output. */
-	rc = c->out ? output__add(c->out, &s) : 0;
-	if (rc) {
-		c->out_err = rc;
-		c->out_err_file = c->env->out.output;
-		return rc;
+	if (offcpu)
+		return emit_interval(c, &s, r);
+	if (c->leaf) {
+		s.nleaf = leaf_names__frames(c->leaf, r, LEAF_CPU,
+					     c->env->mode == SAMPLER_MODE_GIL, leaf);
+		s.leaf = leaf;
 	}
-	if (c->summary && output__add(c->summary, &s)) {
-		output__free(c->summary);	/* a nicety: never fail the recording */
-		c->summary = NULL;
-	}
-	rc = c->raw ? rawrec_writer__add(c->raw, &s) : 0;
-	if (rc) {
-		c->out_err = rc;
-		c->out_err_file = c->env->raw ? c->env->raw : c->env->out.output;
-		return rc;
-	}
-	return 0;
+	return emit(c, &s);
 }
 
 static uint64_t clock_ns(clockid_t clk)
@@ -768,8 +872,9 @@ static int record__load_bpf(struct record_ctx *c, const struct sampler_opts *o,
 	if (!rc)
 		rc = p ? bpf_sampler__open(p, o, out, why, sizeof(why)) :
 			 bpf_sampler__load(o, out, why, sizeof(why));
-	if (rc && c->env->backend == BACKEND_BPF) {
-		snprintf(err, errlen, "BPF backend: %s", why);
+	if (rc && (c->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU)) {
+		snprintf(err, errlen, "BPF backend%s: %s", o->mode == SAMPLER_MODE_OFFCPU ?
+			 " (--mode off-cpu needs it)" : "", why);
 		return rc;
 	}
 	if (rc)
@@ -846,7 +951,8 @@ int record__main(int argc, char **argv)
 				       .events = multi && env.events == SAMPLER_EVENTS_AUTO ?
 						 SAMPLER_EVENTS_CPU : env.events,
 				       .follow_children = env.subprocesses,
-				       .exec_events = cmd != NULL };
+				       .exec_events = cmd != NULL,
+				       .mode = env.mode };
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
 	if (rc) {
 		snprintf(err, sizeof(err), "out of memory");
@@ -889,6 +995,18 @@ int record__main(int argc, char **argv)
 		}
 	}
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
+	/* Kernel frames only where off-CPU stacks have them. */
+	rc = leaf_names__new(env.mode == SAMPLER_MODE_OFFCPU || env.mode == SAMPLER_MODE_WALL,
+			     &ctx.leaf);
+	if (rc && rc != -ENOMEM) {
+		fprintf(stderr, "pyprof-bpf: kernel symbols unreadable (%s): off-CPU stacks "
+			"without kernel frames\n", strerror(-rc));
+		rc = leaf_names__new(false, &ctx.leaf);
+	}
+	if (rc) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
 	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
 	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
 	if (!ctx.names) {
@@ -958,9 +1076,11 @@ int record__main(int argc, char **argv)
 		if (rc)
 			goto fail;
 	}
-	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) at %ld Hz with the %s "
-		"backend%s%s\n", (int)env.pid, main_proc->version, env.freq, bs ? "BPF" : "remote",
-		!bs ? "" : bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
+	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) in %s mode at %ld Hz with "
+		"the %s backend%s%s\n", (int)env.pid, main_proc->version, mode_name(env.mode),
+		env.freq, bs ? "BPF" : "remote",
+		!bs || env.mode == SAMPLER_MODE_OFFCPU ? "" :
+		bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
 		cmd ? (env.duration ? "" : " until the command exits") :
 		env.duration ? "" : "; Ctrl-C to stop");
 
@@ -1041,6 +1161,13 @@ int record__main(int argc, char **argv)
 		bpf_sampler__stop(bs);
 	if (bs && !rc) {	/* what the ring buffer still holds */
 		rc = bpf_sampler__poll(bs, on_sample, &ctx);
+		rc = rc < 0 ? rc : 0;
+	}
+	if (bs && !rc) {	/* threads off the CPU now: up to the end */
+		uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+
+		rc = bpf_sampler__finish_intervals(bs, ctx.deadline_ns && ctx.deadline_ns < now_ns ?
+						   ctx.deadline_ns : now_ns, on_sample, &ctx);
 		rc = rc < 0 ? rc : 0;
 	}
 	end = now_s();
@@ -1131,6 +1258,7 @@ out:
 	output__free(ctx.out);
 	rawrec_writer__free(ctx.raw);
 	output__free(ctx.summary);
+	leaf_names__free(ctx.leaf);
 	procset__free(ctx.procs);
 	free(ctx.names);
 	pyproc__free(p);
