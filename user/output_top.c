@@ -4,6 +4,10 @@
  * (the function was running) and total samples (it was on the stack; a
  * recursive function counts once per sample), as an aligned table.
  *
+ * A recording whose samples weigh different times (off-CPU intervals, the
+ * wall and off-cpu modes) is ranked and shown by time instead: own and
+ * total milliseconds and their share of all the time recorded.
+ *
  * Functions are (qualname, file, first line); lines are not split. Status
  * frames ([no-python-state], [truncated], ...) are listed like functions so
  * that the own column adds up to every sample. Control characters in names
@@ -11,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
@@ -82,7 +87,9 @@ static int top_finish(struct output *o)
 	struct out_map fmap = { 0 };
 	struct top_fn *fns = NULL;
 	uint32_t *fn_of = NULL, *path = NULL, nfn = 0, fcap = 0, rows;
-	uint64_t total = m->total_count;
+	/* Time when the samples weigh different times; counts otherwise. */
+	bool by_time = m->total_weight != m->total_count * (m->first_period ? m->first_period : 1);
+	uint64_t total = by_time ? m->total_weight : m->total_count;
 	int err = 0, w;
 	FILE *f = o->f;
 
@@ -118,36 +125,46 @@ static int top_finish(struct output *o)
 		const struct out_agg *a = &m->aggs[i];
 		uint32_t n = output__node_path(m, a->node, path);
 
+		uint64_t v = by_time ? a->weight : a->count;
+
 		if (fn_of[path[n - 1]] != OUT_NONE)
-			fns[fn_of[path[n - 1]]].own += a->count;
+			fns[fn_of[path[n - 1]]].own += v;
 		for (uint32_t j = 0; j < n; j++) {
 			uint32_t id = fn_of[path[j]];
 
 			if (id == OUT_NONE || fns[id].stamp == i)
 				continue;
 			fns[id].stamp = i;
-			fns[id].total += a->count;
+			fns[id].total += v;
 		}
 	}
 	if (nfn)
 		qsort(fns, nfn, sizeof(*fns), cmp_fn);
 
-	fprintf(f, "%" PRIu64 " samples in %u thread%s, %.3f s of CPU\n", total, m->nthreads,
-		m->nthreads == 1 ? "" : "s", (double)m->total_weight / 1e9);
+	fprintf(f, "%" PRIu64 " samples in %u thread%s, %.3f s of %s\n", m->total_count,
+		m->nthreads, m->nthreads == 1 ? "" : "s", (double)m->total_weight / 1e9,
+		by_time ? "time on and off the CPU" : "CPU");
 	if (!nfn) {
 		fputs("(no samples)\n", f);
 		goto io;
 	}
-	w = digits(total) > 5 ? digits(total) : 5;
-	fprintf(f, "%*s %7s %*s %7s  %s\n", w, "OWN", "OWN%", w, "TOTAL", "TOTAL%",
-		"FUNCTION (FILE:LINE)");
+	w = by_time ? digits(total / 1000000) + 2 : digits(total);
+	if (w < (by_time ? 8 : 5))
+		w = by_time ? 8 : 5;
+	fprintf(f, "%*s %7s %*s %7s  %s\n", w, by_time ? "OWN ms" : "OWN", "OWN%", w,
+		by_time ? "TOTAL ms" : "TOTAL", "TOTAL%", "FUNCTION (FILE:LINE)");
 	rows = o->opts.top_rows ? o->opts.top_rows : 30;
 	for (uint32_t i = 0; i < nfn && i < rows; i++) {
 		const struct out_frame *fr = &m->frames[fns[i].frame];
+		double own = total ? 100.0 * (double)fns[i].own / (double)total : 0.0;
+		double tot = total ? 100.0 * (double)fns[i].total / (double)total : 0.0;
 
-		fprintf(f, "%*" PRIu64 " %6.2f%% %*" PRIu64 " %6.2f%%  ", w, fns[i].own,
-			total ? 100.0 * (double)fns[i].own / (double)total : 0.0, w, fns[i].total,
-			total ? 100.0 * (double)fns[i].total / (double)total : 0.0);
+		if (by_time)
+			fprintf(f, "%*.1f %6.2f%% %*.1f %6.2f%%  ", w, (double)fns[i].own / 1e6, own,
+				w, (double)fns[i].total / 1e6, tot);
+		else
+			fprintf(f, "%*" PRIu64 " %6.2f%% %*" PRIu64 " %6.2f%%  ", w, fns[i].own,
+				own, w, fns[i].total, tot);
 		put_clean(f, fr->function);
 		if (fr->kind == OUT_FRAME_PYTHON) {
 			fputs(" (", f);
