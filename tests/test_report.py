@@ -137,6 +137,7 @@ def decode(path):
         whole = d.eof                   # the gzip stream ended, its CRC checked
     assert data[:8] == MAGIC and data[8:10] == b"\x01\x00"
     pos, strs, frames, samples, hdr, end, ts = 10, [None], [], [], None, None, 0
+    extras = None
 
     def string(p, e):
         n, p = uvarint(data, p, e)
@@ -166,6 +167,19 @@ def decode(path):
                 line, p = svarint(data, p, e)
                 first, p = svarint(data, p, e)
                 frames.append((strs[fn] or "", strs[file] or "", line, first))
+            elif typ == ord("X"):
+                # The next sample's event and leaf frames (kind 1: a marker,
+                # 4: a kernel function), outermost first.
+                ev, p = uvarint(data, p, e)
+                nl, p = uvarint(data, p, e)
+                leaf = []
+                for _ in range(nl):
+                    kind, p = uvarint(data, p, e)
+                    sid, p = uvarint(data, p, e)
+                    assert kind in (1, 4) and sid
+                    leaf.append((kind, strs[sid]))
+                assert p == e and extras is None
+                extras = (strs[ev] if ev else None, leaf)
             elif typ == ord("P"):
                 f = []
                 for _ in range(7):
@@ -178,10 +192,12 @@ def decode(path):
                     ids.append(v)
                 assert p == e
                 ts += dts
+                ev, leaf = extras or (None, [])
+                extras = None
                 samples.append(dict(comm=hdr["comm"], pid=hdr["pid"], tid=tid,
                                     thread=strs[name], cpu=cpu, ts=ts, period=period,
-                                    status=STATUS_NAME[status],
-                                    frames=[frames[i] for i in ids]))
+                                    status=STATUS_NAME.get(status, f"status-{status}"),
+                                    frames=[frames[i] for i in ids], event=ev, leaf=leaf))
             elif typ == ord("E"):
                 end = uvarint(data, p, e)[0]
                 assert end == len(samples)
