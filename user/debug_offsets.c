@@ -231,6 +231,59 @@ static int section_size(const char *const *l, const uint64_t *vals, const char *
 	return find(l, vals, sec, size);
 }
 
+/*
+ * The GIL and the collector. The table gives interpreter_state.gil_runtime_state
+ * as the offset of the interpreter's own, embedded GIL (_gil), and its
+ * _locked and _holder relative to the interpreter, not to the GIL; ceval_gil
+ * is the offset of the pointer to the GIL the interpreter takes; gc.* are
+ * relative to interpreter_state.gc. Only the off-CPU and GIL modes use them:
+ * values that do not hold together leave them unknown (0) instead of
+ * refusing the target.
+ */
+static void bind_gil_gc(const char *const *l, const uint64_t *vals, struct py_offsets *out)
+{
+	uint64_t rsize, head, isize, gil, cgil, locked, holder, gc, gcsize, coll, frame = 0;
+	const uint64_t gsize = PY_GIL_SIZE;
+
+	if (find(l, vals, "runtime_state.size", &rsize) ||
+	    find(l, vals, "runtime_state.interpreters_head", &head) ||
+	    find(l, vals, "interpreter_state.size", &isize) ||
+	    find(l, vals, "interpreter_state.ceval_gil", &cgil) ||
+	    find(l, vals, "interpreter_state.gil_runtime_state", &gil) ||
+	    find(l, vals, "interpreter_state.gil_runtime_state_locked", &locked) ||
+	    find(l, vals, "interpreter_state.gil_runtime_state_holder", &holder) ||
+	    find(l, vals, "interpreter_state.gc", &gc) ||
+	    find(l, vals, "gc.size", &gcsize) ||
+	    find(l, vals, "gc.collecting", &coll))
+		return;
+	/* None of them is the first field of its struct. */
+	if (!head || !cgil || !gil || !gc || !coll)
+		return;
+	/* _PyRuntime.interpreters.main is the pointer after .head (3.11-3.15). */
+	if (rsize > MAX_STRUCT_SIZE || head > rsize || rsize - head < 16)
+		return;
+	if (isize > MAX_STRUCT_SIZE || gil > isize || isize - gil < gsize ||
+	    cgil > isize - 8 || (cgil + 8 > gil && cgil < gil + gsize))
+		return;
+	if (holder < gil || holder - gil > gsize - 8 || locked < gil || locked - gil > gsize - 4 ||
+	    (holder < locked + 4 && locked < holder + 8))
+		return;
+	if (gcsize > isize || gc > isize - gcsize || gcsize < 4 || coll > gcsize - 4)
+		return;
+	if (find(l, vals, "gc.frame", &frame) == 0 &&
+	    (!frame || gcsize < 8 || frame > gcsize - 8 || (frame < coll + 4 && coll < frame + 8)))
+		return;
+	out->runtime_interpreters_main = head + 8;
+	out->interp_ceval_gil = cgil;
+	out->interp_gil = gil;
+	out->gil_size = gsize;
+	out->gil_last_holder = holder - gil;
+	out->gil_locked = locked - gil;
+	out->interp_gc_collecting = gc + coll;
+	out->gc_collecting_size = 4;	/* int collecting, 3.11 to 3.15 */
+	out->interp_gc_frame = frame ? gc + frame : 0;
+}
+
 int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 			 char *err, size_t errlen)
 {
@@ -307,6 +360,7 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 		return -EPROTO;
 	}
 	out->code_version -= 4;
+	bind_gil_gc(l, vals, out);
 	if (!out->unicode_compact_data)	/* PyCompactUnicodeObject adds utf8_length, utf8 */
 		out->unicode_compact_data = out->unicode_ascii_data + 16;
 	out->frame_owner_interp_min = 3;	/* 3.13 CSTACK; 3.14+ INTERPRETER (and CSTACK 4) */

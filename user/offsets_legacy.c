@@ -10,6 +10,12 @@
  * PyThreadState, _PyCFrame, _PyInterpreterFrame, PyCodeObject, PyASCIIObject,
  * PyBytesObject. pyproc.c validates them with a round trip (a thread's interp
  * pointer leads back to its interpreter) before trusting them.
+ *
+ * The GIL and GC fields, from the same headers (struct _gil_runtime_state,
+ * struct _gc_runtime_state): 3.11 embeds the one GIL in _PyRuntime
+ * (ceval.gil); 3.12 gives each interpreter a pointer to the GIL it takes
+ * (ceval.gil), which for the main interpreter is its own _gil (seen on a live
+ * 3.12.1). pyproc__gil_gc() checks them once against the live target.
  */
 static const struct py_offsets py311 = {
 	.runtime_interpreters_head = 40,
@@ -26,6 +32,9 @@ static const struct py_offsets py311 = {
 	.unicode_state = 32, .unicode_length = 16,
 	.unicode_ascii_data = 48, .unicode_compact_data = 72,	/* 3.11 still has wstr */
 	.bytes_size = 16, .bytes_sval = 32,
+	.runtime_interpreters_main = 48, .runtime_gil = 360,
+	.gil_size = PY_GIL_SIZE, .gil_last_holder = PY_GIL_LAST_HOLDER, .gil_locked = PY_GIL_LOCKED,
+	.interp_gc_collecting = 848, .gc_collecting_size = 4,	/* gc at 648, collecting at 200 */
 };
 
 static const struct py_offsets py312 = {
@@ -45,6 +54,9 @@ static const struct py_offsets py312 = {
 	.unicode_state = 32, .unicode_length = 16,
 	.unicode_ascii_data = 40, .unicode_compact_data = 56,
 	.bytes_size = 16, .bytes_sval = 32,
+	.runtime_interpreters_main = 48, .interp_ceval_gil = 384, .interp_gil = 1040,
+	.gil_size = PY_GIL_SIZE, .gil_last_holder = PY_GIL_LAST_HOLDER, .gil_locked = PY_GIL_LOCKED,
+	.interp_gc_collecting = 312, .gc_collecting_size = 4,	/* gc at 112, collecting at 200 */
 };
 
 int offsets_legacy__get(uint32_t version_hex, struct py_offsets *out)

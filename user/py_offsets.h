@@ -10,6 +10,7 @@
 #ifndef PYPROF_PY_OFFSETS_H
 #define PYPROF_PY_OFFSETS_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -82,6 +83,44 @@ struct py_offsets {
 
 	uint64_t bytes_size;		/* ob_size */
 	uint64_t bytes_sval;
+
+	/*
+	 * The GIL and the collector of the main interpreter, for the off-CPU
+	 * and GIL modes (every field 0: unknown, the target is still read).
+	 * pyproc__gil_gc() turns them into addresses in the target.
+	 */
+	/* _PyRuntime.interpreters.main (PyInterpreterState *) */
+	uint64_t runtime_interpreters_main;
+	/* 3.11: the GIL is embedded in _PyRuntime at this offset (ceval.gil). */
+	uint64_t runtime_gil;
+	/* 3.12+: interp->ceval.gil, the pointer to the GIL an interpreter
+	 * takes, and interp->_gil, an interpreter's own GIL: the one the main
+	 * interpreter's pointer points at. */
+	uint64_t interp_ceval_gil;
+	uint64_t interp_gil;
+	/* sizeof(struct _gil_runtime_state): the cond and mutex a thread
+	 * waiting for the GIL sleeps on (a futex) lie inside it. */
+	uint64_t gil_size;
+	uint64_t gil_last_holder;	/* PyThreadState *, from the GIL's start */
+	uint64_t gil_locked;		/* int, from the GIL's start */
+	/* interp->gc.collecting: non-zero while a collection runs. */
+	uint64_t interp_gc_collecting;
+	uint64_t gc_collecting_size;	/* its width in bytes (an int: 4) */
+	/* 3.15+ (0 before): interp->gc.frame, the _PyInterpreterFrame * of
+	 * the frame that started the running collection (NULL when none, or
+	 * when no Python frame started it). */
+	uint64_t interp_gc_frame;
 };
+
+/*
+ * sizeof(struct _gil_runtime_state) in a GIL build of 3.11 to 3.15 (all build
+ * FORCE_SWITCHING): interval, last_holder, locked, switch_number (32 bytes on
+ * LP64), then cond, mutex, switch_cond and switch_mutex, pthread types of the
+ * target's libc, which is ours (208 bytes on x86_64 glibc). last_holder is at
+ * 8 and locked at 16 in every one of them.
+ */
+#define PY_GIL_SIZE (32 + 2 * (sizeof(pthread_cond_t) + sizeof(pthread_mutex_t)))
+#define PY_GIL_LAST_HOLDER 8
+#define PY_GIL_LOCKED 16
 
 #endif

@@ -41,6 +41,7 @@ struct pyproc {
 	size_t nlast, caplast;
 	unsigned char *tsbuf;		/* nlast thread states, tstate_size each */
 	struct remote_iov *tsiov;
+	struct py_gil_gc gil_gc;	/* valid when gil_gc.gil != 0 */
 };
 
 pid_t pyproc__pid(const struct pyproc *p) { return p->pid; }
@@ -439,6 +440,65 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
 	*n = count < max ? count : max;
 	remember_threads(p, first_interp, out, *n, ninterp == 1 && count <= max);
 	return count > max ? -E2BIG : 0;
+}
+
+int pyproc__gil_gc(struct pyproc *p, struct py_gil_gc *out)
+{
+	const struct py_offsets *o = &p->off;
+	struct py_gil_gc g = { 0 };
+	int32_t locked = 0, collecting = 0;
+	int rc;
+
+	if (p->gil_gc.gil) {
+		*out = p->gil_gc;
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	if (!o->runtime_interpreters_main || !o->gil_size || !o->gil_last_holder ||
+	    !o->gil_locked || !o->interp_gc_collecting || o->gc_collecting_size != 4 ||
+	    (!o->runtime_gil && !o->interp_ceval_gil))
+		return -ENOTSUP;
+	rc = remote_read_u64(p->pid, p->runtime + o->runtime_interpreters_main, &g.interp);
+	if (rc)
+		return rc;
+	if (!g.interp)
+		return -EAGAIN;
+	if (o->runtime_gil) {
+		g.gil = p->runtime + o->runtime_gil;
+	} else {
+		/* The pointer is what the interpreter takes; the main one's
+		 * must be its own GIL, else our offsets are wrong. */
+		rc = remote_read_u64(p->pid, g.interp + o->interp_ceval_gil, &g.gil);
+		if (rc)
+			return rc;
+		if (!g.gil)
+			return -EAGAIN;
+		if (o->interp_gil && g.gil != g.interp + o->interp_gil)
+			return -EPROTO;
+	}
+	g.gil_size = o->gil_size;
+	g.gil_holder = g.gil + o->gil_last_holder;
+	g.gil_locked = g.gil + o->gil_locked;
+	g.gc_collecting = g.interp + o->interp_gc_collecting;
+	g.gc_collecting_size = o->gc_collecting_size;
+	g.gc_frame = o->interp_gc_frame ? g.interp + o->interp_gc_frame : 0;
+	{
+		struct remote_iov iov[2] = {
+			{ g.gil_locked, &locked, sizeof(locked) },
+			{ g.gc_collecting, &collecting, sizeof(collecting) },
+		};
+
+		rc = remote_readv(p->pid, iov, 2);
+		if (rc)
+			return rc;
+	}
+	if (locked == -1)	/* the GIL is not created yet */
+		return -EAGAIN;
+	if ((locked != 0 && locked != 1) || (collecting != 0 && collecting != 1))
+		return -EPROTO;
+	p->gil_gc = g;
+	*out = g;
+	return 0;
 }
 
 static int check_readable(pid_t pid, char *err, size_t errlen)

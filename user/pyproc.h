@@ -39,6 +39,32 @@ uint64_t pyproc__code_type(const struct pyproc *p);
 /* Address of _PyRuntime in the target. */
 uint64_t pyproc__runtime(const struct pyproc *p);
 
+/*
+ * Addresses in the target that say who holds the main interpreter's GIL and
+ * whether its collector runs. A thread waiting for the GIL sleeps on a futex
+ * inside [gil, gil + gil_size) (its cond or mutex).
+ */
+struct py_gil_gc {
+	uint64_t interp;	/* the main PyInterpreterState */
+	uint64_t gil;		/* its struct _gil_runtime_state */
+	uint64_t gil_size;
+	uint64_t gil_holder;	/* &gil->last_holder: PyThreadState * */
+	uint64_t gil_locked;	/* &gil->locked: int, 1 while held */
+	uint64_t gc_collecting;	/* &interp->gc.collecting: non-zero while collecting */
+	uint64_t gc_collecting_size;	/* its width in bytes (4) */
+	uint64_t gc_frame;	/* 3.15+: &interp->gc.frame (_PyInterpreterFrame *); else 0 */
+};
+
+/*
+ * Fill @out. The first success reads the target (the main interpreter, the
+ * GIL pointer 3.12+ keeps in it, and checks locked and collecting hold 0 or
+ * 1) and is remembered: later calls read nothing. -ENOTSUP when the offsets
+ * for this version are unknown, -EAGAIN while the runtime has no main
+ * interpreter or GIL yet, -EPROTO when the target disagrees with the
+ * offsets, or a read error (-ESRCH, -EFAULT, -EPERM).
+ */
+int pyproc__gil_gc(struct pyproc *p, struct py_gil_gc *out);
+
 struct py_thread {
 	uint64_t tstate;	/* PyThreadState address in the target */
 	uint64_t interp;	/* its interpreter */
