@@ -82,6 +82,21 @@ const char *output__format_for_path(const char *path)
 	return f ? f->name : NULL;
 }
 
+const char *output__mode_label(const struct output_opts *opts)
+{
+	const char *m = opts ? opts->mode : NULL;
+
+	if (!m || !strcmp(m, "cpu"))
+		return "CPU";
+	if (!strcmp(m, "off-cpu"))
+		return "off-CPU";
+	if (!strcmp(m, "wall"))
+		return "wall-clock";
+	if (!strcmp(m, "gil"))
+		return "GIL";
+	return m;
+}
+
 const char *output__format(const struct output *o)
 {
 	return o->fmt->name;

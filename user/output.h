@@ -87,6 +87,9 @@ struct output_opts {
 	const char *title;	/* flamegraph/speedscope title; NULL -> derived from the comm */
 	uint64_t start_time_ns;	/* wall-clock start (CLOCK_REALTIME) for pprof; 0: omit */
 	unsigned int top_rows;	/* rows in the top table; 0 -> 30 */
+	/* What the samples weigh (--mode): "cpu" (or NULL), "off-cpu",
+	 * "wall", "gil"; said in titles and pprof's sample type. */
+	const char *mode;
 };
 
 /*
@@ -113,6 +116,8 @@ int output__finish(struct output *o);
 /* Frees everything; closes the file if output__finish() was not called. Accepts NULL. */
 void output__free(struct output *o);
 
+/* How titles name the mode: "CPU", "off-CPU", "wall-clock", "GIL". */
+const char *output__mode_label(const struct output_opts *opts);
 /* Name of the format @o writes ("perf-script", ...). */
 const char *output__format(const struct output *o);
 /* "perf-script, collapsed, speedscope, pprof, flamegraph, top", for --help. */

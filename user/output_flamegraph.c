@@ -531,8 +531,8 @@ static int flamegraph_finish(struct output *o)
 	if (o->opts.title)
 		snprintf(title, sizeof(title), "%s", o->opts.title);
 	else if (m->nthreads)
-		snprintf(title, sizeof(title), "%s (pid %d): CPU flame graph", m->threads[0].comm,
-			 (int)m->threads[0].pid);
+		snprintf(title, sizeof(title), "%s (pid %d): %s flame graph", m->threads[0].comm,
+			 (int)m->threads[0].pid, output__mode_label(&o->opts));
 	else
 		snprintf(title, sizeof(title), "CPU flame graph (no samples)");
 	if (o->svg)

@@ -166,6 +166,18 @@ static int gzip_out(struct output *o, const struct pbuf *b)
 	return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
+/* The sample type of the time values: cpu, or what --mode weighs. */
+static const char *pprof_kind(const struct output *o)
+{
+	const char *m = o->opts.mode;
+
+	if (m && !strcmp(m, "wall"))
+		return "wall";
+	if (m && !strcmp(m, "off-cpu"))
+		return "off-cpu";
+	return "cpu";
+}
+
 static int pprof_finish(struct output *o)
 {
 	const struct out_model *m = &o->m;
@@ -184,7 +196,7 @@ static int pprof_finish(struct output *o)
 	}
 
 	value_type(&c, &b, &sub, 1, "samples", "count");
-	value_type(&c, &b, &sub, 1, "cpu", "nanoseconds");
+	value_type(&c, &b, &sub, 1, pprof_kind(o), "nanoseconds");
 
 	/* Samples: location ids leaf first; location id = frame id + 1. */
 	for (uint32_t i = 0; i < m->naggs && !b.err; i++) {
@@ -260,9 +272,9 @@ static int pprof_finish(struct output *o)
 
 	pb_uint(&b, 9, o->opts.start_time_ns);
 	pb_uint(&b, 10, m->last_ts - m->first_ts);
-	value_type(&c, &b, &sub, 11, "cpu", "nanoseconds");
+	value_type(&c, &b, &sub, 11, pprof_kind(o), "nanoseconds");
 	pb_uint(&b, 12, m->first_period);
-	pb_uint(&b, 14, str(&c, "cpu"));
+	pb_uint(&b, 14, str(&c, pprof_kind(o)));
 	/* The string table last: every string is known by now. */
 	for (uint32_t i = 0; i < c.strs.n; i++) {
 		size_t len = strlen(c.strs.strs[i]);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include "json_writer.h"
 #include "output.h"
 
@@ -66,8 +67,9 @@ static int speedscope_finish(struct output *o)
 	if (o->opts.title)
 		snprintf(title, sizeof(title), "%s", o->opts.title);
 	else if (m->nthreads)
-		snprintf(title, sizeof(title), "%s (pid %d)", m->threads[0].comm,
-			 (int)m->threads[0].pid);
+		snprintf(title, sizeof(title), "%s (pid %d)%s%s", m->threads[0].comm,
+			 (int)m->threads[0].pid, o->opts.mode && strcmp(o->opts.mode, "cpu") ? ", " : "",
+			 o->opts.mode && strcmp(o->opts.mode, "cpu") ? output__mode_label(&o->opts) : "");
 	else
 		snprintf(title, sizeof(title), "empty profile");
 

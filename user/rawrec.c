@@ -325,7 +325,7 @@ static int write_header(struct rawrec_writer *w, const struct rawrec_info *info)
 
 	if (lc + lp + lb > RAWREC_MAX_RECORD / 2)
 		return -E2BIG;
-	err = wbuf(w, sizeof(magic) + 2 + REC_PREFIX + lc + lp + lb + 9 * VARINT_MAX);
+	err = wbuf(w, sizeof(magic) + 2 + REC_PREFIX + lc + lp + lb + 16 + 10 * VARINT_MAX);
 	if (err)
 		return err;
 	p = w->buf + REC_PREFIX;
@@ -338,6 +338,7 @@ static int write_header(struct rawrec_writer *w, const struct rawrec_info *info)
 	n += put_u(p + n, info->max_frames);
 	n += put_u(p + n, info->start_time_ns);
 	n += put_u(p + n, info->start_mono_ns);
+	n += put_str(p + n, info->mode ? info->mode : "cpu", info->mode ? strlen(info->mode) : 3);
 	/* The magic and version go out in the same write as the header record. */
 	{
 		unsigned char head[sizeof(magic) + 2];
@@ -772,6 +773,8 @@ static int parse_header(struct rawrec_reader *r, char *err, size_t errlen)
 	depth = cur_u(&c);
 	in->start_time_ns = cur_u(&c);
 	in->start_mono_ns = cur_u(&c);
+	/* Appended later: a file of an older writer ends before it. */
+	in->mode = c.p < c.end ? cur_str(&c, &nomem) : NULL;
 	if (nomem) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -1120,6 +1123,7 @@ void rawrec_reader__free(struct rawrec_reader *r)
 	if (r->gz)
 		gzclose(r->gz);
 	free((char *)r->info.comm);
+	free((char *)r->info.mode);
 	free((char *)r->info.python_version);
 	free((char *)r->info.backend);
 	for (uint32_t i = 0; i < r->nstrs; i++)

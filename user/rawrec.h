@@ -72,6 +72,7 @@ struct rawrec_info {
 	uint32_t max_frames;
 	uint64_t start_time_ns;		/* CLOCK_REALTIME at start (pprof's time) */
 	uint64_t start_mono_ns;		/* CLOCK_MONOTONIC at start */
+	const char *mode;		/* --mode: "cpu" ...; NULL (read: older files) */
 };
 
 #define RAWREC_END_TARGET_EXITED 1u	/* it stopped because the target exited */

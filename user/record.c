@@ -942,6 +942,7 @@ int record__main(int argc, char **argv)
 
 	multi = env.subprocesses || env.npids > 1;
 	env.out.oopts.process_roots = multi;
+	env.out.oopts.mode = mode_name(env.mode);
 	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
 				       .max_frames = (unsigned int)env.max_frames,
 				       .verbose = env.verbose,
@@ -1072,6 +1073,7 @@ int record__main(int argc, char **argv)
 		rinfo.period_ns = ctx.period_ns;
 		rinfo.max_frames = (uint32_t)env.max_frames;
 		rinfo.start_time_ns = env.out.oopts.start_time_ns;
+		rinfo.mode = mode_name(env.mode);
 		rc = rawrec_writer__open(raw_path, &rinfo, &ctx.raw, err, sizeof(err));
 		if (rc)
 			goto fail;

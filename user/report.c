@@ -150,6 +150,7 @@ int report__main(int argc, char **argv)
 	info = rawrec_reader__info(r);
 	/* What record gives the writers besides the samples (record.c). */
 	env.out.oopts.start_time_ns = info->start_time_ns;
+	env.out.oopts.mode = info->mode;
 	rc = output__new(env.out.format, env.out.output, &env.out.oopts, &out, err, sizeof(err));
 	if (rc)
 		goto fail;
