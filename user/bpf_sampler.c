@@ -33,6 +33,7 @@
  * program has counted a sample for it in the threads map.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -52,7 +53,6 @@
 #include "pyprof.skel.h"
 #include "bpf_sampler.h"
 #include "frame_cache.h"
-#include "procfs.h"
 #include "offcpu/intervals.h"
 
 #ifndef CAP_PERFMON
@@ -1570,6 +1570,29 @@ static void task_syscall(pid_t pid, pid_t tid, int64_t *nr, uint64_t *arg0)
 	fclose(f);
 }
 
+/* The state letter of /proc/PID/task/TID/stat (after the comm's last ')'). */
+static int task_state(pid_t pid, pid_t tid, char *state)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
+	*state = p[2];
+	return 0;
+}
+
 /*
  * Off-CPU modes: a thread already off the CPU when the recording starts has
  * its interval opened now (the program saw it leave before it was loaded),
@@ -1593,18 +1616,12 @@ static void seed_intervals(struct bpf_sampler *s)
 		struct pyprof_offcpu o = { .off_ns = now };
 		struct offcpu_iv *iv;
 		size_t nf = 0;
-		int truncated = 0, fd;
+		int truncated = 0;
 		char state = 0;
 		__u32 key = (__u32)tid;
 
-		fd = procfs__task_stat_open(s->pid, tid);
-		if (fd < 0)
+		if (task_state(s->pid, tid, &state))
 			continue;
-		if (procfs__stat_fd_state(fd, &state)) {
-			close(fd);
-			continue;
-		}
-		close(fd);
 		if (state == 'R')
 			o.wake_ns = now;
 		else if (state != 'S' && state != 'D')
