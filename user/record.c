@@ -1230,11 +1230,23 @@ int record__main(int argc, char **argv)
 	if (ctx.unknown.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples of processes that could not be read "
 			"were dropped\n", (unsigned long long)ctx.unknown.samples);
+	if (bs && bpf_sampler__lost_intervals(bs))
+		fprintf(stderr, "pyprof-bpf: %llu off-CPU intervals lost (their stack's record "
+			"did not reach us: the ring was full)\n",
+			(unsigned long long)bpf_sampler__lost_intervals(bs));
+	if (ctx.clipped_ns)
+		fprintf(stderr, "pyprof-bpf: %.3f s of off-CPU time after the %g s duration "
+			"was left out\n", ctx.clipped_ns / 1e9, env.duration);
+	/* One shape in every mode (scripts read it); the mode said after it. */
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
-		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames\n",
+		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames%s%s%s\n",
 		(unsigned long long)st.samples, end - start, st.samples / (end - start), env.freq,
 		(unsigned long long)st.lost, (unsigned long long)st.truncated,
-		(unsigned long long)st.errors, ctx.symbol_errors);
+		(unsigned long long)st.errors, ctx.symbol_errors,
+		env.mode == SAMPLER_MODE_CPU ? "" : "; ", env.mode == SAMPLER_MODE_CPU ? "" :
+		mode_name(env.mode), env.mode == SAMPLER_MODE_CPU ? "" :
+		env.mode == SAMPLER_MODE_OFFCPU || !bs ? " mode" :
+		" mode (an off-CPU interval counts as one sample)");
 	exit_code = 0;
 	if (cmd && launch__poll(cmd) != 1) {	/* -d, or it exec'd */
 		fprintf(stderr, "pyprof-bpf: the recording is written; waiting for the command "
