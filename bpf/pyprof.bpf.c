@@ -38,6 +38,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set by the loader before load: follow the targets' children. */
 const volatile __u32 follow_children = 0;
+/* Set by the loader before load (--kernel): a tick interrupting the kernel
+ * sends its kernel stack (PYPROF_REC_KSTACK) before its sample. */
+const volatile __u32 kernel_stacks = 0;
 
 /*
  * The only process sampled, while there is exactly one and none followed
@@ -1034,9 +1037,42 @@ out:
 	return 1;
 }
 
+/* --kernel: the kernel stack of a tick that interrupted the kernel, sent
+ * before its sample (same CPU: the ring keeps the order). */
+static __always_inline void tick_kstack(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pyprof_switch *r;
+	long got;
+
+	if (only_tgid && (id >> 32) != only_tgid)
+		return;
+	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	if (!r) {
+		count(PYPROF_CNT_LOST);
+		return;
+	}
+	got = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
+	if (got <= 0) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	r->kind = PYPROF_REC_KSTACK;
+	r->tid = (__u32)id;
+	r->pid = id >> 32;
+	r->state = 0;
+	r->syscall_nr = -1;
+	r->syscall_arg0 = 0;
+	r->nkstack = (__u32)(got / sizeof(__u64));
+	r->pad = 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 SEC("perf_event")
 int pyprof_sample(struct bpf_perf_event_data *ctx)
 {
+	if (kernel_stacks)
+		tick_kstack(ctx);
 	take_sample(false);
 	return 0;
 }

@@ -382,6 +382,9 @@ enum pyprof_rec_kind {
 	PYPROF_REC_PROC = 3,		/* struct pyprof_proc_event */
 	PYPROF_REC_SWITCH = 4,		/* struct pyprof_switch */
 	PYPROF_REC_SWITCH_IN = 5,	/* struct pyprof_switch_in */
+	/* --kernel: a tick's kernel stack, before its sample (struct
+	 * pyprof_switch, no system call). */
+	PYPROF_REC_KSTACK = 6,
 };
 
 /*

@@ -213,6 +213,14 @@ struct bpf_sampler {
 	struct py_gil_gc gil;
 	bool gil_known;
 	uint64_t lost_intervals;
+
+	/* --kernel: ticks' kernel stacks, each until its sample comes (one
+	 * per CPU at most is in flight: a small table will do). */
+	struct tick_kstack {
+		pid_t tid;		/* 0: free */
+		uint32_t n;
+		uint64_t addrs[PYPROF_KSTACK_MAX];
+	} kst[64];
 };
 
 static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_config *c);
@@ -1009,6 +1017,29 @@ static void open_interval(struct bpf_sampler *s, const struct pyprof_sample *r,
 		iv->status = PYPROF_TRUNCATED;
 }
 
+/* --kernel: a tick's kernel stack, kept for its sample. A slot still held
+ * by a sample that never came (its record lost) is reused. */
+static void on_tick_kstack(struct bpf_sampler *s, const struct pyprof_switch *e)
+{
+	size_t nslots = sizeof(s->kst) / sizeof(s->kst[0]), k = e->tid % nslots;
+	struct tick_kstack *t = &s->kst[k];
+
+	t->tid = (pid_t)e->tid;
+	t->n = e->nkstack < PYPROF_KSTACK_MAX ? e->nkstack : PYPROF_KSTACK_MAX;
+	memcpy(t->addrs, e->kstack, t->n * sizeof(t->addrs[0]));
+}
+
+/* The kernel stack sent for @tid's tick, if any: valid until the next record. */
+static const struct tick_kstack *take_tick_kstack(struct bpf_sampler *s, pid_t tid)
+{
+	struct tick_kstack *t = &s->kst[(uint32_t)tid % (sizeof(s->kst) / sizeof(s->kst[0]))];
+
+	if (t->tid != tid)
+		return NULL;
+	t->tid = 0;
+	return t;
+}
+
 /* Why a blocked thread left the CPU: follows its sample. */
 static void on_switch(struct bpf_sampler *s, const struct pyprof_switch *e)
 {
@@ -1090,6 +1121,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct frame_cache_rec fr;
 	struct frame_cache_out fo;
 	struct raw_sample rs;
+	const struct tick_kstack *kst;
 	int ret;
 
 	if (size >= sizeof(__u32) && r->kind == PYPROF_REC_CODE) {
@@ -1110,6 +1142,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	if (size >= sizeof(struct pyprof_switch_in) && r->kind == PYPROF_REC_SWITCH_IN)
 		return on_switch_in(s, data);
+	if (size >= sizeof(struct pyprof_switch) && r->kind == PYPROF_REC_KSTACK) {
+		on_tick_kstack(s, data);
+		return 0;
+	}
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
 	    size < PYPROF_SAMPLE_SIZE(r->nframes)) {
 		s->errors++;
@@ -1148,6 +1184,11 @@ deliver:
 	memset(&rs, 0, sizeof(rs));
 	rs.kind = SAMPLE_KIND_CPU;
 	rs.flags = sample_flags(r->flags);
+	kst = take_tick_kstack(s, (pid_t)r->tid);
+	if (kst) {
+		rs.nkstack = kst->n;
+		rs.kstack = kst->addrs;
+	}
 	rs.pid = r->pid;
 	rs.tid = r->tid;
 	rs.cpu = r->cpu;
@@ -1375,6 +1416,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	s->skel = skel;
 	s->max_frames = max_frames;
 	skel->rodata->follow_children = !!o->follow_children;
+	skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");

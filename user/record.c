@@ -58,6 +58,7 @@ struct record_env {
 	int no_frame_cache;	/* --no-frame-cache */
 	enum sampler_events events;	/* --events */
 	enum sampler_mode mode;		/* --mode */
+	int kernel;			/* --kernel */
 };
 
 struct tid_name {
@@ -175,6 +176,7 @@ static const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode wall -d 10 -o wall.html  # on and off CPU\n"
 "    sudo pyprof-bpf -p 1234 --mode off-cpu -d 10 -o wait.folded  # why it waits\n"
 "    sudo pyprof-bpf -p 1234 --mode gil -d 10 -o gil.html  # who holds the GIL\n"
+"    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -185,6 +187,7 @@ enum {
 	OPT_RAW,
 	OPT_SUBPROCESSES,
 	OPT_MODE,
+	OPT_KERNEL,
 };
 
 static const struct argp_option record_options[] = {
@@ -208,6 +211,8 @@ static const struct argp_option record_options[] = {
 	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
 	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
 	  "the GIL was held (gil)", 0 },
+	{ "kernel", OPT_KERNEL, NULL, 0, "BPF: a sample taken in the kernel (a system call at "
+	  "work) ends in the kernel functions it was in", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -293,6 +298,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid mode (cpu, off-cpu, wall or gil): %s", arg);
 		break;
+	case OPT_KERNEL:
+		env->kernel = 1;
+		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
 			argp_error(state, "invalid depth (1 to 65536): %s", arg);
@@ -331,6 +339,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--mode off-cpu needs the BPF backend: polling from "
 				   "outside cannot see when or why a thread leaves the CPU (the "
 				   "remote backend offers cpu, wall and gil)");
+		if (env->kernel && env->backend == BACKEND_REMOTE)
+			argp_error(state, "--kernel is for the BPF backend");
 		if (env->mode == SAMPLER_MODE_OFFCPU && env->events)
 			argp_error(state, "--events is for the modes that sample on a CPU");
 		if ((env->subprocesses || env->npids > 1) && env->backend == BACKEND_REMOTE)
@@ -964,7 +974,8 @@ int record__main(int argc, char **argv)
 						 SAMPLER_EVENTS_CPU : env.events,
 				       .follow_children = env.subprocesses,
 				       .exec_events = cmd != NULL,
-				       .mode = env.mode };
+				       .mode = env.mode,
+				       .kernel_stacks = env.kernel };
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
 	if (rc) {
 		snprintf(err, sizeof(err), "out of memory");
@@ -1008,8 +1019,8 @@ int record__main(int argc, char **argv)
 	}
 	ctx.period_ns = 1000000000ull / (uint64_t)env.freq;
 	/* Kernel frames only where off-CPU stacks have them. */
-	rc = leaf_names__new(env.mode == SAMPLER_MODE_OFFCPU || env.mode == SAMPLER_MODE_WALL,
-			     &ctx.leaf);
+	rc = leaf_names__new(env.mode == SAMPLER_MODE_OFFCPU || env.mode == SAMPLER_MODE_WALL ||
+			     env.kernel, &ctx.leaf);
 	if (rc && rc != -ENOMEM) {
 		fprintf(stderr, "pyprof-bpf: kernel symbols unreadable (%s): off-CPU stacks "
 			"without kernel frames\n", strerror(-rc));

@@ -58,7 +58,8 @@ struct raw_sample {
 	 * CPU (-1: none, a preemption or a fault) and its first argument. */
 	int64_t syscall_nr;
 	uint64_t syscall_arg0;
-	/* SAMPLE_KIND_OFFCPU: kernel return addresses, innermost first. */
+	/* Kernel return addresses, innermost first: where an off-CPU thread
+	 * slept, or (--kernel) what a tick interrupted in the kernel. */
 	uint32_t nkstack;
 	const uint64_t *kstack;
 };
@@ -161,6 +162,9 @@ struct sampler_opts {
 	 * execs, the sampler loaded before. */
 	int exec_events;
 	enum sampler_mode mode;
+	/* BPF backend: a tick that interrupted the kernel carries its
+	 * kernel stack (raw_sample.kstack). */
+	int kernel_stacks;
 };
 
 #endif

@@ -114,6 +114,8 @@ uint32_t leaf_names__frames(struct leaf_names *l, const struct raw_sample *r, en
 	case LEAF_CPU:
 		if (gil_mode && (r->flags & SAMPLE_F_GIL_KNOWN) && !(r->flags & SAMPLE_F_GIL_HELD))
 			out[n++] = (struct out_leaf){ OUT_FRAME_STATUS, "[GIL released]" };
+		/* --kernel: what the tick interrupted in the kernel. */
+		n += kernel_frames(l, r, out + n, LEAF_MAX - n);
 		break;
 	case LEAF_RUNNABLE:
 		out[n++] = (struct out_leaf){ OUT_FRAME_STATUS, "[runnable]" };
