@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,4 +134,50 @@ int procfs__descendants(pid_t pid, pid_t *out, size_t max, size_t *n)
 	free(par);
 	*n = k;
 	return rc;
+}
+
+int procfs__stat_state(const char *buf, size_t len, char *state)
+{
+	size_t rp = len;
+	char c;
+
+	while (rp > 0 && buf[rp - 1] != ')')
+		rp--;
+	/* rp: just past the last ')'; the line goes on with " S" */
+	if (rp == 0 || !memchr(buf, '(', rp - 1) || rp + 2 > len || buf[rp] != ' ')
+		return -EINVAL;
+	c = buf[rp + 1];
+	if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+		return -EINVAL;
+	if (rp + 2 < len && buf[rp + 2] != ' ' && buf[rp + 2] != '\n')
+		return -EINVAL;
+	*state = c;
+	return 0;
+}
+
+int procfs__task_stat_open(pid_t pid, pid_t tid)
+{
+	char fn[64];
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
+}
+
+int procfs__stat_fd_state(int fd, char *state)
+{
+	/* A stat line is ~300 bytes; the state is within its first 30 (pid
+	 * at most 7 digits, comm at most 15 bytes): a line cut at the end
+	 * of this buffer still has it. */
+	char buf[512];
+	ssize_t got = pread(fd, buf, sizeof(buf), 0);
+
+	if (got < 0)
+		return -errno;
+	if (got == 0)
+		return -ESRCH;
+	return procfs__stat_state(buf, (size_t)got, state);
 }

@@ -19,4 +19,22 @@ int procfs__thread_alive(pid_t pid, pid_t tid);
  */
 int procfs__descendants(pid_t pid, pid_t *out, size_t max, size_t *n);
 
+/*
+ * The state letter of one stat line ("pid (comm) S ppid ..."), @len bytes of
+ * @buf (no NUL needed), into *state. The comm may hold spaces and ')': the
+ * state follows the last ')'. Returns 0, or -EINVAL when @buf is no stat line.
+ */
+int procfs__stat_state(const char *buf, size_t len, char *state);
+/*
+ * Open /proc/@pid/task/@tid/stat to be read again and again with
+ * procfs__stat_fd_state() (the caller closes it). Returns the fd or -errno.
+ */
+int procfs__task_stat_open(pid_t pid, pid_t tid);
+/*
+ * The state letter of the task whose stat @fd is open, read afresh (one
+ * pread at offset 0). Returns 0, -ESRCH when the task is gone (its fd stays
+ * bound to it: a tid reused later is another task), -EINVAL, or -errno.
+ */
+int procfs__stat_fd_state(int fd, char *state);
+
 #endif
