@@ -41,6 +41,9 @@ const volatile __u32 follow_children = 0;
 /* Set by the loader before load (--kernel): a tick interrupting the kernel
  * sends its kernel stack (PYPROF_REC_KSTACK) before its sample. */
 const volatile __u32 kernel_stacks = 0;
+/* Set by the loader before load (--native): bytes of user stack a tick
+ * copies (PYPROF_REC_USTACK), at most PYPROF_USTACK_MAX; 0: none. */
+const volatile __u32 native_stack = 0;
 
 /*
  * The only process sampled, while there is exactly one and none followed
@@ -465,6 +468,7 @@ static long walk_frame(__u32 i, void *arg)
 	const __u8 *buf;
 	__u64 fp = w->fp, prev;
 	__u32 n, ident;
+	__u8 owner;
 	bool interp;
 
 	if (!fp)
@@ -488,9 +492,9 @@ static long walk_frame(__u32 i, void *arg)
 	prev = field64(buf, sc->cfg.frame_previous);
 	/* Entry and shim frames are the interpreter's, not the program's:
 	 * they do not spend the depth budget. */
-	interp = sc->cfg.frame_owner_interp_min &&
-		 buf[sc->cfg.frame_owner & (PYPROF_FRAME_READ_MAX - 1)] >= sc->cfg.frame_owner_interp_min;
-	if (interp && !sc->cfg.frame_cache) {
+	owner = buf[sc->cfg.frame_owner & (PYPROF_FRAME_READ_MAX - 1)];
+	interp = sc->cfg.frame_owner_interp_min && owner >= sc->cfg.frame_owner_interp_min;
+	if (interp && !sc->cfg.frame_cache && !sc->cfg.keep_entries) {
 		w->last = fp;
 		w->fp = prev;
 		return 0;
@@ -512,13 +516,15 @@ static long walk_frame(__u32 i, void *arg)
 		f->code = 0;
 		f->instr = 0;
 		f->code_version = 0;
-		f->flags = PYPROF_FF_INTERP;
+		f->flags = PYPROF_FF_INTERP |
+			   (sc->cfg.keep_entries && owner == sc->cfg.owner_cstack ? PYPROF_FF_ENTRY : 0);
 		return 0;
 	}
 	f->code = field64(buf, sc->cfg.frame_executable) & ~sc->cfg.executable_tag_mask;
 	f->instr = field64(buf, sc->cfg.frame_instr_ptr);
 	f->code_version = code_version(sc, f->code, &ident);
-	f->flags = 0;
+	f->flags = sc->cfg.frame_is_entry &&
+		   buf[sc->cfg.frame_is_entry & (PYPROF_FRAME_READ_MAX - 1)] ? PYPROF_FF_ENTRY : 0;
 	if (sc->cfg.snapshots && f->code)
 		note_code(sc, f->code, f->code_version, ident);
 	w->npy++;
@@ -1068,9 +1074,81 @@ static __always_inline void tick_kstack(struct bpf_perf_event_data *ctx)
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
+/*
+ * --native: the user registers of the tick's thread (those saved at its
+ * last entry into the kernel: this interrupt's, when it came in user mode)
+ * and the top of its user stack, page by page from rsp until native_stack
+ * bytes or an unreadable page. Sent before the sample.
+ */
+static __always_inline void tick_ustack(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct pyprof_ustack *r;
+	struct pt_regs *regs;
+	__u32 len = 0, want = native_stack;
+	__u64 sp;
+
+	if (only_tgid && (id >> 32) != only_tgid)
+		return;
+	task = bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return;
+	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	if (!r) {
+		count(PYPROF_CNT_LOST);
+		return;
+	}
+	r->kind = PYPROF_REC_USTACK;
+	r->tid = (__u32)id;
+	r->pid = id >> 32;
+	r->regs[0] = regs->ax;
+	r->regs[1] = regs->dx;
+	r->regs[2] = regs->cx;
+	r->regs[3] = regs->bx;
+	r->regs[4] = regs->si;
+	r->regs[5] = regs->di;
+	r->regs[6] = regs->bp;
+	r->regs[7] = regs->sp;
+	r->regs[8] = regs->r8;
+	r->regs[9] = regs->r9;
+	r->regs[10] = regs->r10;
+	r->regs[11] = regs->r11;
+	r->regs[12] = regs->r12;
+	r->regs[13] = regs->r13;
+	r->regs[14] = regs->r14;
+	r->regs[15] = regs->r15;
+	r->regs[16] = regs->ip;
+	sp = regs->sp;
+	if (want > PYPROF_USTACK_MAX)
+		want = PYPROF_USTACK_MAX;
+	for (int i = 0; i < PYPROF_USTACK_MAX / PYPROF_PAGE + 1; i++) {
+		__u32 n = PYPROF_PAGE - ((sp + len) & (PYPROF_PAGE - 1)), room;
+
+		if (len >= want || len > PYPROF_USTACK_MAX - PYPROF_PAGE)
+			break;
+		room = want - len;
+		if (n > room)
+			n = room;
+		/* Bounds the verifier can follow: 1 to a page. */
+		asm volatile("" : "+r"(n));
+		n &= 2 * PYPROF_PAGE - 1;
+		if (!n || n > PYPROF_PAGE)
+			break;
+		if (bpf_probe_read_user(&r->stack[len], n, (const void *)(sp + len)))
+			break;
+		len += n;
+	}
+	r->len = len;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 SEC("perf_event")
 int pyprof_sample(struct bpf_perf_event_data *ctx)
 {
+	if (native_stack)
+		tick_ustack();
 	if (kernel_stacks)
 		tick_kstack(ctx);
 	take_sample(false);

@@ -112,6 +112,10 @@ enum {
 
 /* pyprof_frame.flags */
 enum {
+	/* config.keep_entries: the frame begins an evaluation loop's run
+	 * (3.11: its is_entry flag; 3.12+: an interpreter frame owned by the
+	 * C stack, PYPROF_FF_INTERP too): the boundary --native merges at. */
+	PYPROF_FF_ENTRY = 1 << 1,
 	/*
 	 * An interpreter-owned frame (entry frame, base frame): not a Python
 	 * frame, but a link of the chain the 3.15 anchor moves along. Sent
@@ -263,7 +267,15 @@ struct pyprof_config {
 	__u64 gc_collecting;		/* int */
 	__u64 gc_frame;			/* _PyInterpreterFrame *, 3.15 */
 	__u32 read_gil;
-	__u32 pad_gil;
+	/*
+	 * --native: interpreter frames are sent even without the frame cache,
+	 * and each evaluation loop's first frame is flagged PYPROF_FF_ENTRY:
+	 * owned by the C stack (frame_owner == owner_cstack, 3.12+), or with
+	 * its is_entry byte set (at frame_is_entry when non-zero, 3.11).
+	 */
+	__u32 keep_entries;
+	__u32 owner_cstack;
+	__u32 frame_is_entry;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -385,6 +397,9 @@ enum pyprof_rec_kind {
 	/* --kernel: a tick's kernel stack, before its sample (struct
 	 * pyprof_switch, no system call). */
 	PYPROF_REC_KSTACK = 6,
+	/* --native: a tick's user registers and the top of its user stack,
+	 * before its sample (struct pyprof_ustack). */
+	PYPROF_REC_USTACK = 7,
 };
 
 /*
@@ -417,6 +432,23 @@ struct pyprof_switch_in {
 	__u64 off_ns;
 	__u64 wake_ns;
 	__u64 in_ns;
+};
+
+/*
+ * --native: the user registers of a tick (x86-64 DWARF order: rax, rdx,
+ * rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, rip) and the top of its user
+ * stack, len bytes from rsp (cut at the first unreadable page).
+ */
+#define PYPROF_NREGS		17
+#define PYPROF_USTACK_MAX	32768
+
+struct pyprof_ustack {
+	__u32 kind;			/* PYPROF_REC_USTACK */
+	__u32 tid;
+	__u32 pid;
+	__u32 len;
+	__u64 regs[PYPROF_NREGS];
+	__u8 stack[PYPROF_USTACK_MAX];
 };
 
 /* Value of the offcpu map (by host tid): a thread off the CPU. Written by

@@ -221,6 +221,14 @@ struct bpf_sampler {
 		uint32_t n;
 		uint64_t addrs[PYPROF_KSTACK_MAX];
 	} kst[64];
+	/* --native: ticks' user registers and stacks, the same way. */
+	unsigned int native_stack;
+	struct tick_ustack {
+		pid_t tid;		/* 0: free */
+		uint32_t len;
+		uint64_t regs[PYPROF_NREGS];
+		uint8_t *stack;		/* native_stack bytes, made at first use */
+	} ust[64];
 };
 
 static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_config *c);
@@ -918,6 +926,17 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 	return 0;
 }
 
+/* --native: the entry frames the merge needs, sent and flagged. */
+static void entries_config(const struct bpf_sampler *s, struct pyprof_config *c,
+			   const struct py_offsets *o)
+{
+	if (!s->native_stack)
+		return;
+	c->keep_entries = 1;
+	c->owner_cstack = o->frame_owner_cstack;
+	c->frame_is_entry = o->frame_is_entry < c->frame_size ? (__u32)o->frame_is_entry : 0;
+}
+
 /*
  * The GIL's and the collector's addresses into @c (left 0 while the target
  * has none yet, or for a version whose fields are unknown): the GIL's
@@ -947,6 +966,7 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 			  err, errlen);
 	if (ret)
 		return ret;
+	entries_config(s, &c, pyproc__offsets(p));
 	gil_config(s, p, &c, &g);
 	ret = write_proc(s, pyproc__pid(p), &c);
 	if (ret)
@@ -1040,6 +1060,30 @@ static const struct tick_kstack *take_tick_kstack(struct bpf_sampler *s, pid_t t
 	return t;
 }
 
+static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
+{
+	size_t nslots = sizeof(s->ust) / sizeof(s->ust[0]);
+	struct tick_ustack *t = &s->ust[e->tid % nslots];
+	uint32_t len = e->len < s->native_stack ? e->len : s->native_stack;
+
+	if (!t->stack && !(t->stack = malloc(s->native_stack ? s->native_stack : 1)))
+		return;
+	t->tid = (pid_t)e->tid;
+	t->len = len;
+	memcpy(t->regs, e->regs, sizeof(t->regs));
+	memcpy(t->stack, e->stack, len);
+}
+
+static const struct tick_ustack *take_tick_ustack(struct bpf_sampler *s, pid_t tid)
+{
+	struct tick_ustack *t = &s->ust[(uint32_t)tid % (sizeof(s->ust) / sizeof(s->ust[0]))];
+
+	if (t->tid != tid)
+		return NULL;
+	t->tid = 0;
+	return t;
+}
+
 /* Why a blocked thread left the CPU: follows its sample. */
 static void on_switch(struct bpf_sampler *s, const struct pyprof_switch *e)
 {
@@ -1122,6 +1166,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct frame_cache_out fo;
 	struct raw_sample rs;
 	const struct tick_kstack *kst;
+	const struct tick_ustack *ust;
 	int ret;
 
 	if (size >= sizeof(__u32) && r->kind == PYPROF_REC_CODE) {
@@ -1144,6 +1189,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		return on_switch_in(s, data);
 	if (size >= sizeof(struct pyprof_switch) && r->kind == PYPROF_REC_KSTACK) {
 		on_tick_kstack(s, data);
+		return 0;
+	}
+	if (size >= sizeof(struct pyprof_ustack) && r->kind == PYPROF_REC_USTACK) {
+		on_tick_ustack(s, data);
 		return 0;
 	}
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
@@ -1188,6 +1237,12 @@ deliver:
 	if (kst) {
 		rs.nkstack = kst->n;
 		rs.kstack = kst->addrs;
+	}
+	ust = take_tick_ustack(s, (pid_t)r->tid);
+	if (ust) {
+		rs.uregs = ust->regs;
+		rs.ustack = ust->stack;
+		rs.ustack_len = ust->len;
 	}
 	rs.pid = r->pid;
 	rs.tid = r->tid;
@@ -1393,6 +1448,8 @@ void bpf_sampler__free(struct bpf_sampler *s)
 	pyprof_bpf__destroy(s->skel);
 	frame_cache__free(s->fc);
 	offcpu_ivs__free(s->ivs);
+	for (size_t i = 0; i < sizeof(s->ust) / sizeof(s->ust[0]); i++)
+		free(s->ust[i].stack);
 	free(s->th);
 	free(s->retired);
 	free(s->cpu_links);
@@ -1417,6 +1474,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	s->max_frames = max_frames;
 	skel->rodata->follow_children = !!o->follow_children;
 	skel->rodata->kernel_stacks = !!o->kernel_stacks;
+	skel->rodata->native_stack = s->native_stack;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
@@ -1544,6 +1602,11 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	s->verbose = o->verbose;
 	s->no_frame_cache = o->no_frame_cache;
 	s->mode = o->mode;
+	/* Native stacks merge at the entry frames, which the frame cache's
+	 * splices leave out: off with --native. */
+	s->native_stack = o->native_stack > PYPROF_USTACK_MAX ? PYPROF_USTACK_MAX : o->native_stack;
+	if (s->native_stack)
+		s->no_frame_cache = true;
 	if (off_cpu(s)) {
 		ret = offcpu_ivs__new(&s->ivs);
 		if (ret) {
@@ -1704,6 +1767,7 @@ int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, 
 			  !s->no_frame_cache, err, errlen);
 	if (ret)
 		return ret;
+	entries_config(s, &s->main_cfg, pyproc__offsets(p));
 	s->cache = s->main_cfg.frame_cache;
 	s->gil_known = gil_config(s, p, &s->main_cfg, &s->gil);
 	ret = frame_cache__new(pyproc__pid(p), pyproc__offsets(p), s->max_frames, s->cache,

@@ -25,6 +25,7 @@ static const struct py_offsets py311 = {
 	.tstate_thread_id = 152, .tstate_native_thread_id = 160,
 	.frame_previous = 48, .frame_executable = 32, .frame_instr_ptr = 56, .frame_owner = 69,
 	.frame_owner_interp_min = 0,	/* 3.11 has no shim frames */
+	.frame_is_entry = 68,
 	.frame_instr_is_prev = true,
 	.code_filename = 112, .code_name = 120, .code_qualname = 128, .code_linetable = 136,
 	.code_firstlineno = 72, .code_adaptive = 184, .code_firsttraceable = 168,
@@ -46,6 +47,7 @@ static const struct py_offsets py312 = {
 	.tstate_status = 24,
 	.frame_previous = 8, .frame_executable = 0, .frame_instr_ptr = 56, .frame_owner = 70,
 	.frame_owner_interp_min = 3,	/* FRAME_OWNED_BY_CSTACK */
+	.frame_owner_cstack = 3,
 	.frame_instr_is_prev = true,
 	.code_filename = 112, .code_name = 120, .code_qualname = 128, .code_linetable = 136,
 	.code_firstlineno = 68, .code_adaptive = 192, .code_firsttraceable = 176,

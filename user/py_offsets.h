@@ -54,6 +54,12 @@ struct py_offsets {
 	/* Frames whose owner is >= this value belong to the interpreter (C
 	 * entry/shim frames) and are skipped; 0 means no such frames (3.11). */
 	uint8_t frame_owner_interp_min;
+	/* The owner value of an evaluation loop's entry frame
+	 * (FRAME_OWNED_BY_CSTACK: 3 on 3.12/3.13, 4 from 3.14); 0: none. */
+	uint8_t frame_owner_cstack;
+	/* 3.11: offset of the frame's is_entry byte (the first frame of an
+	 * evaluation loop's run); 0: none. */
+	uint64_t frame_is_entry;
 	/* 3.11 and 3.12: instr points at the last executed instruction. */
 	bool frame_instr_is_prev;
 	/* Bits to clear from f_executable (a tagged _PyStackRef since 3.14). */

@@ -62,6 +62,23 @@ struct raw_sample {
 	 * slept, or (--kernel) what a tick interrupted in the kernel. */
 	uint32_t nkstack;
 	const uint64_t *kstack;
+	/*
+	 * --native (ticks): the user registers (SAMPLE_NREGS, x86-64 DWARF
+	 * order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip) and ustack_len
+	 * bytes of user stack from rsp; uregs NULL: none. Frames then include
+	 * the interpreter's entry frames (py_rawframe.reserved, SAMPLE_FF_*).
+	 */
+	const uint64_t *uregs;
+	const uint8_t *ustack;
+	uint32_t ustack_len;
+};
+
+#define SAMPLE_NREGS 17
+
+/* py_rawframe.reserved with --native */
+enum {
+	SAMPLE_FF_INTERP = 1 << 0,	/* an interpreter frame, not Python code */
+	SAMPLE_FF_ENTRY = 1 << 1,	/* first frame of an evaluation loop's run */
 };
 
 enum sample_kind {
@@ -165,6 +182,9 @@ struct sampler_opts {
 	/* BPF backend: a tick that interrupted the kernel carries its
 	 * kernel stack (raw_sample.kstack). */
 	int kernel_stacks;
+	/* BPF backend: bytes of user stack (and the registers) a tick sends
+	 * for native unwinding; 0: none. Turns the frame cache off. */
+	unsigned int native_stack;
 };
 
 #endif
