@@ -261,19 +261,45 @@ static bool has_cap(const struct __user_cap_data_struct data[2], unsigned int ca
 	return data[cap / 32].effective & (1U << (cap % 32));
 }
 
+/*
+ * The BPF backend needs root, or CAP_BPF (load programs, maps) and
+ * CAP_PERFMON (tracing programs, perf events), which CAP_SYS_ADMIN implies
+ * too, and CAP_SYS_PTRACE: userspace reads the target's memory and, on
+ * 3.15, writes its frame-cache anchor, whoever the target (or a child it
+ * starts) runs as. Each one missing from the effective set is named.
+ */
 static int check_privileges(char *why, size_t len)
 {
+	static const struct {
+		unsigned int cap;
+		bool by_admin;		/* CAP_SYS_ADMIN grants it as well */
+		const char *name;
+	} needed[] = {
+		{ CAP_BPF, true, "CAP_BPF" },
+		{ CAP_PERFMON, true, "CAP_PERFMON" },
+		{ CAP_SYS_PTRACE, false, "CAP_SYS_PTRACE" },
+	};
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = {};
+	char missing[64] = "";
+	size_t n = 0, nmissing = 0;
 	struct stat st;
 
 	if (syscall(SYS_capget, &hdr, data)) {
 		snprintf(why, len, "cannot read capabilities: %s", strerror(errno));
 		return -errno;
 	}
-	if (!has_cap(data, CAP_SYS_ADMIN) &&
-	    !(has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON))) {
-		snprintf(why, len, "BPF needs root, or CAP_BPF and CAP_PERFMON");
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+		if (has_cap(data, needed[i].cap) ||
+		    (needed[i].by_admin && has_cap(data, CAP_SYS_ADMIN)))
+			continue;
+		n += (size_t)snprintf(missing + n, sizeof(missing) - n, "%s%s",
+				      nmissing ? ", " : "", needed[i].name);
+		nmissing++;
+	}
+	if (nmissing) {
+		snprintf(why, len, "BPF needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE; "
+			 "missing: %s", missing);
 		return -EPERM;
 	}
 	/* The program sees host tids; ours must be the same numbers. */
