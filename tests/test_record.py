@@ -65,6 +65,7 @@ import collections
 import json
 import os
 import re
+import urllib.parse
 import shutil
 import signal
 import subprocess
@@ -149,8 +150,22 @@ class Frame:
         return self.sym if not self.python else f"{self.func}@{self.line}"
 
 
+# Frames on the leaf side of the Python frames that say what the thread did
+# beyond its Python code (user/offcpu/leaf.h): the parser keeps them apart,
+# in Sample.leaf, so that the stack is the Python frames (and markers).
+LEAF_MARKS = {"<GC>", "[GIL released]", "[GIL wait]", "[runnable]"}
+
+
+def leaf_frame(fr):
+    """A frame of the leaf side: <GC>, [GIL ...], [syscall] NAME, a kernel function."""
+    return (fr.dso == "[kernel.kallsyms]" or
+            (fr.dso == "[pyprof-bpf]" and (urllib.parse.unquote(fr.sym) in LEAF_MARKS or
+                                            urllib.parse.unquote(fr.sym).startswith("[syscall] "))))
+
+
 class Sample:
-    __slots__ = ("comm", "pid", "tid", "cpu", "ts", "period", "event", "frames", "lineno")
+    __slots__ = ("comm", "pid", "tid", "cpu", "ts", "period", "event", "frames", "lineno",
+                 "leaf")
 
     @property
     def root_first(self):
@@ -197,6 +212,16 @@ def parse_perf(data):
         elif line == "":
             if not cur.frames:
                 pytest.fail(f"perf-script line {cur.lineno}: a sample without frames")
+            # Leaf-side frames come first (leaf first), all together.
+            k = 0
+            while k < len(cur.frames) and leaf_frame(cur.frames[k]):
+                k += 1
+            if any(leaf_frame(f) for f in cur.frames[k:]):
+                pytest.fail(f"perf-script line {cur.lineno}: a leaf-side frame (<GC>, "
+                            f"[syscall] ..., kernel) among the Python frames")
+            cur.leaf, cur.frames = cur.frames[:k], cur.frames[k:] or cur.frames[:0]
+            if not cur.frames:
+                pytest.fail(f"perf-script line {cur.lineno}: only leaf-side frames")
             samples.append(cur)
             cur = None
         elif line in known:
@@ -211,7 +236,8 @@ def parse_perf(data):
             fr = Frame(m["sym"], m["dso"])
             if fr.python and fr.dso != tf.escape(fr.file, False):
                 pytest.fail(f"perf-script line {i}: dso {fr.dso!r} is not the file")
-            if not fr.python and not (fr.sym.startswith("[") and fr.dso == "[pyprof-bpf]"):
+            if not fr.python and not (fr.sym.startswith("[") and fr.dso == "[pyprof-bpf]") \
+                    and not leaf_frame(fr):
                 pytest.fail(f"perf-script line {i}: a frame that is neither Python nor "
                             f"[synthetic]: {line!r}")
             cur.frames.append(fr)

@@ -44,6 +44,7 @@ CLAIMS = (NO_FRAMES, "[thread-start/exit]", "[thread-exit]")
 # ("comm (pid N)", percent-encoded in collapsed output)
 ROOT = re.compile(r"^(\[.*:\d+\]|\S+%20%28pid%20\d+%29|\S+ \(pid \d+\))$")
 UNKNOWN = "<unknown>"                     # the marker for a Python frame
+LEAF_MARKS = ("<GC>", "[GIL released]", "[GIL wait]", "[runnable]")
 
 
 class Frame(collections.namedtuple("Frame", "text qualname file line")):
@@ -82,6 +83,9 @@ def marker_of(frame):
         return None
     t = frame.text
     if t in CLAIMS or ROOT.match(t):
+        return None
+    # What the thread did beyond its Python code (user/offcpu/leaf.h): named.
+    if unquote(t) in LEAF_MARKS or unquote(t).startswith("[syscall] "):
         return None
     if t.startswith("[") and t.endswith("]"):
         return t                  # [no-python-state], [read-fault], [truncated], ...
