@@ -535,7 +535,7 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 	if (err)
 		return err;
 	*keep = 0;
-	if (s->unchanged && s->status == SAMPLE_COMPLETE && t->npy && !t->comm_twin &&
+	if (s->unchanged && !s->kinds && s->status == SAMPLE_COMPLETE && t->npy && !t->comm_twin &&
 	    s->unchanged <= s->nframes && s->unchanged <= t->npy && t->ids_name == t->name) {
 		*keep = t->nroots + s->unchanged;
 		n = *keep;
@@ -574,10 +574,14 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 python:
 	for (uint32_t i = py_from; i-- > 0;) {
 		const struct py_sym *ps = &s->frames[i];
-		int line = o->opts.no_lines ? ps->firstlineno : ps->line;
+		int kind = s->kinds ? s->kinds[i] : OUT_FRAME_PYTHON;
+		int line = kind != OUT_FRAME_PYTHON ? 0 : o->opts.no_lines ? ps->firstlineno : ps->line;
 
-		err = model_frame(m, OUT_FRAME_PYTHON, ps->function ? ps->function : "",
-				  ps->file ? ps->file : "", line, ps->firstlineno, &id);
+		if (kind != OUT_FRAME_NATIVE && kind != OUT_FRAME_STATUS)
+			kind = OUT_FRAME_PYTHON;
+		err = model_frame(m, kind, ps->function ? ps->function : "",
+				  ps->file && kind != OUT_FRAME_STATUS ? ps->file : "", line,
+				  kind == OUT_FRAME_PYTHON ? ps->firstlineno : 0, &id);
 		if (err)
 			return err;
 		t->ids[n++] = id;
@@ -592,7 +596,7 @@ python:
 		t->ids[n++] = id;
 	}
 	t->nids = n;
-	t->npy = s->status == SAMPLE_COMPLETE ? s->nframes : 0;
+	t->npy = s->status == SAMPLE_COMPLETE && !s->kinds ? s->nframes : 0;
 	*np = n;
 	return 0;
 }

@@ -68,6 +68,10 @@ struct out_sample {
 	 * [syscall] NAME, kernel functions, [runnable]). */
 	const struct out_leaf *leaf;
 	uint32_t nleaf;
+	/* --native: the kind of each of frames[] (OUT_FRAME_PYTHON, _NATIVE:
+	 * function = symbol, file = DSO path; _STATUS: a marker such as
+	 * [unwind-failed]); NULL: all Python. */
+	const uint8_t *kinds;
 };
 
 /* A frame that is not Python code, on a sample's leaf side. */
@@ -174,6 +178,7 @@ enum out_frame_kind {
 	OUT_FRAME_PROCESS,	/* [comm:pid] */
 	OUT_FRAME_THREAD,	/* [thread:tid] */
 	OUT_FRAME_KERNEL,	/* a kernel function (off-CPU stacks) */
+	OUT_FRAME_NATIVE,	/* a native function: name, file = its DSO */
 };
 
 struct out_frame {

@@ -175,6 +175,12 @@ int output_perf__name_frame(struct out_frame *fr)
 		escape(fr->file, 0, fr->text + a);
 		strcpy(fr->text + a + b, line);
 		free(fn);
+	} else if (fr->kind == OUT_FRAME_NATIVE) {
+		/* As perf prints a native frame: the symbol, the DSO's path. */
+		fr->text = escape_dup("", fr->function, 0, "");
+		fr->dso = *fr->file ? escape_dup("", fr->file, 0, "") : strdup("[unknown]");
+		if (!fr->text || !fr->dso)
+			goto err;
 	} else {
 		fr->text = escape_dup("", fr->function, 0, "");
 		fr->dso = strdup(fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" : "[pyprof-bpf]");

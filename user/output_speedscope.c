@@ -27,6 +27,10 @@ static void write_frame(FILE *f, const struct out_frame *fr)
 			json_write_string(f, fr->file);
 		}
 		fprintf(f, ",\"line\":%d", fr->line);
+	} else if ((fr->kind == OUT_FRAME_NATIVE && *fr->file) || fr->kind == OUT_FRAME_KERNEL) {
+		/* The DSO, as speedscope's own perf import names it. */
+		fputs(",\"file\":", f);
+		json_write_string(f, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" : fr->file);
 	}
 	fputc('}', f);
 }
