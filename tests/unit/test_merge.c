@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of user/native/merge.c: native and Python frames in call order. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "native/merge.h"
+
+#define I(e) { .eval = (e), .interp = true }
+#define X { .eval = false, .interp = false }
+#define P(i) { MERGE_PYTHON, (i) }
+#define N(i) { MERGE_NATIVE, (i) }
+#define CUT { MERGE_CUT, 0 }
+
+static void expect(const struct merge_item *got, uint32_t n, const struct merge_item *want,
+		   uint32_t nwant)
+{
+	assert_int_equal(n, nwant);
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(got[i].kind, want[i].kind);
+		assert_int_equal(got[i].idx, want[i].idx);
+	}
+}
+
+/* sorted(xs, key=f): f's run above the C sort, above the caller's run;
+ * main() below the outermost run folded, libc's start kept. */
+static void test_callback(void **state)
+{
+	const struct merge_native nat[] = { I(true), I(false), I(false), I(true), I(false), X };
+	const uint32_t runs[] = { 1, 2 };
+	const struct merge_item want[] = { P(0), N(1), N(2), P(1), P(2), N(5) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_true(merge__stacks(nat, 6, true, runs, 2, 3, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* A C extension at the leaf (zlib), called from one run. */
+static void test_leaf_extension(void **state)
+{
+	const struct merge_native nat[] = { X, X, I(true), I(false) };
+	const uint32_t runs[] = { 2 };
+	const struct merge_item want[] = { N(0), N(1), P(0), P(1) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_true(merge__stacks(nat, 4, true, runs, 1, 2, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* Empty runs (an entry frame with no Python frame above it yet) pair with
+ * no evaluation frame. */
+static void test_empty_run(void **state)
+{
+	const struct merge_native nat[] = { I(true), X };
+	const uint32_t runs[] = { 0, 3, 0 };
+	const struct merge_item want[] = { P(0), P(1), P(2), N(1) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_true(merge__stacks(nat, 2, true, runs, 3, 3, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* More evaluation frames than runs: the leaf natives, the cut, then every
+ * Python frame. */
+static void test_mismatch(void **state)
+{
+	const struct merge_native nat[] = { X, I(true), I(false), I(true) };
+	const uint32_t runs[] = { 2 };
+	const struct merge_item want[] = { N(0), CUT, P(0), P(1) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_false(merge__stacks(nat, 4, true, runs, 1, 2, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* A complete unwind with fewer evaluation frames than runs: a cut too. */
+static void test_missing_eval(void **state)
+{
+	const struct merge_native nat[] = { I(true), X };
+	const uint32_t runs[] = { 1, 1 };
+	const struct merge_item want[] = { CUT, P(0), P(1) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_false(merge__stacks(nat, 2, true, runs, 2, 2, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* The unwind stopped short: what it reached is merged, the rest follows
+ * the cut; no interpreter frame is folded (the outermost run is not known). */
+static void test_short_unwind(void **state)
+{
+	const struct merge_native nat[] = { X, I(true), I(false) };
+	const uint32_t runs[] = { 1, 2 };
+	const struct merge_item want[] = { N(0), P(0), N(2), CUT, P(1), P(2) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_false(merge__stacks(nat, 3, false, runs, 2, 3, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* The output is bounded by max. */
+static void test_bounded(void **state)
+{
+	const struct merge_native nat[] = { X, X, I(true) };
+	const uint32_t runs[] = { 5 };
+	struct merge_item out[3];
+	uint32_t n;
+
+	(void)state;
+	assert_true(merge__stacks(nat, 3, true, runs, 1, 5, out, 3, &n));
+	assert_int_equal(n, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_callback),     cmocka_unit_test(test_leaf_extension),
+		cmocka_unit_test(test_empty_run),    cmocka_unit_test(test_mismatch),
+		cmocka_unit_test(test_missing_eval), cmocka_unit_test(test_short_unwind),
+		cmocka_unit_test(test_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * merge.h - one sample's native and Python frames in true call order.
+ *
+ * The Python frames of a sample come in runs, one per call of the
+ * interpreter's evaluation loop (_PyEval_EvalFrameDefault): Python calls
+ * Python inside one run, and a call from C (sorted()'s key function, a
+ * ctypes callback, re.sub with a function) starts a new run. The native
+ * stack has one evaluation-loop frame per run, in the same order, so each
+ * is replaced by its run's Python frames.
+ *
+ * Native frames outside the interpreter (extensions, libc, libffi, libz)
+ * always show. The interpreter's own C frames show where they are the leaf
+ * (the C code Python called: list.sort, dict resizing, the collector) or
+ * stand between two runs (the C code that called back into Python); those
+ * below the outermost run (main, Py_RunMain, the thread bootstrap) are
+ * folded: they are the same in every sample and say nothing.
+ */
+#ifndef PYPROF_NATIVE_MERGE_H
+#define PYPROF_NATIVE_MERGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A native frame, innermost first, as the merge needs to know it. */
+struct merge_native {
+	bool eval;		/* an evaluation loop's frame (or its .cold part) */
+	bool interp;		/* in the interpreter's own binary or libpython */
+};
+
+enum merge_kind {
+	MERGE_PYTHON,		/* idx: a Python frame */
+	MERGE_NATIVE,		/* idx: a native frame */
+	MERGE_CUT,		/* [unwind-failed]: what follows is not merged */
+};
+
+struct merge_item {
+	uint8_t kind;		/* enum merge_kind */
+	uint32_t idx;
+};
+
+/*
+ * Merge @nn native frames (innermost first; @native_complete: unwound to
+ * the stack's end) with @npy Python frames (innermost first) cut into
+ * @nruns runs of run_len[] frames each (innermost run first). Writes at
+ * most @max items, innermost first, into @out and their number into *n.
+ * Returns true when the stacks agree; false when they do not (runs and
+ * evaluation frames do not pair up, or the unwind stopped short): the
+ * items are then the native frames up to where they agree, a MERGE_CUT,
+ * and every Python frame not placed yet, so nothing is guessed or lost.
+ */
+bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_complete,
+		   const uint32_t *run_len, uint32_t nruns, uint32_t npy,
+		   struct merge_item *out, uint32_t max, uint32_t *n);
+
+#endif
