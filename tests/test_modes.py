@@ -29,7 +29,8 @@ a. test_wall (every version): `--mode wall -F 999 -d 3 --events cpu` on
    modes_mix: every sample well formed (below); every thread's total weight
    within 2% of the recording's length; for each thread (but main) and each
    reason (CPU, [runnable], [GIL wait], [syscall] NAME) the share of its time
-   within 3 points of the truth (fsync: plus twice the poller's error).
+   within 3 points of the truth (runnable, GIL wait and fsync: plus twice the
+   polls' error, a few tenths of a point).
 b. test_off_cpu (every version): `--mode off-cpu -d 2`: off-CPU samples only;
    each thread's off-CPU total within 2% of the recording of its time off a
    CPU; each reason's share of it within 3 points of the truth; the sleeping
@@ -46,9 +47,9 @@ d. test_http_off_cpu (every version): off-CPU on the stdlib's
    ThreadingHTTPServer under load from a client process
    (tests/targets/modes_http.py): the handler threads wait in
    `[syscall] recvfrom` (under handle_one_request, tcp_recvmsg) and
-   `[syscall] sendto` (under do_GET, tcp_sendmsg), each share within 10 points
-   of what the handlers' own timers say, together >= 85% of their off-CPU
-   time; the accept loop (serve_forever) in `[syscall] poll` (ppoll on 3.15)
+   `[syscall] sendto` (under do_GET, tcp_sendmsg), sendto's share of the two
+   within 5 points of what the handlers' own timers say, the two >= 85% of
+   their off-CPU time; the accept loop (serve_forever) in `[syscall] poll` (ppoll on 3.15)
    under PollSelector.select and do_sys_poll for >= 95% of its time.
 e. test_gc (every version): gc.collect() in a loop over cyclic garbage
    (tests/targets/modes_gc.py), cpu mode: <GC> on the collector's samples
@@ -74,8 +75,10 @@ g. test_remote (every version): `--backend remote` on modes_mix: wall: every
    [GIL released] in >= 90%; `--mode off-cpu` refused with an error naming
    it, exit status non-zero.
 
-Every sample is checked for its shape: a header and frames as test_record
-parses them, the address the FNV-1a of the symbol, Python frames (py::, dso
+Every sample is checked for its shape (and at most 0.5% of the samples may
+have a frame without a name: <unknown>, [read-fault], [truncated],
+[no-python-state], [eval-entry]): a header and frames as test_record parses
+them, the address the FNV-1a of the symbol, Python frames (py::, dso
 = file), kernel frames (dso [kernel.kallsyms]) and pyprof-bpf's own; an
 off-CPU sample has exactly one reason frame ([syscall] NAME, [GIL wait] or
 [runnable]) between its Python frames and its kernel frames; a CPU sample has
@@ -665,18 +668,24 @@ def test_http_off_cpu(interp, procs, tmp_path):
     h = collections.Counter()
     serve = collections.Counter()
     problems = []
+    # Each thread's first interval was opened at the start, from userspace:
+    # it has no kernel stack.
+    first = {}
     for s in samples:
+        first.setdefault(s.tid, s.ts)
+    for s in samples:
+        opened = s.ts == first[s.tid]
         if s.tid in handlers:
             h[s.reason] += s.period
             if s.reason == "[syscall] recvfrom":
-                if not s.has("tcp_recvmsg", "kernel") and s.ts * 1000 - s.period > lo + 1e6:
+                if not s.has("tcp_recvmsg", "kernel") and not opened:
                     problems.append(f"a handler's recvfrom without tcp_recvmsg: {s.describe()}")
                 if not any(f.kind == "py" and f.func.endswith("handle_one_request")
                            for f in s.frames):
                     problems.append(f"a handler's recvfrom outside handle_one_request: "
                                     f"{s.describe()}")
             if s.reason == "[syscall] sendto":
-                if not s.has("tcp_sendmsg", "kernel") and s.ts * 1000 - s.period > lo + 1e6:
+                if not s.has("tcp_sendmsg", "kernel") and not opened:
                     problems.append(f"a handler's sendto without tcp_sendmsg: {s.describe()}")
                 if not any(f.kind == "py" and f.func == "Handler.do_GET" for f in s.frames):
                     problems.append(f"a handler's sendto outside do_GET: {s.describe()}")
@@ -686,7 +695,7 @@ def test_http_off_cpu(interp, procs, tmp_path):
                   and any(f.kind == "py" and f.func.endswith("Selector.select")
                           for f in s.frames))
             serve["poll" if ok else s.reason] += s.period
-            if ok and not s.has("do_sys_poll", "kernel") and s.ts * 1000 - s.period > lo + 1e6:
+            if ok and not s.has("do_sys_poll", "kernel") and not opened:
                 problems.append(f"serve_forever's poll without do_sys_poll: {s.describe()}")
     ht = sum(h.values())
     st = sum(serve.values())
@@ -703,7 +712,7 @@ def test_http_off_cpu(interp, procs, tmp_path):
     if io < 0.85 * ht:
         problems.append(f"the handlers waited in recvfrom or sendto {100 * io / ht:.1f}% of "
                         f"their off-CPU time (want >= 85%): {dict(h)}")
-    if abs(got_send - want_send) > 0.10:
+    if abs(got_send - want_send) > 0.05:
         problems.append(f"sendto is {100 * got_send:.1f}% of the handlers' recvfrom+sendto, "
                         f"their own timers say {100 * want_send:.1f}%")
     if st < 0.9 * (hi - lo) or serve["poll"] < 0.95 * st:
