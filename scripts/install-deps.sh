@@ -15,6 +15,9 @@ PKGS=(
 	sudo
 	# real consumers of our output formats (issues #3, #5)
 	chromium
+	# make release (the static libraries libdw needs), make deb, the man page,
+	# capabilities (tests/test_install.py)
+	libbz2-dev liblzma-dev binutils dpkg-dev man-db groff-base libcap2-bin
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -13,8 +13,9 @@
 #include "dump.h"
 #include "pyproc.h"
 #include "record.h"
+#include "version.h"	/* PYPROF_VERSION, PYPROF_COMMIT: made by the Makefile */
 
-const char *argp_program_version = "pyprof-bpf 0.1";
+const char *argp_program_version = "pyprof-bpf " PYPROF_VERSION " (commit " PYPROF_COMMIT ")";
 const char *argp_program_bug_address = "<https://github.com/pyprof-bpf/pyprof-bpf/issues>";
 
 static int parse_long(const char *s, long min, long max, long *out)
