@@ -28,6 +28,11 @@ under test's. Each round then ends with the churn cells: the workload's
 recorded by both builds only, at --churn-rate; their BPF time per sample
 against the steady 1-thread workload's, over the first sightings the
 program counted, is the cost of a first sighting.
+
+Issue #10: after the rounds, the mode cells (modes.py, --modes; alone with
+--modes-only): the off-CPU modes' sched_switch/sched_wakeup programs' cost per
+call, an unprofiled ping-pong's throughput while pyprof-bpf records another
+process in off-cpu mode, a 32-thread GIL target's under --mode wall -F 999.
 """
 import argparse
 import collections
@@ -46,6 +51,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import builds                     # noqa: E402
+import modes                      # noqa: E402
 import peers                      # noqa: E402
 import procstat                   # noqa: E402
 import report                     # noqa: E402
@@ -692,7 +698,9 @@ def publish(outdir, files):
 
 
 def main_bench(args):
-    if args.quick:
+    if args.modes_only:
+        configs, rounds = [], 0
+    elif args.quick:
         configs = QUICK_CONFIGS
         rounds = args.rounds or 1
     else:
@@ -701,7 +709,9 @@ def main_bench(args):
     ctx = prepare(args)
     profs = peers.all_profilers(ctx.binary, args.pyprof_target, shlex.split(args.pyprof_args),
                                 tree=ctx.tree, baseline=ctx.baseline)
-    if args.profilers:
+    if args.modes_only:
+        profs = []
+    elif args.profilers:
         want = set(args.profilers.split(","))
         unknown = want - {p.key for p in profs}
         if unknown:
@@ -723,22 +733,25 @@ def main_bench(args):
     if args.churn and churn_profs:
         churn = [(args.churn_rate, 1, CHURN_DEPTH, k) for k in ["steady"] + args.churn]
     cells = rounds * (len(configs) * len(runnable) + len(churn) * len(churn_profs))
-    est = cells * (ctx.duration + 2.0)
-    log("bench: %d cells (%d rounds x %d configurations x %d profilers), about %.0f min; "
-        "results in %s" % (cells, rounds, len(configs), len(runnable), est / 60, ctx.outdir))
+    est = cells * (ctx.duration + 2.0) + modes.estimate_s(args.modes)
+    log("bench: %d cells (%d rounds x %d configurations x %d profilers)%s, about %.0f min; "
+        "results in %s" % (cells, rounds, len(configs), len(runnable),
+                           " and issue #10's mode cells (%s)" % ",".join(args.modes)
+                           if args.modes else "", est / 60, ctx.outdir))
 
     meta = dict(started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), git=ctx.git,
                 pyprof_args=args.pyprof_args,
                 version=ctx.version, kernel=os.uname().release, cpus=os.cpu_count(),
                 duration=ctx.duration, rounds=rounds, quick=bool(args.quick),
                 start_s=START_S, start_min_s=START_MIN_S, end_margin_s=END_MARGIN_S,
-                configs=configs, churn=churn,
+                configs=configs, churn=churn, modes_only=bool(args.modes_only),
                 baseline=dict(rev=args.baseline_rev, name=ctx.baseline[2],
                               binary=ctx.baseline[0]) if ctx.baseline else None,
                 profilers=[dict(key=p.key, label=p.label, target=p.target.label, clock=p.clock,
                                 bpf=p.bpf, notes=p.notes) for p in profs],
                 unavailable=unavailable, loadavg_start=os.getloadavg())
     results = []
+    mode_results = None
     rng = random.Random(args.seed)
     t0 = time.monotonic()
     try:
@@ -769,14 +782,24 @@ def main_bench(args):
                         with open(os.path.join(ctx.outdir, "results.json"), "w") as f:
                             json.dump(dict(meta=meta, cells=results), f, indent=1)
                         time.sleep(0.2)
+        # Issue #10's cells, after the statistics above are released: they
+        # hold them only where they read them (modes.py).
+        if args.modes:
+            log("bench: issue #10's mode cells: %s (about %.0f s)"
+                % (",".join(args.modes), modes.estimate_s(args.modes)))
+            mode_results = modes.Modes(ctx, BENCH_DIR, shlex.split(args.pyprof_args),
+                                       log).run(args.modes)
     finally:
         cleanup(ctx)
     meta["elapsed_s"] = time.monotonic() - t0
     meta["loadavg_end"] = os.getloadavg()
+    saved = dict(meta=meta, cells=results)
+    if mode_results is not None:
+        saved["modes"] = mode_results
     with open(os.path.join(ctx.outdir, "results.json"), "w") as f:
-        json.dump(dict(meta=meta, cells=results), f, indent=1)
+        json.dump(saved, f, indent=1)
 
-    return finish(ctx.outdir, meta, results, profs, unavailable, configs)
+    return finish(ctx.outdir, meta, results, profs, unavailable, configs, mode_results)
 
 
 def describe_churn(r):
@@ -792,20 +815,30 @@ def describe_churn(r):
     return out + "]"
 
 
-def finish(outdir, meta, results, profs, unavailable, configs):
+def finish(outdir, meta, results, profs, unavailable, configs, mode_results=None):
     """Writes and prints the report of a run; its exit status."""
     soak = None
     soak_path = os.path.join(BENCH_DIR, "latest-soak.json")
     if os.path.exists(soak_path):
         with open(soak_path) as f:
             soak = json.load(f)
-    text, chart_err = report.write(outdir, meta, results, profs, unavailable, configs, soak)
-    published = publish(outdir, [(os.path.join(outdir, "table.md"), "latest.md"),
-                                 (os.path.join(outdir, "chart.png"), "latest.png"),
-                                 (os.path.join(outdir, "results.json"), "latest.json")])
-    print(text)
-    log("bench: table %s/table.md, chart %s/chart.png%s"
-        % (outdir, outdir, " (also %s/latest.md, latest.png)" % BENCH_DIR if published else ""))
+    text, chart_err = report.write(outdir, meta, results, profs, unavailable, configs, soak,
+                                   mode_results)
+    if meta.get("modes_only"):
+        # not a full table: published beside it, as the soak is
+        published = publish(outdir, [(os.path.join(outdir, "table.md"), "latest-modes.md"),
+                                     (os.path.join(outdir, "results.json"), "latest-modes.json")])
+        print(text)
+        log("bench: table %s/table.md%s" % (outdir, " (also %s/latest-modes.md)" % BENCH_DIR
+                                            if published else ""))
+    else:
+        published = publish(outdir, [(os.path.join(outdir, "table.md"), "latest.md"),
+                                     (os.path.join(outdir, "chart.png"), "latest.png"),
+                                     (os.path.join(outdir, "results.json"), "latest.json")])
+        print(text)
+        log("bench: table %s/table.md, chart %s/chart.png%s"
+            % (outdir, outdir, " (also %s/latest.md, latest.png)" % BENCH_DIR
+               if published else ""))
     status = 0
     if chart_err:
         log("bench: ERROR: no chart: " + chart_err)
@@ -842,7 +875,8 @@ def main_report(args):
             json.dump(saved, f, indent=1)
     profs = [_Shown(d) for d in meta["profilers"]]
     configs = [tuple(c) for c in meta["configs"]]
-    return finish(outdir, meta, saved["cells"], profs, meta["unavailable"], configs)
+    return finish(outdir, meta, saved["cells"], profs, meta["unavailable"], configs,
+                  saved.get("modes"))
 
 
 def main_soak(args):
@@ -960,6 +994,19 @@ def parse_args(argv):
                          "baseline: workload kinds among %s (default all; '' for none)"
                     % ",".join(CHURN_KINDS))
     ap.add_argument("--churn-rate", type=int, default=1000, metavar="HZ")
+    ap.add_argument("--modes", type=lambda s: [k for k in s.split(",") if k],
+                    default=list(modes.CELLS), metavar="CELLS",
+                    help="issue #10's cells, once, after the rounds: the cost of the off-CPU "
+                         "modes, among %s (default all, ~%.0f min; '' for none): switch, the "
+                         "sched_switch/sched_wakeup programs' ns per call (BPF statistics); "
+                         "pingpong, an unprofiled pipe ping-pong's round trips while "
+                         "pyprof-bpf records another process in off-cpu mode; gil, a 32-thread "
+                         "target handing the GIL over ~8,000 times/s under --mode wall -F 999 "
+                         "(and CPython 3.15's --mode wall)"
+                    % (",".join(modes.CELLS), modes.estimate_s(modes.CELLS) / 60))
+    ap.add_argument("--modes-only", action="store_true",
+                    help="run only the --modes cells (no profiler cells, no baseline build); "
+                         "the report goes to latest-modes.md")
     ap.add_argument("--rev", metavar="REV",
                     help="measure a clean build of REV (built once, like the baseline) "
                          "instead of the tree's ./pyprof-bpf")
@@ -981,6 +1028,16 @@ def parse_args(argv):
     bad = set(args.churn) - set(CHURN_KINDS)
     if bad:
         ap.error("--churn: unknown kinds %s" % ",".join(sorted(bad)))
+    bad = set(args.modes) - set(modes.CELLS)
+    if bad:
+        ap.error("--modes: unknown cells %s (known: %s)" % (",".join(sorted(bad)),
+                                                            ",".join(modes.CELLS)))
+    if args.modes_only:
+        if not args.modes:
+            ap.error("--modes-only with no --modes cells")
+        if args.soak is not None or args.report:
+            ap.error("--modes-only excludes --soak and --report")
+        args.baseline_rev = None
     if args.rev and args.binary:
         ap.error("--rev and --binary exclude each other")
     if args.duration < 2:

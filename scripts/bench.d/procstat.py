@@ -121,6 +121,16 @@ def _map_info(fd):
     return info[0], info[3], info[4], name
 
 
+def _prog_name(fd):
+    """A program descriptor's name (struct bpf_prog_info's name, at byte 64)."""
+    info = (ctypes.c_uint32 * 20)()            # struct bpf_prog_info's head (80 bytes)
+    try:
+        _bpf(BPF_OBJ_GET_INFO_BY_FD, [fd, ctypes.sizeof(info)] + _ptr(info))
+    except OSError:
+        return "?"
+    return bytes(info)[64:80].split(b"\0")[0].decode(errors="replace") or "?"
+
+
 class BpfPrograms:
     """The BPF programs a process holds, kept alive by our own descriptors;
     and its `counters` map, when it has one."""
@@ -211,6 +221,19 @@ class BpfPrograms:
             ns += int(info.get("run_time_ns", 0))
             cnt += int(info.get("run_cnt", 0))
         return ns, cnt
+
+    def per_program(self):
+        """{name: (run_time_ns, run_cnt)} of the programs held (names from
+        BPF_OBJ_GET_INFO_BY_FD; programs of the same name summed)."""
+        out = {}
+        with self.lock:
+            fds = list(self.fds.values())
+        for fd in fds:
+            info = _fdinfo("/proc/self/fdinfo/%d" % fd)
+            name = _prog_name(fd)
+            ns, cnt = out.get(name, (0, 0))
+            out[name] = (ns + int(info.get("run_time_ns", 0)), cnt + int(info.get("run_cnt", 0)))
+        return out
 
     def names(self):
         """The programs' names, from bpftool (for the report only)."""

@@ -7,6 +7,8 @@ import math
 import os
 import statistics
 
+import modes as modes_cells
+
 CPYTHON = "cpython-3.15"
 CPYTHON_CPU = "cpython-3.15-cpu"
 OURS = ("pyprof-bpf", "pyprof-remote")
@@ -502,7 +504,12 @@ def chart(path, summ, profs, configs, unavailable):
     return None
 
 
-def write(outdir, meta, results, profs, unavailable, configs, soak):
+def write(outdir, meta, results, profs, unavailable, configs, soak, modes=None):
+    if meta.get("modes_only"):
+        text = modes_only_text(meta, modes)
+        with open(os.path.join(outdir, "table.md"), "w") as f:
+            f.write(text)
+        return text, None
     summ = summarize(results)
     chart_err = chart(os.path.join(outdir, "chart.png"), summ, profs, configs, unavailable)
     la0, la1 = meta["loadavg_start"][0], meta.get("loadavg_end", [0])[0]
@@ -533,6 +540,8 @@ def write(outdir, meta, results, profs, unavailable, configs, soak):
         parts += [i9, ""]
     if obs:
         parts += [obs, ""]
+    if modes:
+        parts += [modes_text(modes), ""]
     text = "\n".join(parts)
     with open(os.path.join(outdir, "table.md"), "w") as f:
         f.write(text)
@@ -557,3 +566,280 @@ def soak_text(res):
               "minutes at 1 kHz: %s" % (res["samples"], res["cpu_us"], res["vmhwm_mb"], verdict),
               ""]
     return "\n".join(lines)
+
+
+# -- issue #10: the cost of the off-CPU modes (modes.py) ----------------------
+
+def _n(v):
+    return "-" if v is None else "{:,.0f}".format(v)
+
+
+def _ratio(sp):
+    if not sp:
+        return "no result"
+    if sp["n"] == 1:
+        return "%.3f (1 window)" % sp["median"]
+    return "median %.3f (%.3f-%.3f over %d windows)" % (sp["median"], sp["min"], sp["max"],
+                                                       sp["n"])
+
+
+def _windows(seq, who):
+    return [r for r in seq if r["profiler"] == who and "failed" not in r]
+
+
+def _stats_note(seq):
+    """Whether the BPF statistics were on in pyprof-bpf's ratio windows
+    (not held by the benchmark there: someone else's)."""
+    prof = [r for r in seq if r["profiler"] == "pyprof-bpf" and "failed" not in r]
+    on = [r for r in prof if r.get("stats_on")]
+    if not prof:
+        return ""
+    if not on:
+        return "BPF statistics off in pyprof-bpf's windows"
+    by = "the sysctl kernel.bpf_stats_enabled" if any(r.get("sysctl") for r in on) \
+        else "a BPF_ENABLE_STATS descriptor"
+    return ("BPF statistics were on in %d of pyprof-bpf's %d windows, not by this benchmark (%s, "
+            "left on by another user of the machine): each run of its programs paid the "
+            "statistics' floor, two clock reads, ~55-65 ns here, more than it would have"
+            % (len(on), len(prof), by))
+
+
+def _failed(seq):
+    bad = [r for r in seq if "failed" in r]
+    if not bad:
+        return ""
+    return "; %d profiled window(s) failed: %s" % (len(bad), bad[0]["failed"][:200])
+
+
+def modes_text(m):
+    out = ["## Issue #10: what the off-CPU modes cost (`scripts/bench --modes %s`)"
+           % ",".join(m["cells"]), "",
+           "%s; windows of %g s; load average %.1f at start, %.1f at end; %.1f min." % (
+               m["started"], m["window_s"], m["loadavg_start"][0], m["loadavg_end"][0],
+               m["elapsed_s"] / 60), ""]
+    so, st = m.get("switch_other"), m.get("switch_target")
+    c_other = None
+    if so or st:
+        out += ["Per run of the programs that every context switch (pyprof_switch, "
+                "tp_btf/sched_switch) and wake-up (pyprof_wakeup, tp_btf/sched_wakeup) of the "
+                "machine runs, during an `--mode off-cpu` recording (kernel BPF statistics over "
+                "one window, held on for that window only). *above empty*: less what the same "
+                "statistics give a program that does nothing (r0 = 0; exit), attached at "
+                "sched_switch beside them over the same window: their own floor here (the clock "
+                "reads around each run).", "",
+                "| while | program | runs/s | ns per run | above empty | machine switches/s |",
+                "| --- | --- | ---: | ---: | ---: | ---: |"]
+        rows = []
+        if so:
+            if "failed" in so:
+                out.append("| (a) switches of other tasks | failed: %s |  |  |  |  |"
+                           % so["failed"].replace("|", "/"))
+            else:
+                w = so["window"]
+                rows.append(("(a) an idle 3.15 target (%s switches/s) with an unprofiled pipe "
+                             "ping-pong beside it (%s switches/s): switches of other tasks"
+                             % (_n(w["target"]["cs_per_s"]), _n(w["pingpong"]["cs_per_s"])),
+                             so, w))
+                sw = so.get("programs", {}).get("pyprof_switch")
+                if sw and sw["runs"]:
+                    c_other = sw["ns"] / sw["runs"]
+        if st:
+            r = st["profiled"]
+            if "failed" in r:
+                out.append("| (b) switches of the target | failed: %s |  |  |  |  |"
+                           % r["failed"].replace("|", "/"))
+            else:
+                w = r["window"]
+                rows.append(("(b) a 3.15 target whose 2 threads pass a byte over pipes, %d "
+                             "frames deep (%s switches/s of its own): its switch-outs (stack "
+                             "walk) and switch-ins" % (modes_cells.SWITCHY_DEPTH,
+                                                       _n(w["target"]["cs_per_s"])), r, w))
+        for what, r, w in rows:
+            progs = dict(r.get("programs", {}))
+            e = r.get("empty")
+            floor = e["ns"] / e["runs"] if e and e["runs"] else None
+            if e:
+                progs["empty program (floor)"] = e
+            first = True
+            for name in ("pyprof_switch", "pyprof_wakeup", "empty program (floor)"):
+                v = progs.get(name)
+                if not v:
+                    continue
+                per = v["ns"] / v["runs"]
+                above = "-" if floor is None or name.startswith("empty") else "%.0f" % (per - floor)
+                out.append("| %s | %s | %s | %.0f | %s | %s |" % (
+                    what if first else "", name, _n(v["runs"] / w["window_s"]), per, above,
+                    _n(w["machine_cs_per_s"]) if first else ""))
+                first = False
+            if first:
+                out.append("| %s | none of its programs ran |  |  |  |  |" % what)
+            if r.get("empty_failed"):
+                out.append("| | no floor: %s |  |  |  |  |" % r["empty_failed"].replace("|", "/"))
+        out.append("")
+        if st and "failed" not in st["profiled"]:
+            r = st["profiled"]
+            w = r["window"]
+            sw = r.get("programs", {}).get("pyprof_switch")
+            S = w["target"]["cs_per_s"] * w["window_s"]
+            e = r.get("empty")
+            if sw and S > 0:
+                # runs that were not the target's: beyond one per switch-out
+                # and one per switch-in (a switch between two of its threads
+                # is both in one run)
+                other = max(0.0, sw["runs"] - 2 * S)
+                mine = sw["ns"] - other * (c_other or 0)
+                floor = e["ns"] / e["runs"] if e and e["runs"] else None
+                above = ""
+                if floor is not None:
+                    above = " (%.0f ns above the statistics' floor: less %s runs x %.0f ns)" % (
+                        (mine - (sw["runs"] - other) * floor) / S, _n(sw["runs"] - other), floor)
+                out.append("- (b) per switch of the target, pyprof_switch (one switch-out with "
+                           "its stack walk and kernel stack, one switch-in): (%.1f ms - %s runs "
+                           "for other tasks x %s ns) / %s switches of the target = **%.0f ns**%s; "
+                           "%s samples delivered, %s lost" % (
+                               sw["ns"] / 1e6, _n(other),
+                               "%.0f" % c_other if c_other is not None else "0 (not measured)",
+                               _n(S), mine / S, above, _n(r.get("samples")), _n(r.get("lost"))))
+            b, a = st["before"]["window"], st["after"]["window"]
+            base = (b["target"]["events_per_s"] + a["target"]["events_per_s"]) / 2
+            if base > 0:
+                out.append("- (b) the target's own round trips/s: %s unprofiled (before %s, "
+                           "after %s), %s while recorded with the statistics on: %.2f of it"
+                           % (_n(base), _n(b["target"]["events_per_s"]),
+                              _n(a["target"]["events_per_s"]),
+                              _n(w["target"]["events_per_s"]),
+                              w["target"]["events_per_s"] / base))
+        if so and "failed" not in so:
+            w = so["window"]
+            sw = so.get("programs", {}).get("pyprof_switch")
+            if sw and w["machine_cs_per_s"]:
+                out.append("- (a) the program ran %.2f times per context switch of the machine "
+                           "(/proc/stat ctxt); the target was %.2f%% of its runs"
+                           % (sw["runs"] / w["window_s"] / w["machine_cs_per_s"],
+                              100.0 * 2 * w["target"]["cs_per_s"] * w["window_s"]
+                              / max(1, sw["runs"])))
+        out.append("")
+
+    pp = m.get("pingpong")
+    if pp:
+        seq = pp["seq"]
+        key = ("pingpong", "events_per_s")
+        rs = modes_cells.ratios(seq, "pyprof-bpf", key)
+        sp = modes_cells.spread([r[0] for r in rs])
+        un = _windows(seq, "none")
+        out.append("A context-switch-heavy process that is not profiled (pingpong.c, a pipe "
+                   "ping-pong between two processes) while pyprof-bpf records another process "
+                   "(the idle target) in off-cpu mode, windows alternating with no profiler at "
+                   "all (target >= 0.97 of its throughput):")
+        out.append("- round trips/s profiled over the unprofiled windows around: %s: %s" % (
+            _ratio(sp), "no result" if not sp else
+            ("**met**" if sp["median"] >= 0.97 else "**not met**")))
+        if rs:
+            out.append("- windows: %s" % ", ".join("%.3f (%s/%s)" % (r, _n(v), _n(b))
+                                                  for r, v, b in rs))
+        eff = modes_cells.spread([r[0] for r in modes_cells.ratios(
+            seq, "pyprof-bpf", modes_cells.per_cpu_s("pingpong", "events_per_s"))])
+        if eff:
+            out.append("- round trips per CPU-second of its two processes (what is left once "
+                       "the share of CPU the scheduler gave them is divided out), same windows: "
+                       "%s" % _ratio(eff))
+        if un:
+            med = statistics.median
+            out.append("- unprofiled: median %s round trips/s (%s-%s), its two processes "
+                       "switching %s times/s, the machine %s/s; profiled: median %s"
+                       % (_n(med([r["window"]["pingpong"]["events_per_s"] for r in un])),
+                          _n(min(r["window"]["pingpong"]["events_per_s"] for r in un)),
+                          _n(max(r["window"]["pingpong"]["events_per_s"] for r in un)),
+                          _n(med([r["window"]["pingpong"]["cs_per_s"] for r in un])),
+                          _n(med([r["window"]["machine_cs_per_s"] or 0 for r in un])),
+                          _n(med([r["window"]["pingpong"]["events_per_s"]
+                                  for r in _windows(seq, "pyprof-bpf")] or [0]))))
+        out.append("- %s%s" % (_stats_note(seq), _failed(seq)))
+        out.append("")
+
+    g = m.get("gil")
+    if g:
+        seq = g["seq"]
+        key = ("target", "work_per_s")
+        P = g["params"]
+        out.append("A %d-thread 3.15 target handing the GIL over (each thread %d frames deep: %d "
+                   "units of short pure-Python work, then a %g ms sleep), its units of work per "
+                   "second while recorded at %d Hz, against the unprofiled windows around "
+                   "(pyprof-bpf's target >= 0.95):" % (P["threads"], P["depth"], P["units"],
+                                                        P["sleep"] * 1e3, g["rate"]))
+        for who, label, target in (("pyprof-bpf", "pyprof-bpf --mode wall -F %d" % g["rate"],
+                                    0.95),
+                                   ("cpython", "CPython 3.15 profiling.sampling --mode wall "
+                                    "-r %d -a (peer)" % g["rate"], None)):
+            if who == "cpython" and g.get("cpython_unavailable"):
+                out.append("- %s: unavailable: %s" % (label, g["cpython_unavailable"]))
+                continue
+            rs = modes_cells.ratios(seq, who, key)
+            sp = modes_cells.spread([r[0] for r in rs])
+            ws = _windows(seq, who)
+            verdict = ""
+            if target is not None and sp:
+                verdict = ": **met**" if sp["median"] >= target else ": **not met**"
+            extra = ""
+            if ws:
+                extra = "; %s samples per recording, profiler CPU %.2f s per recording" % (
+                    _n(statistics.median([r.get("samples", 0) for r in ws])),
+                    statistics.median([r.get("cpu_s", 0) for r in ws]))
+            eff = modes_cells.spread([r[0] for r in modes_cells.ratios(
+                seq, who, modes_cells.per_cpu_s("target", "work_per_s"))])
+            if eff:
+                extra += "; per CPU-second of the target: %s" % _ratio(eff)
+            out.append("- %s: %s%s (%s)%s" % (label, _ratio(sp), verdict,
+                                              ", ".join("%.3f" % r[0] for r in rs), extra))
+        un = _windows(seq, "none")
+        if un:
+            med = statistics.median
+            out.append("- unprofiled: median %s units/s, GIL hand-overs %s/s, the target "
+                       "switching %s times/s on %.2f cores"
+                       % (_n(med([r["window"]["target"]["work_per_s"] for r in un])),
+                          _n(med([r["window"]["target"]["events_per_s"] for r in un])),
+                          _n(med([r["window"]["target"]["cs_per_s"] for r in un])),
+                          med([r["window"]["target"]["cores"] for r in un])))
+        for who in ("pyprof-bpf", "cpython"):
+            ws = _windows(seq, who)
+            if ws:
+                med = statistics.median
+                out.append("- under %s: GIL hand-overs %s/s, the target switching %s times/s"
+                           % (who, _n(med([r["window"]["target"]["events_per_s"] for r in ws])),
+                              _n(med([r["window"]["target"]["cs_per_s"] for r in ws]))))
+        st = g.get("stats")
+        if st and "failed" not in st and st.get("programs"):
+            w = st["window"]
+            e = st.get("empty")
+            floor = e["ns"] / e["runs"] if e and e["runs"] else 0
+            parts, tot, tot_above = [], 0.0, 0.0
+            for name, v in sorted(st["programs"].items(), key=lambda kv: -kv[1]["ns"]):
+                per = v["ns"] / v["runs"]
+                parts.append("%s %s runs/s x %.0f ns" % (name, _n(v["runs"] / w["window_s"]),
+                                                          per))
+                tot += v["ns"]
+                tot_above += v["ns"] - v["runs"] * floor
+            cpu = w["target"]["cores"] * w["window_s"] * 1e9
+            out.append("- pyprof-bpf's programs in wall mode on this target (one more recording, "
+                       "statistics held): %s; together %.1f ms per second (%.1f above the "
+                       "statistics' floor of %.0f ns a run), %.1f%% of the target's CPU time "
+                       "(%.2f cores)" % ("; ".join(parts), tot / 1e6 / w["window_s"],
+                                         tot_above / 1e6 / w["window_s"], floor,
+                                         100 * tot / cpu if cpu else 0, w["target"]["cores"]))
+        out.append("- %s%s" % (_stats_note(seq), _failed(seq)))
+        out.append("")
+    if m.get("cells") and "pingpong" in m["cells"] or "gil" in m.get("cells", []):
+        out.append("Ratios: each profiled window's rate over the mean of the unprofiled windows "
+                   "just before and after it, on the same running processes (profiler start-up "
+                   "and exit fall outside the windows). This 2-CPU VM is shared: read the "
+                   "spread as the noise.")
+    return "\n".join(out)
+
+
+def modes_only_text(meta, m):
+    head = ("## Benchmark: issue #10's mode cells only (`scripts/bench --modes-only`)\n\n"
+            "%s; pyprof-bpf %s (%s); kernel %s, %d CPUs.\n"
+            % (meta["started"], meta["git"] + (" with " + meta["pyprof_args"]
+                                               if meta.get("pyprof_args") else ""),
+               meta["version"], meta["kernel"], meta["cpus"]))
+    return head + "\n" + (modes_text(m) if m else "no result") + "\n"
