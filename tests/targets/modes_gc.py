@@ -20,6 +20,7 @@ time, its cumulative CPU time inside gc.collect()), flushed every ~50 ms.
 Runs for SECONDS (default 120). CPython 3.11+.
 """
 import gc
+import faulthandler
 import json
 import os
 import sys
@@ -63,6 +64,7 @@ def other():
 
 
 def main():
+    faulthandler.enable(all_threads=True)   # a crash says where, on stderr
     info_path, log_path = sys.argv[1:3]
     lifetime = float(sys.argv[3]) if len(sys.argv) > 3 else 120.0
     live = [{"k": [i, (i,)]} for i in range(100000)]

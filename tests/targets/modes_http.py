@@ -21,6 +21,7 @@ the client has been served. Runs for SECONDS (default 120). CPython 3.11+.
 """
 import http.client
 import http.server
+import faulthandler
 import json
 import os
 import socket
@@ -75,6 +76,7 @@ def client(port, connections):
 
 
 def main():
+    faulthandler.enable(all_threads=True)   # a crash says where, on stderr
     info_path, log_path = sys.argv[1:3]
     lifetime = float(sys.argv[3]) if len(sys.argv) > 3 else 120.0
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -41,6 +41,7 @@ and T1 the thread was woken, waited for a CPU and for the GIL.
 Runs for SECONDS (default 120) then exits. Stdlib only; CPython 3.11+.
 """
 import hashlib
+import faulthandler
 import json
 import os
 import socket
@@ -138,6 +139,7 @@ def feeder(port, period):
 
 
 def main():
+    faulthandler.enable(all_threads=True)   # a crash says where, on stderr
     info_path, log_path, directory = sys.argv[1:4]
     lifetime = float(sys.argv[4]) if len(sys.argv) > 4 else 120.0
     deadline = time.monotonic() + lifetime
