@@ -1165,6 +1165,35 @@ static __always_inline bool is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
 }
 
+/*
+ * A thread leaving the CPU whose last interval is still open: its switch-in
+ * was never seen (rare; see PYPROF_CNT_SWITCH_IN_INFERRED). It has run
+ * since, without a switch-out, so it came back its CPU time since ago: the
+ * interval is closed with that end, before the new one opens.
+ */
+static __always_inline void close_missed(struct task_struct *prev)
+{
+	__u32 tid = prev->pid;
+	struct pyprof_offcpu *o = bpf_map_lookup_elem(&offcpu, &tid);
+	struct pyprof_switch_in r = { .kind = PYPROF_REC_SWITCH_IN };
+	__u64 now, ran;
+
+	if (!o || !o->off_ns)
+		return;
+	now = bpf_ktime_get_ns();
+	ran = prev->se.sum_exec_runtime - o->exec_ns;
+	r.tid = tid;
+	r.pid = prev->tgid;
+	r.off_ns = o->off_ns;
+	r.in_ns = now - ran > o->off_ns && ran < now ? now - ran : o->off_ns;
+	r.wake_ns = o->wake_ns && o->wake_ns <= r.in_ns ? o->wake_ns : 0;
+	o->off_ns = 0;
+	o->wake_ns = 0;
+	count(PYPROF_CNT_SWITCH_IN_INFERRED);
+	if (bpf_ringbuf_output(&samples, &r, sizeof(r), BPF_RB_NO_WAKEUP))
+		count(PYPROF_CNT_LOST);
+}
+
 #define TASK_INTERRUPTIBLE	0x1
 #define TASK_UNINTERRUPTIBLE	0x2
 
@@ -1185,11 +1214,14 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 	/* Stopped, traced, dead: not waiting for anything of its own. */
 	if ((!blocked && state) || (prev->flags & PF_EXITING))
 		return;
+	close_missed(prev);
 	if (!take_sample(true))
 		return;
 	v.off_ns = bpf_ktime_get_ns();
 	v.wake_ns = blocked ? 0 : v.off_ns;
-	bpf_map_update_elem(&offcpu, &tid, &v, BPF_ANY);
+	v.exec_ns = prev->se.sum_exec_runtime;
+	if (bpf_map_update_elem(&offcpu, &tid, &v, BPF_ANY))
+		count(PYPROF_CNT_OFFCPU_NOTE_FAILED);
 	if (!blocked)
 		return;
 	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
@@ -1221,8 +1253,10 @@ static __always_inline void switch_in(struct task_struct *next)
 	struct pyprof_offcpu *o = bpf_map_lookup_elem(&offcpu, &tid);
 	struct pyprof_switch_in r = { .kind = PYPROF_REC_SWITCH_IN };
 
-	if (!o || !o->off_ns)
+	if (!o || !o->off_ns) {
+		count(PYPROF_CNT_SWITCH_IN_UNNOTED);
 		return;
+	}
 	r.tid = tid;
 	r.pid = next->tgid;
 	r.off_ns = o->off_ns;

@@ -213,6 +213,7 @@ struct bpf_sampler {
 	struct py_gil_gc gil;
 	bool gil_known;
 	uint64_t lost_intervals;
+	uint64_t overwritten;	/* intervals opened again before they closed */
 
 	/* --kernel: ticks' kernel stacks, each until its sample comes (one
 	 * per CPU at most is in flight: a small table will do). */
@@ -1050,6 +1051,13 @@ static void open_interval(struct bpf_sampler *s, const struct pyprof_sample *r,
 		s->lost_intervals++;
 		return;
 	}
+	if (iv->out_ns && !iv->seeded) {
+		s->overwritten++;
+		if (s->verbose)
+			fprintf(stderr, "pyprof-bpf: tid %u left the CPU at %llu again, its interval "
+				"from %llu never closed\n", r->tid, (unsigned long long)r->ts_ns,
+				(unsigned long long)iv->out_ns);
+	}
 	iv->pid = (pid_t)r->pid;
 	iv->cpu = r->cpu;
 	iv->out_ns = r->ts_ns;
@@ -1744,19 +1752,20 @@ static void seed_intervals(struct bpf_sampler *s)
 	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	for (size_t i = 0; i < s->nth; i++) {
 		pid_t tid = s->th[i].tid;
-		struct pyprof_offcpu o = { .off_ns = now };
+		struct pyprof_offcpu o = { .off_ns = now }, cur;
 		struct offcpu_iv *iv;
 		size_t nf = 0;
 		int truncated = 0;
 		char state = 0;
 		__u32 key = (__u32)tid;
 
-		if (task_state(s->pid, tid, &state))
-			continue;
-		if (state == 'R')
-			o.wake_ns = now;
-		else if (state != 'S' && state != 'D')
-			continue;
+		/*
+		 * The interval and its map entry first, the state after: a
+		 * thread that runs again from then on closes the interval
+		 * through the program (its target is configured already). An
+		 * entry there already is the program's own: it saw the thread
+		 * leave, and the seed is not needed.
+		 */
 		iv = offcpu_ivs__get(s->ivs, tid, true);
 		if (!iv)
 			return;
@@ -1764,6 +1773,23 @@ static void seed_intervals(struct bpf_sampler *s)
 		iv->out_ns = now;
 		iv->seeded = true;
 		iv->status = PYPROF_NO_PYSTATE;
+		iv->nframes = 0;
+		if (bpf_map_update_elem(s->offcpu_fd, &key, &o, BPF_NOEXIST) ||
+		    task_state(s->pid, tid, &state) || (state != 'S' && state != 'D')) {
+			/* Running (its next switch-out says so), gone, or ours
+			 * to take back: a runnable thread's time till it runs
+			 * is runnable. */
+			if (state == 'R' && !bpf_map_lookup_elem(s->offcpu_fd, &key, &cur) &&
+			    cur.off_ns == now) {
+				cur.wake_ns = now;
+				bpf_map_update_elem(s->offcpu_fd, &key, &cur, BPF_EXIST);
+				continue;
+			}
+			if (!bpf_map_lookup_elem(s->offcpu_fd, &key, &cur) && cur.off_ns == now)
+				bpf_map_delete_elem(s->offcpu_fd, &key);
+			offcpu_ivs__remove(s->ivs, tid);
+			continue;
+		}
 		for (size_t k = 0; k < npy; k++) {
 			struct py_rawframe fr[256];
 
@@ -1775,9 +1801,7 @@ static void seed_intervals(struct bpf_sampler *s)
 			}
 			break;
 		}
-		if (state != 'R')
-			task_syscall(s->pid, tid, &iv->syscall_nr, &iv->syscall_arg0);
-		bpf_map_update_elem(s->offcpu_fd, &key, &o, BPF_ANY);
+		task_syscall(s->pid, tid, &iv->syscall_nr, &iv->syscall_arg0);
 	}
 }
 

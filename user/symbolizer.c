@@ -488,11 +488,18 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 		/* the sampled object is gone: what is there now is another */
 		if (version && key.version != version)
 			return -ESTALE;
+		/* 3.11, a frame of a userspace walk (seeded off-CPU intervals):
+		 * no sampler identity to compare; the owned objects decide, and
+		 * the entry keeps the identity the sampler's frames carry. */
+		if (!s->off->code_version && !version)
+			key.version = e->key.version;
 		if (memcmp(&key, &e->key, sizeof(key)) == 0) {
 			e->verified_epoch = s->epoch;
 			*out = e;
 			return 0;
 		}
+		if (!s->off->code_version && !version)
+			key.version = 0;	/* another object: no identity known */
 		rc = fill_entry(s, e, code, &key);
 		if (rc)
 			return rc;
