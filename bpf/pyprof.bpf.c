@@ -1202,9 +1202,12 @@ static __always_inline void close_missed(struct task_struct *prev)
  * preempted while runnable. Its stack is sampled now (it is current), the
  * time noted; a blocked one's system call and kernel stack follow.
  */
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u32 state)
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u32 state,
+				       bool preempt)
 {
-	bool blocked = state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE);
+	/* Preempted while setting up a wait (its state says sleeping, but it
+	 * stays on the run queue): runnable, not blocked. */
+	bool blocked = !preempt && (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE));
 	struct pyprof_offcpu v = {};
 	struct pyprof_switch *r;
 	struct pt_regs *regs;
@@ -1212,7 +1215,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 	long got;
 
 	/* Stopped, traced, dead: not waiting for anything of its own. */
-	if ((!blocked && state) || (prev->flags & PF_EXITING))
+	if ((!blocked && state && !preempt) || (prev->flags & PF_EXITING))
 		return;
 	close_missed(prev);
 	if (!take_sample(true))
@@ -1278,7 +1281,7 @@ int BPF_PROG(pyprof_switch, bool preempt, struct task_struct *prev, struct task_
 	     unsigned int prev_state)
 {
 	if (is_target(prev->tgid))
-		switch_out(ctx, prev, prev_state);
+		switch_out(ctx, prev, prev_state, preempt);
 	if (is_target(next->tgid))
 		switch_in(next);
 	return 0;

@@ -186,7 +186,7 @@ class Sample:
             return "cpu"
         for f in self.frames:
             if f.kind == "ours" and (f.text.startswith("[syscall] ") or
-                                     f.text in ("[GIL wait]", "[runnable]")):
+                                     f.text in ("[GIL wait]", "[runnable]", "[blocked]")):
                 return f.text
         return None
 

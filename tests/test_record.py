@@ -153,7 +153,7 @@ class Frame:
 # Frames on the leaf side of the Python frames that say what the thread did
 # beyond its Python code (user/offcpu/leaf.h): the parser keeps them apart,
 # in Sample.leaf, so that the stack is the Python frames (and markers).
-LEAF_MARKS = {"<GC>", "[GIL released]", "[GIL wait]", "[runnable]"}
+LEAF_MARKS = {"<GC>", "[GIL released]", "[GIL wait]", "[runnable]", "[blocked]"}
 
 
 def leaf_frame(fr):

@@ -1774,6 +1774,9 @@ static void seed_intervals(struct bpf_sampler *s)
 		iv->seeded = true;
 		iv->status = PYPROF_NO_PYSTATE;
 		iv->nframes = 0;
+		/* Its system call first: a thread still asleep after it is read
+		 * was in it (read after, it may say the thread is running). */
+		task_syscall(s->pid, tid, &iv->syscall_nr, &iv->syscall_arg0);
 		if (bpf_map_update_elem(s->offcpu_fd, &key, &o, BPF_NOEXIST) ||
 		    task_state(s->pid, tid, &state) || (state != 'S' && state != 'D')) {
 			/* Running (its next switch-out says so), gone, or ours
@@ -1801,7 +1804,6 @@ static void seed_intervals(struct bpf_sampler *s)
 			}
 			break;
 		}
-		task_syscall(s->pid, tid, &iv->syscall_nr, &iv->syscall_arg0);
 	}
 }
 

@@ -364,7 +364,9 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 	if (!out->unicode_compact_data)	/* PyCompactUnicodeObject adds utf8_length, utf8 */
 		out->unicode_compact_data = out->unicode_ascii_data + 16;
 	out->frame_owner_interp_min = 3;	/* 3.13 CSTACK; 3.14+ INTERPRETER (and CSTACK 4) */
-	out->frame_owner_cstack = ((version >> 16) & 0xff) >= 14 ? 4 : 3;
+	/* An evaluation loop's entry frame: FRAME_OWNED_BY_CSTACK (3) on 3.13,
+	 * FRAME_OWNED_BY_INTERPRETER (3) from 3.14 (4 is the base sentinel). */
+	out->frame_owner_cstack = 3;
 	out->frame_instr_is_prev = false;
 	/* 3.14 made f_executable a _PyStackRef: its low bits are tags. */
 	out->executable_tag_mask = ((version >> 16) & 0xff) >= 14 ? 7 : 0;

@@ -54,8 +54,8 @@ struct py_offsets {
 	/* Frames whose owner is >= this value belong to the interpreter (C
 	 * entry/shim frames) and are skipped; 0 means no such frames (3.11). */
 	uint8_t frame_owner_interp_min;
-	/* The owner value of an evaluation loop's entry frame
-	 * (FRAME_OWNED_BY_CSTACK: 3 on 3.12/3.13, 4 from 3.14); 0: none. */
+	/* The owner value of an evaluation loop's entry frame (3 on 3.12 to
+	 * 3.15: FRAME_OWNED_BY_CSTACK, then _INTERPRETER); 0: none. */
 	uint8_t frame_owner_cstack;
 	/* 3.11: offset of the frame's is_entry byte (the first frame of an
 	 * evaluation loop's run); 0: none. */

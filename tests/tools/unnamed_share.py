@@ -44,7 +44,7 @@ CLAIMS = (NO_FRAMES, "[thread-start/exit]", "[thread-exit]")
 # ("comm (pid N)", percent-encoded in collapsed output)
 ROOT = re.compile(r"^(\[.*:\d+\]|\S+%20%28pid%20\d+%29|\S+ \(pid \d+\))$")
 UNKNOWN = "<unknown>"                     # the marker for a Python frame
-LEAF_MARKS = ("<GC>", "[GIL released]", "[GIL wait]", "[runnable]")
+LEAF_MARKS = ("<GC>", "[GIL released]", "[GIL wait]", "[runnable]", "[blocked]")
 
 
 class Frame(collections.namedtuple("Frame", "text qualname file line")):

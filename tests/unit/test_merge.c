@@ -53,18 +53,18 @@ static void test_leaf_extension(void **state)
 	expect(out, n, want, sizeof(want) / sizeof(want[0]));
 }
 
-/* Empty runs (an entry frame with no Python frame above it yet) pair with
- * no evaluation frame. */
+/* An empty run (a call of the evaluation loop returning: its frames are
+ * popped) pairs with its evaluation frame all the same. */
 static void test_empty_run(void **state)
 {
-	const struct merge_native nat[] = { I(true), X };
-	const uint32_t runs[] = { 0, 3, 0 };
-	const struct merge_item want[] = { P(0), P(1), P(2), N(1) };
+	const struct merge_native nat[] = { I(true), I(false), I(true), X };
+	const uint32_t runs[] = { 0, 3 };
+	const struct merge_item want[] = { N(1), P(0), P(1), P(2), N(3) };
 	struct merge_item out[16];
 	uint32_t n;
 
 	(void)state;
-	assert_true(merge__stacks(nat, 2, true, runs, 3, 3, out, 16, &n));
+	assert_true(merge__stacks(nat, 4, true, runs, 2, 3, out, 16, &n));
 	expect(out, n, want, sizeof(want) / sizeof(want[0]));
 }
 

@@ -20,10 +20,7 @@ bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_comp
 			evals++;
 			last_eval = i;
 		}
-	/* Empty runs (an entry frame with nothing above it yet) pair with
-	 * no evaluation frame. */
-	for (uint32_t r = 0; r < nruns; r++)
-		runs += run_len[r] != 0;
+	runs = nruns;
 	/*
 	 * More evaluation frames than runs: they cannot be paired. The native
 	 * frames up to the first evaluation frame are exact, as are the
@@ -39,8 +36,6 @@ bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_comp
 	}
 	for (uint32_t i = 0; i < nn; i++) {
 		if (nat[i].eval) {
-			while (run < nruns && !run_len[run])
-				run++;
 			for (uint32_t j = 0; run < nruns && j < run_len[run]; j++)
 				put(out, max, n, MERGE_PYTHON, py++);
 			run++;

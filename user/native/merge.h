@@ -42,7 +42,9 @@ struct merge_item {
 /*
  * Merge @nn native frames (innermost first; @native_complete: unwound to
  * the stack's end) with @npy Python frames (innermost first) cut into
- * @nruns runs of run_len[] frames each (innermost run first). Writes at
+ * @nruns runs of run_len[] frames each (innermost run first; a run may be
+ * empty: an evaluation loop's call whose frames are not pushed yet, or
+ * popped already, pairs with its evaluation frame all the same). Writes at
  * most @max items, innermost first, into @out and their number into *n.
  * Returns true when the stacks agree; false when they do not (runs and
  * evaluation frames do not pair up, or the unwind stopped short): the

@@ -126,6 +126,8 @@ uint32_t leaf_names__frames(struct leaf_names *l, const struct raw_sample *r, en
 		else if (r->syscall_nr >= 0)
 			out[n++] = (struct out_leaf){ OUT_FRAME_STATUS,
 						      syscall_frame(l, r->syscall_nr) };
+		else
+			out[n++] = (struct out_leaf){ OUT_FRAME_STATUS, "[blocked]" };
 		n += kernel_frames(l, r, out + n, LEAF_MAX - n);
 		break;
 	}

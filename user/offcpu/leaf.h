@@ -10,6 +10,9 @@
  *                      followed by the kernel functions it slept in,
  *                      outermost first (entry code and the scheduler's
  *                      own frames left out)
+ *   [blocked]          off the CPU blocked outside a system call, or in
+ *                      one that could not be read (a thread found asleep
+ *                      when the recording started, woken meanwhile)
  *   [runnable]         off the CPU but runnable: preempted, or woken and
  *                      waiting for a CPU
  */
