@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cfirows.h - the DWARF CFI row of each pc an unwinder meets, decoded once
+ * by libdw and kept.
+ *
+ * libdw finds a pc's row by running its function's CFI program from the
+ * start each time (dwarf_cfi_addrframe): in a function as large as
+ * CPython's _PyEval_EvalFrameDefault, built without frame pointers, that is
+ * thousands of instructions and several allocations per frame of every
+ * sample. A profile meets the same few thousand return addresses over and
+ * over, so each row is decoded once into the rules x86-64 code uses (the
+ * CFA as a register plus an offset; each register undefined, unchanged,
+ * saved at CFA + N, equal to CFA + N, or another register's value) and
+ * cached by pc. A row with anything else (DWARF expressions: PLT stubs,
+ * signal trampolines, realigned stacks) is marked complex and left to
+ * libdwfl to apply.
+ *
+ * The cache belongs to one process's modules and must be cleared whenever
+ * they change. Not thread-safe.
+ */
+#ifndef PYPROF_NATIVE_CFIROWS_H
+#define PYPROF_NATIVE_CFIROWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "native/modules.h"
+
+#define CFI_NREGS 17		/* x86-64 DWARF registers 0-16 (16: the return address) */
+#define CFI_REG_SP 7
+#define CFI_REG_RA 16
+
+enum cfi_kind {
+	CFI_SIMPLE,		/* every rule below applies */
+	CFI_COMPLEX,		/* CFI with expressions: libdwfl applies it */
+	CFI_NO_CFI,		/* the module has no CFI for the pc */
+	CFI_NO_MODULE,		/* the pc is in no module */
+};
+
+enum cfi_rule {
+	CFI_EXPR,		/* a DWARF expression: only libdwfl applies it */
+	CFI_UNDEF,		/* not recoverable */
+	CFI_SAME,		/* the caller's value is the callee's */
+	CFI_AT_CFA,		/* saved at CFA + off */
+	CFI_VAL_CFA,		/* is CFA + off */
+	CFI_REG,		/* is register reg's value */
+};
+
+struct cfi_row {
+	uint64_t pc;		/* the address looked up */
+	uint64_t end;		/* the row applies from pc up to end (exclusive) */
+	int64_t cfa_off;
+	uint8_t kind;		/* enum cfi_kind */
+	uint8_t cfa_reg;
+	uint8_t signal;		/* a signal trampoline's: its caller was interrupted */
+	uint8_t outermost;	/* the return address is undefined: no caller */
+	struct {
+		int32_t off;
+		uint8_t rule;	/* enum cfi_rule */
+		uint8_t reg;
+	} r[CFI_NREGS];
+	/* The unwinder's naming of the pc, filled on its first use (the names
+	 * live as long as the modules, so as long as the row). */
+	uint8_t named;
+	const char *path;
+	const char *symbol;
+	uint64_t sym_start;
+	uint64_t module_base;
+};
+
+struct cfirows;
+
+/* A cache of at most @max rows (it is emptied when full). 0 or -ENOMEM. */
+int cfirows__new(size_t max, struct cfirows **out);
+void cfirows__free(struct cfirows *c);
+void cfirows__clear(struct cfirows *c);
+
+/*
+ * The row for @pc in @mods (.eh_frame first, then .debug_frame, as libdwfl
+ * looks), decoded on first use. NULL only when out of memory. The row stays
+ * valid until the next cfirows__get, __clear or __free.
+ */
+struct cfi_row *cfirows__get(struct cfirows *c, struct native_modules *mods, uint64_t pc);
+
+size_t cfirows__count(const struct cfirows *c);
+size_t cfirows__bytes(const struct cfirows *c);
+
+#endif

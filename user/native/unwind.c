@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <elfutils/libdwfl.h>
+#include "native/cfirows.h"
+#include "native/modules.h"
+#include "native/unwind.h"
+#include "native/x86_tail.h"
+
+#define DEFAULT_REFRESH_NS (100ull * 1000 * 1000)
+#define MAX_ROWS 16384		/* decoded CFI rows kept (~200 bytes each) */
+
+/* The sample being unwound. */
+struct sample {
+	const unsigned char *stack;
+	uint64_t base;		/* the address stack[0] was copied from */
+	size_t len;
+	uint64_t sp;
+	bool read_beyond;	/* a read at or past the end of the copy */
+	size_t used, missed;	/* end offsets from sp read, and the lowest one refused */
+	int epilogue;		/* -1: not looked at yet */
+	/* a step left to libdwfl: from these registers, to those */
+	const struct native_regs *step_from;
+	struct native_regs *step_to;
+	int step_frames;
+};
+
+struct native_unwinder {
+	pid_t pid;
+	struct native_modules *mods;
+	Dwfl *dwfl;		/* the modules' */
+	struct cfirows *rows;
+	uint64_t refresh_ns, last_refresh;
+	struct sample s;
+	struct native_unwind_info last;
+	struct native_unwinder_stats st;
+};
+
+static const char *const end_names[NATIVE_END__COUNT] = {
+	[NATIVE_END_OUTERMOST] = "outermost",
+	[NATIVE_END_MAX] = "max-frames",
+	[NATIVE_END_STACK] = "stack-copy",
+	[NATIVE_END_NO_MODULE] = "no-module",
+	[NATIVE_END_ANON_CODE] = "anon-code",
+	[NATIVE_END_NO_CFI] = "no-cfi",
+	[NATIVE_END_BAD] = "bad-cfi",
+};
+
+const char *native_end__name(enum native_end end)
+{
+	return (unsigned int)end < NATIVE_END__COUNT ? end_names[end] : "?";
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- libdwfl callbacks: the one thread of a sample ---- */
+
+static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	struct native_unwinder *u = dwfl_arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = u;
+	return u->pid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = dwfl_arg;
+	return true;
+}
+
+/* A word of the copy; reads elsewhere fail (and are counted). */
+static bool stack_read(struct native_unwinder *u, uint64_t addr, uint64_t *val)
+{
+	struct sample *s = &u->s;
+	uint64_t off = addr - s->base;
+
+	if (addr >= s->base && s->len >= sizeof(*val) && off <= s->len - sizeof(*val)) {
+		memcpy(val, s->stack + off, sizeof(*val));
+		if (addr >= s->sp && addr - s->sp + sizeof(*val) > s->used)
+			s->used = addr - s->sp + sizeof(*val);
+		return true;
+	}
+	if (addr >= s->sp) {
+		off = addr - s->sp;
+		s->read_beyond = true;
+		if (off <= SIZE_MAX - sizeof(*val) &&
+		    (!s->missed || off + sizeof(*val) < s->missed))
+			s->missed = off + sizeof(*val);
+	}
+	u->st.reads_outside++;
+	return false;
+}
+
+/* Only the copy: anything else would be read at another moment than the
+ * sample, and CFI on x86-64 addresses only the stack. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	(void)dwfl;
+	return stack_read(dwfl_arg, addr, result);
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	struct native_unwinder *u = thread_arg;
+	const struct native_regs *regs = u->s.step_from;
+
+	/* each run of sampled registers; the others stay unknown to libdwfl */
+	for (int i = 0; i < NATIVE_REG_COUNT;) {
+		int j = i;
+
+		if (!(regs->valid & (1u << i))) {
+			i++;
+			continue;
+		}
+		while (j < NATIVE_REG_COUNT && (regs->valid & (1u << j)))
+			j++;
+		if (!dwfl_thread_state_registers(thread, i, (unsigned int)(j - i), &regs->r[i]))
+			return false;
+		i = j;
+	}
+	dwfl_thread_state_register_pc(thread, regs->r[NATIVE_REG_IP]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+int native_unwinder__refresh(struct native_unwinder *u)
+{
+	u->last_refresh = now_ns();
+	u->st.refreshes++;
+	/* rows name modules that may go: decoded again as needed */
+	cfirows__clear(u->rows);
+	return native_modules__refresh(u->mods);
+}
+
+void native_unwinder__set_refresh_interval(struct native_unwinder *u, uint64_t ns)
+{
+	u->refresh_ns = ns;
+}
+
+void native_unwinder__free(struct native_unwinder *u)
+{
+	if (!u)
+		return;
+	native_modules__free(u->mods);
+	cfirows__free(u->rows);
+	free(u);
+}
+
+int native_unwinder__new(pid_t pid, struct native_unwinder **out)
+{
+	struct native_unwinder *u;
+	int err;
+
+	*out = NULL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->pid = pid;
+	u->refresh_ns = DEFAULT_REFRESH_NS;
+	u->last_refresh = now_ns();
+	u->st.refreshes = 1;
+	err = cfirows__new(MAX_ROWS, &u->rows);
+	if (err)
+		goto err_free;
+	err = native_modules__new(pid, &u->mods);
+	if (err)
+		goto err_free;
+	u->dwfl = native_modules__dwfl(u->mods);
+	/* the architecture comes from the first module libdwfl can read */
+	if (!dwfl_attach_state(u->dwfl, NULL, pid, &thread_callbacks, u)) {
+		err = -ENOEXEC;
+		goto err_free;
+	}
+	*out = u;
+	return 0;
+
+err_free:
+	native_unwinder__free(u);
+	return err;
+}
+
+int native_unwinder__symbolize(struct native_unwinder *u, uint64_t pc, int exact,
+			       struct native_frame *f)
+{
+	uint64_t lookup = exact || !pc ? pc : pc - 1;
+	struct native_name nm;
+
+	*f = (struct native_frame){ .pc = pc, .flags = exact ? NATIVE_FRAME_EXACT : 0 };
+	if (native_modules__name(u->mods, lookup, &nm))
+		return -ENOENT;
+	f->module = nm.path;
+	f->module_base = nm.base;
+	if (nm.symbol) {
+		f->symbol = nm.symbol;
+		f->offset = pc - nm.sym_start;
+	}
+	return 0;
+}
+
+int native_unwinder__module(struct native_unwinder *u, uint64_t pc, struct native_module *out)
+{
+	return native_modules__info(u->mods, pc, out);
+}
+
+/* ---- unwinding ---- */
+
+/* Is the sampled pc at the end of its function (x86_tail.h)? */
+static bool epilogue_at(struct native_unwinder *u, uint64_t pc)
+{
+	const unsigned char *p;
+	size_t left;
+
+	return (p = native_modules__code(u->mods, pc, &left)) && x86_tail__is_tail(p, left);
+}
+
+/*
+ * A register the sampled frame's CFI says is saved below sp, where the copy
+ * does not reach (GCC's epilogues restore registers without restore rules):
+ * at the end of a function (x86_tail.h) it holds its caller's value
+ * already. Anywhere else (a leaf that saved it in the red zone, and uses
+ * it) it does not, and stays unknown.
+ */
+static bool popped(struct native_unwinder *u, const struct native_regs *cur, int reg,
+		   uint64_t *val)
+{
+	struct sample *s = &u->s;
+
+	if (!(cur->valid & (1u << reg)))
+		return false;
+	if (s->epilogue < 0)
+		s->epilogue = epilogue_at(u, cur->r[NATIVE_REG_IP]);
+	if (!s->epilogue)
+		return false;
+	*val = cur->r[reg];
+	u->last.epilogue = 1;
+	return true;
+}
+
+/* Applies a decoded row: @cur's caller in @next. false: it cannot be. */
+static bool step_row(struct native_unwinder *u, const struct cfi_row *row,
+		     const struct native_regs *cur, struct native_regs *next, bool first)
+{
+	struct sample *s = &u->s;
+	uint64_t cfa;
+
+	if (!(cur->valid & (1u << row->cfa_reg)))
+		return false;
+	cfa = cur->r[row->cfa_reg] + (uint64_t)row->cfa_off;
+	next->valid = 0;
+	for (int reg = 0; reg < CFI_NREGS; reg++) {
+		uint64_t v, at = cfa + (uint64_t)(int64_t)row->r[reg].off;
+		int from = row->r[reg].reg;
+
+		switch (row->r[reg].rule) {
+		case CFI_SAME:
+			from = reg;
+			/* fall through */
+		case CFI_REG:
+			if (!(cur->valid & (1u << from)))
+				continue;
+			v = cur->r[from];
+			break;
+		case CFI_AT_CFA:
+			if (stack_read(u, at, &v))
+				break;
+			if (!first || at + 8 > s->sp || at >= s->base || !popped(u, cur, reg, &v))
+				continue;
+			break;
+		case CFI_VAL_CFA:
+			v = at;
+			break;
+		default:
+			continue;
+		}
+		next->r[reg] = v;
+		next->valid |= 1u << reg;
+	}
+	/* the caller's pc is the return address (register 16 is both) */
+	return (next->valid & (1u << NATIVE_REG_IP)) && next->r[NATIVE_REG_IP];
+}
+
+static int step_frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct native_unwinder *u = arg;
+	struct native_regs *next = u->s.step_to;
+	Dwarf_Addr pc;
+
+	if (u->s.step_frames++ == 0)
+		return DWARF_CB_OK;	/* the frame we start from: let libdwfl unwind it */
+	next->valid = 0;
+	for (int reg = 0; reg < NATIVE_REG_IP; reg++) {
+		Dwarf_Word v;
+
+		if (dwfl_frame_reg(state, (unsigned int)reg, &v) == 0) {
+			next->r[reg] = v;
+			next->valid |= 1u << reg;
+		}
+	}
+	if (dwfl_frame_pc(state, &pc, NULL)) {
+		next->r[NATIVE_REG_IP] = pc;
+		next->valid |= 1u << NATIVE_REG_IP;
+	}
+	return DWARF_CB_ABORT;
+}
+
+/*
+ * One step by libdwfl, for a row with expressions: it starts from @cur as
+ * from a sampled frame (the row at the pc itself; the caller checked it is
+ * the row of pc - 1 too).
+ */
+static bool step_libdwfl(struct native_unwinder *u, const struct native_regs *cur,
+			 struct native_regs *next)
+{
+	struct sample *s = &u->s;
+
+	u->st.libdwfl_steps++;
+	s->step_from = cur;
+	s->step_to = next;
+	s->step_frames = 0;
+	next->valid = 0;
+	dwfl_getthread_frames(u->dwfl, u->pid, step_frame_cb, u);
+	return s->step_frames == 2 && (next->valid & (1u << NATIVE_REG_IP)) &&
+	       next->r[NATIVE_REG_IP];
+}
+
+/* Fills @f's names from @row (named once per row). */
+static void name_frame(struct native_unwinder *u, struct cfi_row *row, struct native_frame *f)
+{
+	if (!row->named) {
+		struct native_name nm;
+
+		row->named = 1;
+		if (!native_modules__name(u->mods, row->pc, &nm)) {
+			row->path = nm.path;
+			row->module_base = nm.base;
+			row->symbol = nm.symbol;
+			row->sym_start = nm.sym_start;
+		}
+	}
+	f->module = row->path;
+	f->module_base = row->module_base;
+	if (row->symbol) {
+		f->symbol = row->symbol;
+		f->offset = f->pc - row->sym_start;
+	}
+}
+
+static enum native_end unwind_once(struct native_unwinder *u, const struct native_regs *regs,
+				   const struct native_stack *stack, struct native_frame *out,
+				   size_t max, size_t *n)
+{
+	struct sample *s = &u->s;
+	struct native_regs cur = *regs, next;
+	bool exact = true;
+
+	*s = (struct sample){ .sp = regs->r[NATIVE_REG_SP], .epilogue = -1 };
+	if (stack && stack->data) {
+		s->stack = stack->data;
+		s->base = stack->addr;
+		s->len = stack->len;
+	}
+	u->last.epilogue = 0;
+	for (*n = 0;; cur = next) {
+		uint64_t pc = cur.r[NATIVE_REG_IP];
+		struct native_frame *f = &out[*n];
+		struct cfi_row *row;
+		bool ok;
+
+		if (*n == max)
+			return NATIVE_END_MAX;
+		row = cfirows__get(u->rows, u->mods, exact ? pc : pc - 1);
+		if (!row)
+			return NATIVE_END_BAD;
+		*f = (struct native_frame){ .pc = pc, .flags = exact ? NATIVE_FRAME_EXACT : 0,
+					    .sp = cur.r[NATIVE_REG_SP] };
+		(*n)++;
+		/* a return address into a signal trampoline is where it starts */
+		if (!exact && row->kind <= CFI_COMPLEX && row->signal) {
+			native_unwinder__symbolize(u, pc, 1, f);
+			f->sp = cur.r[NATIVE_REG_SP];
+		} else {
+			name_frame(u, row, f);
+		}
+		if (row->kind == CFI_NO_MODULE)
+			return NATIVE_END_NO_MODULE;
+		if (row->kind == CFI_NO_CFI)
+			return NATIVE_END_NO_CFI;
+		if (row->outermost)
+			return NATIVE_END_OUTERMOST;
+		if (row->kind == CFI_SIMPLE)
+			ok = step_row(u, row, &cur, &next, *n == 1);
+		/* libdwfl starts at the pc: the row of pc - 1 must reach it */
+		else if (exact || row->signal || row->end > pc)
+			ok = step_libdwfl(u, &cur, &next);
+		else
+			ok = false;
+		if (!ok)
+			return s->read_beyond ? NATIVE_END_STACK : NATIVE_END_BAD;
+		/* a caller's stack pointer is above its callee's (but a signal
+		 * may have interrupted code on another stack) */
+		if (!row->signal && (!(next.valid & (1u << NATIVE_REG_SP)) ||
+				     next.r[NATIVE_REG_SP] <= cur.r[NATIVE_REG_SP]))
+			return NATIVE_END_BAD;
+		/* the caller of a trampoline was interrupted, not calling */
+		exact = row->signal;
+	}
+}
+
+int native_unwinder__unwind(struct native_unwinder *u, const struct native_regs *regs,
+			    const struct native_stack *stack, struct native_frame *out,
+			    size_t max, size_t *n, int *complete)
+{
+	const uint32_t need = (1u << NATIVE_REG_IP) | (1u << NATIVE_REG_SP);
+	struct sample *s = &u->s;
+	enum native_end end;
+
+	*n = 0;
+	*complete = 0;
+	if ((regs->valid & need) != need ||
+	    (stack && stack->data && stack->addr > regs->r[NATIVE_REG_SP]))
+		return -EINVAL;
+	u->last.refreshed = 0;
+	end = unwind_once(u, regs, stack, out, max, n);
+	/* a pc in no module: maybe one mapped since we looked. Soon (a 20th of
+	 * the interval: 5 ms) when the process's size says its mappings changed
+	 * (an import loading extension modules, but also any large allocation);
+	 * else not within the interval (garbage pcs); seldom in JIT code. */
+	if (end == NATIVE_END_NO_MODULE) {
+		const struct native_frame *f = &out[*n - 1];
+		uint64_t pc = f->flags & NATIVE_FRAME_EXACT ? f->pc : f->pc - 1;
+		uint64_t wait = u->refresh_ns;
+
+		if (native_modules__in_anon(u->mods, pc))
+			wait = wait > UINT64_MAX / 10 ? UINT64_MAX : wait * 10;
+		else if (native_modules__grew(u->mods))
+			wait /= 20;
+		if (now_ns() - u->last_refresh >= wait && native_unwinder__refresh(u) == 0) {
+			u->last.refreshed = 1;
+			end = unwind_once(u, regs, stack, out, max, n);
+		}
+		f = &out[*n - 1];
+		pc = f->flags & NATIVE_FRAME_EXACT ? f->pc : f->pc - 1;
+		if (end == NATIVE_END_NO_MODULE && native_modules__in_anon(u->mods, pc))
+			end = NATIVE_END_ANON_CODE;
+	}
+	u->last.end = end;
+	u->last.stack_used = end == NATIVE_END_STACK && s->missed ? s->missed : s->used;
+	u->st.unwinds++;
+	u->st.ends[end]++;
+	u->st.epilogues += (uint64_t)u->last.epilogue;
+	if (end == NATIVE_END_OUTERMOST)
+		u->st.complete++;
+	*complete = end == NATIVE_END_OUTERMOST;
+	return 0;
+}
+
+const struct native_unwind_info *native_unwinder__last(const struct native_unwinder *u)
+{
+	return &u->last;
+}
+
+void native_unwinder__stats(const struct native_unwinder *u, struct native_unwinder_stats *out)
+{
+	*out = u->st;
+	out->rows = cfirows__count(u->rows);
+	out->rows_bytes = cfirows__bytes(u->rows);
+	native_modules__count(u->mods, &out->modules, &out->symbols, &out->symindex_bytes);
+}
