@@ -784,7 +784,8 @@ static __always_inline void gil_gc(struct scratch *sc, struct pyprof_sample *s, 
 /*
  * Sample the current thread: a tick (@switch_out false), or its leaving the
  * CPU (off-CPU modes; the thread is prev of a sched_switch, still current).
- * Returns 1 when a sample record was sent, else 0.
+ * Returns 1 when a sample record was sent, 2 when a switch-out's record
+ * was sent without a walk (PYPROF_SF_REUSE), else 0.
  */
 static __always_inline int take_sample(bool switch_out)
 {
@@ -930,6 +931,29 @@ static __always_inline int take_sample(bool switch_out)
 			w->status = PYPROF_THREAD_YOUNG;
 		goto out;
 	}
+	/*
+	 * Off-CPU modes: a thread leaving the CPU again within offcpu_walk_ns
+	 * of its last walk, in the same innermost frame at the same
+	 * instruction (a loop handing the GIL over at its back edge), has
+	 * the stack that walk found: not walked again (PYPROF_SF_REUSE).
+	 */
+	if (switch_out && th && sc->cfg.offcpu_walk_ns && tv.fp && tv.fp == th->last_fp &&
+	    s->ts_ns - th->last_walk_ns < sc->cfg.offcpu_walk_ns) {
+		const __u8 *buf = frame_bytes(sc, tv.fp);
+
+		if (buf && field64(buf, sc->cfg.frame_instr_ptr) == th->last_instr) {
+			s->flags |= PYPROF_SF_SWITCH_OUT | PYPROF_SF_REUSE;
+			s->status = PYPROF_COMPLETE;
+			s->tstate = tstate;
+			s->nframes = 0;
+			if (bpf_ringbuf_output(&samples, s, PYPROF_SAMPLE_HDR_SIZE,
+					       BPF_RB_NO_WAKEUP)) {
+				count(PYPROF_CNT_LOST);
+				return 0;
+			}
+			return 2;
+		}
+	}
 	w->fp = tv.fp;
 	if (sc->cfg.frame_cache && th) {
 		/*
@@ -1025,6 +1049,12 @@ static __always_inline int take_sample(bool switch_out)
 		th->last_seq = s->cache_seq;
 	}
 	gil_gc(sc, s, tstate);
+	if (th) {
+		/* What the next switch-out compares with (see above). */
+		th->last_walk_ns = s->ts_ns;
+		th->last_fp = tv.fp;
+		th->last_instr = s->nframes && s->frames[0].frame == tv.fp ? s->frames[0].instr : 0;
+	}
 out:
 	s->status = w->status;
 	if (switch_out)
@@ -1236,7 +1266,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 	r->tid = tid;
 	r->pid = prev->tgid;
 	r->state = state;
-	r->pad = 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	r->syscall_nr = -1;
 	r->syscall_arg0 = 0;
@@ -1244,6 +1273,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 		r->syscall_nr = (__s64)regs->orig_ax;
 		r->syscall_arg0 = regs->di;
 	}
+	/* Always taken, walked or not: what it sleeps in is this very wait's. */
+	r->pad = 0;
 	got = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
 	r->nkstack = got > 0 ? (__u32)(got / sizeof(__u64)) : 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);

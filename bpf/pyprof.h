@@ -108,6 +108,10 @@ enum {
 	/* Taken as the thread left the CPU (off-CPU modes), not at a tick:
 	 * its interval's length comes in a PYPROF_REC_SWITCH_IN record. */
 	PYPROF_SF_SWITCH_OUT = 1 << 14,
+	/* A switch-out within config.offcpu_walk_ns of the thread's last walk
+	 * (a tick or a switch-out): not walked, no frames; the thread's last
+	 * stack stands for it (userspace keeps it). */
+	PYPROF_SF_REUSE = 1 << 15,
 };
 
 /* pyprof_frame.flags */
@@ -284,6 +288,11 @@ struct pyprof_config {
 	__u32 keep_entries;
 	__u32 owner_cstack;
 	__u32 frame_is_entry;
+	/* Off-CPU modes: a thread leaving the CPU within this many ns of its
+	 * last walk is not walked again (PYPROF_SF_REUSE); 0: always walked.
+	 * What a thread handing the GIL over thousands of times a second
+	 * costs the scheduler's critical path. */
+	__u64 offcpu_walk_ns;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -377,6 +386,11 @@ struct pyprof_thread {
 	 * the interpreter's, a write by anyone) walks whole once. */
 	__u64 last_anchor;
 	__u64 last_seq;
+	/* When the thread's stack was last walked (a tick or a switch-out),
+	 * its innermost frame and that frame's instruction then. */
+	__u64 last_walk_ns;
+	__u64 last_fp;
+	__u64 last_instr;
 };
 
 /* One frame, innermost first. Same layout as struct py_rawframe. */

@@ -214,6 +214,7 @@ struct bpf_sampler {
 	bool gil_known;
 	uint64_t lost_intervals;
 	uint64_t overwritten;	/* intervals opened again before they closed */
+	uint64_t reused;	/* switch-outs not walked (PYPROF_SF_REUSE) */
 
 	/* --kernel: ticks' kernel stacks, each until its sample comes (one
 	 * per CPU at most is in flight: a small table will do). */
@@ -812,6 +813,16 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 		s->gil_known = true;
 		write_proc(s, s->pid, &s->main_cfg);
 	}
+	/* The last stacks of the target's threads that are gone (as of the
+	 * last scan); other processes' are kept. */
+	for (size_t k = 0; s->ivs && k < offcpu_ivs__count(s->ivs);) {
+		struct offcpu_iv *iv = offcpu_ivs__at(s->ivs, k);
+
+		if (!iv->open && iv->pid == s->pid && !find_thread(s->th, s->nth, iv->tid))
+			offcpu_ivs__remove(s->ivs, iv->tid);
+		else
+			k++;
+	}
 	err = scan_tasks(s, &ntids);
 	if (err)
 		return err;
@@ -953,6 +964,15 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 	return 0;
 }
 
+/* Off-CPU modes: a thread is walked at most once per sampling period (and
+ * per millisecond) at its switch-outs; the others stand on its last stack. */
+static void offcpu_config(const struct bpf_sampler *s, struct pyprof_config *c)
+{
+	uint64_t period = 1000000000ull / (s->freq_hz ? s->freq_hz : 1);
+
+	c->offcpu_walk_ns = off_cpu(s) ? (period < 1000000 ? period : 1000000) : 0;
+}
+
 /* --native: the entry frames the merge needs, sent and flagged. */
 static void entries_config(const struct bpf_sampler *s, struct pyprof_config *c,
 			   const struct py_offsets *o)
@@ -994,6 +1014,7 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 	if (ret)
 		return ret;
 	entries_config(s, &c, pyproc__offsets(p));
+	offcpu_config(s, &c);
 	gil_config(s, p, &c, &g);
 	ret = write_proc(s, pyproc__pid(p), &c);
 	if (ret)
@@ -1051,7 +1072,7 @@ static void open_interval(struct bpf_sampler *s, const struct pyprof_sample *r,
 		s->lost_intervals++;
 		return;
 	}
-	if (iv->out_ns && !iv->seeded) {
+	if (iv->open && !iv->seeded) {
 		s->overwritten++;
 		if (s->verbose)
 			fprintf(stderr, "pyprof-bpf: tid %u left the CPU at %llu again, its interval "
@@ -1061,12 +1082,38 @@ static void open_interval(struct bpf_sampler *s, const struct pyprof_sample *r,
 	iv->pid = (pid_t)r->pid;
 	iv->cpu = r->cpu;
 	iv->out_ns = r->ts_ns;
-	iv->status = fo->status;
-	iv->flags = sample_flags(r->flags);
 	iv->syscall_nr = -1;
 	iv->syscall_arg0 = 0;
-	iv->nkstack = 0;
 	iv->seeded = false;
+	iv->open = true;
+	/* Not walked: the thread's last stack stands (its kernel stack and
+	 * system call, this wait's own, follow). */
+	iv->nkstack = 0;
+	if (r->flags & PYPROF_SF_REUSE) {
+		if (!iv->nframes && iv->status == PYPROF_COMPLETE)
+			iv->status = PYPROF_NO_PYSTATE;
+		s->reused++;
+		return;
+	}
+	iv->status = fo->status;
+	iv->flags = sample_flags(r->flags);
+	if (offcpu_iv__set_frames(iv, fo->frames, fo->nframes))
+		iv->status = PYPROF_TRUNCATED;
+}
+
+/* Off-CPU modes: a tick's stack is its thread's last, for a switch-out
+ * that is not walked. */
+static void keep_last_stack(struct bpf_sampler *s, const struct pyprof_sample *r,
+			    const struct frame_cache_out *fo)
+{
+	struct offcpu_iv *iv = offcpu_ivs__get(s->ivs, (pid_t)r->tid, true);
+
+	if (!iv || iv->open)
+		return;
+	iv->pid = (pid_t)r->pid;
+	iv->status = fo->status;
+	iv->flags = sample_flags(r->flags) & ~(SAMPLE_F_GIL_KNOWN | SAMPLE_F_GIL_HELD);
+	iv->nkstack = 0;
 	if (offcpu_iv__set_frames(iv, fo->frames, fo->nframes))
 		iv->status = PYPROF_TRUNCATED;
 }
@@ -1177,14 +1224,15 @@ static int on_switch_in(struct bpf_sampler *s, const struct pyprof_switch_in *e)
 	struct offcpu_iv *iv = s->ivs ? offcpu_ivs__get(s->ivs, (pid_t)e->tid, false) : NULL;
 	int ret;
 
-	if (!iv) {
+	if (!iv || !iv->open) {
 		/* Its stack's record was lost (ring full), or it left
 		 * before the target was configured. */
 		s->lost_intervals++;
 		return 0;
 	}
 	ret = deliver_interval(s, iv, e->off_ns, e->wake_ns, e->in_ns);
-	offcpu_ivs__remove(s->ivs, (pid_t)e->tid);
+	iv->open = false;
+	iv->seeded = false;
 	if (ret) {
 		s->fn_ret = ret;
 		return -ECANCELED;
@@ -1234,6 +1282,11 @@ static int on_record(void *ctx, void *data, size_t size)
 		s->errors++;
 		return 0;
 	}
+	if (r->flags & PYPROF_SF_REUSE) {
+		/* No stack in it: nothing for the frame cache. */
+		open_interval(s, r, NULL);
+		return 0;
+	}
 	if ((pid_t)r->pid != s->pid) {
 		/* Another process: whole walks, Python frames only. */
 		fo = (struct frame_cache_out){ .status = r->status, .nframes = r->nframes,
@@ -1263,6 +1316,8 @@ deliver:
 		return 0;
 	}
 	count_status(s, fo.status);
+	if (s->ivs)
+		keep_last_stack(s, r, &fo);
 
 	memset(&rs, 0, sizeof(rs));
 	rs.kind = SAMPLE_KIND_CPU;
@@ -1443,6 +1498,11 @@ int bpf_sampler__finish_intervals(struct bpf_sampler *s, uint64_t end_ns, sample
 		struct pyprof_offcpu o = { 0 };
 		__u32 key = (__u32)iv->tid;
 		pid_t tid = iv->tid;
+
+		if (!iv->open) {
+			offcpu_ivs__remove(s->ivs, tid);
+			continue;
+		}
 
 		/* The wake-up, if any, is only in the map. */
 		if (bpf_map_lookup_elem(s->offcpu_fd, &key, &o) || !o.off_ns)
@@ -1772,6 +1832,7 @@ static void seed_intervals(struct bpf_sampler *s)
 		iv->pid = s->pid;
 		iv->out_ns = now;
 		iv->seeded = true;
+		iv->open = true;
 		iv->status = PYPROF_NO_PYSTATE;
 		iv->nframes = 0;
 		/* Its system call first: a thread still asleep after it is read
@@ -1820,6 +1881,7 @@ int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, 
 	if (ret)
 		return ret;
 	entries_config(s, &s->main_cfg, pyproc__offsets(p));
+	offcpu_config(s, &s->main_cfg);
 	s->cache = s->main_cfg.frame_cache;
 	s->gil_known = gil_config(s, p, &s->main_cfg, &s->gil);
 	ret = frame_cache__new(pyproc__pid(p), pyproc__offsets(p), s->max_frames, s->cache,

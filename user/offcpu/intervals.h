@@ -28,6 +28,9 @@ struct offcpu_iv {
 	/* Opened at the recording's start for a thread found off the CPU
 	 * then (its stack read from userspace). */
 	bool seeded;
+	/* An interval in progress; closed ones stay as the thread's last
+	 * stack, which a switch-out not walked (PYPROF_SF_REUSE) stands on. */
+	bool open;
 	uint32_t nframes;
 	struct py_rawframe *frames;	/* innermost first */
 	uint32_t cap;
