@@ -1150,7 +1150,9 @@ static __always_inline void tick_ustack(void)
 	r->regs[14] = regs->r14;
 	r->regs[15] = regs->r15;
 	r->regs[16] = regs->ip;
-	sp = regs->sp;
+	/* From 128 bytes below sp: the red zone, where an epilogue's
+	 * popped registers still are. */
+	sp = regs->sp - PYPROF_USTACK_REDZONE;
 	if (want > PYPROF_USTACK_MAX)
 		want = PYPROF_USTACK_MAX;
 	for (int i = 0; i < PYPROF_USTACK_MAX / PYPROF_PAGE + 1; i++) {

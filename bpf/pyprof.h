@@ -463,6 +463,8 @@ struct pyprof_switch_in {
  */
 #define PYPROF_NREGS		17
 #define PYPROF_USTACK_MAX	32768
+/* The copy starts this far below rsp (the x86-64 red zone). */
+#define PYPROF_USTACK_REDZONE	128
 
 struct pyprof_ustack {
 	__u32 kind;			/* PYPROF_REC_USTACK */

@@ -964,13 +964,17 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 	return 0;
 }
 
-/* Off-CPU modes: a thread is walked at most once per sampling period (and
- * per millisecond) at its switch-outs; the others stand on its last stack. */
+/*
+ * Off-CPU modes: a switch-out in the same innermost frame at the same
+ * instruction as the thread's last walk, within OFFCPU_REUSE_NS of it,
+ * stands on that walk's stack (32 threads handing the GIL over 8,000 times
+ * a second leave the CPU every 4 ms each).
+ */
+#define OFFCPU_REUSE_NS (20 * 1000000ULL)
+
 static void offcpu_config(const struct bpf_sampler *s, struct pyprof_config *c)
 {
-	uint64_t period = 1000000000ull / (s->freq_hz ? s->freq_hz : 1);
-
-	c->offcpu_walk_ns = off_cpu(s) ? (period < 1000000 ? period : 1000000) : 0;
+	c->offcpu_walk_ns = off_cpu(s) ? OFFCPU_REUSE_NS : 0;
 }
 
 /* --native: the entry frames the merge needs, sent and flagged. */

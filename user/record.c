@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "pyprof.h"		/* PYPROF_USTACK_MAX */
 #include "bpf_sampler.h"
 #include "launch.h"
 #include "output.h"
@@ -23,12 +24,17 @@
 #include "pyproc.h"
 #include "rawrec.h"
 #include "offcpu/leaf.h"
+#include "native/merge.h"
+#include "native/unwind.h"
 #include "record.h"
 #include "remote_sampler.h"
 #include "stack_memo.h"
 #include "symbolizer.h"
 
 #define DEFAULT_FREQ 99
+#define DEFAULT_NATIVE_STACK 32768
+#define NATIVE_MAX 256		/* native frames kept per sample */
+#define MERGE_PY_MAX 4096	/* Python frames a merged stack holds */
 #define DEFAULT_MAX_FRAMES 2048
 #define MAX_NAMES 4096
 /* A command started must run Python within this long (record__start_command). */
@@ -59,6 +65,23 @@ struct record_env {
 	enum sampler_events events;	/* --events */
 	enum sampler_mode mode;		/* --mode */
 	int kernel;			/* --kernel */
+	long native_stack;		/* --native: bytes of user stack; 0: off */
+	long stack_size;		/* --stack-size */
+};
+
+/* --native: one unwinder per process, and what merging a sample takes. */
+struct native_work {
+	struct native_proc {
+		pid_t pid;
+		struct native_unwinder *u;	/* NULL: could not be made */
+	} *procs;
+	size_t nprocs;
+	struct native_frame nat[NATIVE_MAX];
+	struct merge_native mnat[NATIVE_MAX];
+	struct merge_item items[NATIVE_MAX + MERGE_PY_MAX + 1];
+	struct py_sym merged[NATIVE_MAX + MERGE_PY_MAX + 1];
+	uint8_t kinds[NATIVE_MAX + MERGE_PY_MAX + 1];
+	uint64_t samples, unwind_failed, no_unwinder;
 };
 
 struct tid_name {
@@ -98,6 +121,17 @@ struct record_ctx {
 	int out_err;
 	const char *out_err_file;	/* the file out_err is about */
 	struct leaf_names *leaf;	/* names of the frames past the Python ones */
+	/* --native: the sample's Python frames without the interpreter's
+	 * entry frames (which only say where to merge), the lengths of its
+	 * runs (one per evaluation loop's call), one unwinder per process,
+	 * and what a merged stack is made of. */
+	struct py_rawframe *pyonly;
+	uint32_t pyonly_cap;
+	uint32_t *runs;
+	uint32_t nruns;
+	uint64_t *entries;		/* entry frames' addresses (3.12+: on the C stack) */
+	uint32_t nentries;
+	struct native_work *nw;		/* NULL without --native */
 	/* Off-CPU time clipped off at -d, or by the end of the recording. */
 	uint64_t clipped_ns;
 };
@@ -188,6 +222,8 @@ enum {
 	OPT_SUBPROCESSES,
 	OPT_MODE,
 	OPT_KERNEL,
+	OPT_NATIVE,
+	OPT_STACK_SIZE,
 };
 
 static const struct argp_option record_options[] = {
@@ -213,6 +249,11 @@ static const struct argp_option record_options[] = {
 	  "the GIL was held (gil)", 0 },
 	{ "kernel", OPT_KERNEL, NULL, 0, "BPF: a sample taken in the kernel (a system call at "
 	  "work) ends in the kernel functions it was in", 0 },
+	{ "native", OPT_NATIVE, NULL, 0, "BPF: native frames too (C extensions, libc, the "
+	  "interpreter), merged with the Python frames in call order; DWARF unwinding with "
+	  "libdw, no frame pointers needed", 0 },
+	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "--native: user stack copied per sample "
+	  "(default and most 32768)", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -301,6 +342,16 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_KERNEL:
 		env->kernel = 1;
 		break;
+	case OPT_NATIVE:
+		if (!env->native_stack)
+			env->native_stack = DEFAULT_NATIVE_STACK;
+		break;
+	case OPT_STACK_SIZE:
+		if (parse_long(arg, 1024, PYPROF_USTACK_MAX, &v))
+			argp_error(state, "invalid stack size (1024 to %d bytes): %s",
+				   PYPROF_USTACK_MAX, arg);
+		env->stack_size = v;
+		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
 			argp_error(state, "invalid depth (1 to 65536): %s", arg);
@@ -339,6 +390,18 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--mode off-cpu needs the BPF backend: polling from "
 				   "outside cannot see when or why a thread leaves the CPU (the "
 				   "remote backend offers cpu, wall and gil)");
+		if (env->stack_size && !env->native_stack)
+			argp_error(state, "--stack-size is for --native");
+		if (env->native_stack && env->stack_size)
+			env->native_stack = env->stack_size;
+		if (env->native_stack &&
+		    (env->raw || rawrec__wanted(env->out.format, env->out.output)))
+			argp_error(state, "--native: raw recordings do not keep native frames yet; "
+				   "write another format");
+		if (env->native_stack && env->backend == BACKEND_REMOTE)
+			argp_error(state, "--native is for the BPF backend");
+		if (env->native_stack && env->mode == SAMPLER_MODE_OFFCPU)
+			argp_error(state, "--native unwinds samples on a CPU: not with --mode off-cpu");
 		if (env->kernel && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--kernel is for the BPF backend");
 		if (env->mode == SAMPLER_MODE_OFFCPU && env->events)
@@ -656,6 +719,172 @@ static int emit_interval(struct record_ctx *c, struct out_sample *s, const struc
 	return 0;
 }
 
+/*
+ * @r without its interpreter frames (sent with --native), into @out, and
+ * the runs of its Python frames: an entry frame (3.12+, an interpreter
+ * frame) ends the run inside it, an entry-flagged Python frame (3.11) is
+ * the last of its run.
+ */
+static int strip_entries(struct record_ctx *c, const struct raw_sample *r, struct raw_sample *out)
+{
+	uint32_t n = 0, run = 0;
+
+	if (r->nframes + 1 > c->pyonly_cap) {
+		struct py_rawframe *f = realloc(c->pyonly, (r->nframes + 1) * sizeof(*f));
+		uint32_t *runs = realloc(c->runs, (r->nframes + 1) * sizeof(*runs));
+		uint64_t *entries = realloc(c->entries, (r->nframes + 1) * sizeof(*entries));
+
+		if (f)
+			c->pyonly = f;
+		if (runs)
+			c->runs = runs;
+		if (entries)
+			c->entries = entries;
+		if (!f || !runs || !entries)
+			return -ENOMEM;
+		c->pyonly_cap = r->nframes + 1;
+	}
+	c->nruns = 0;
+	c->nentries = 0;
+	for (uint32_t i = 0; i < r->nframes; i++) {
+		uint32_t fl = r->frames[i].reserved;
+
+		if ((fl & SAMPLE_FF_INTERP) && (fl & SAMPLE_FF_ENTRY))
+			c->entries[c->nentries++] = r->frames[i].frame;
+		if (!(fl & SAMPLE_FF_INTERP)) {
+			c->pyonly[n++] = r->frames[i];
+			run++;
+		}
+		if (fl & SAMPLE_FF_ENTRY) {
+			c->runs[c->nruns++] = run;
+			run = 0;
+		}
+	}
+	c->runs[c->nruns++] = run;
+	/*
+	 * Runs are Python frames above an entry frame, one per evaluation
+	 * loop's call; an empty one is a call whose frames are not pushed yet
+	 * or already popped. Empty segments below the outermost entry (the
+	 * end of the chain, 3.15's base frame) are no call.
+	 */
+	while (c->nruns && !c->runs[c->nruns - 1])
+		c->nruns--;
+	*out = *r;
+	out->frames = c->pyonly;
+	out->nframes = n;
+	out->unchanged = 0;
+	return 0;
+}
+
+static void native_work__free(struct native_work *nw)
+{
+	if (!nw)
+		return;
+	for (size_t i = 0; i < nw->nprocs; i++)
+		native_unwinder__free(nw->procs[i].u);
+	free(nw->procs);
+	free(nw);
+}
+
+/* The unwinder of @pid, made at its first sample; NULL when it cannot be. */
+static struct native_unwinder *native_unwinder_of(struct native_work *nw, pid_t pid)
+{
+	struct native_proc *p;
+
+	for (size_t i = 0; i < nw->nprocs; i++)
+		if (nw->procs[i].pid == pid)
+			return nw->procs[i].u;
+	p = realloc(nw->procs, (nw->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	nw->procs = p;
+	p = &nw->procs[nw->nprocs++];
+	p->pid = pid;
+	p->u = NULL;
+	if (native_unwinder__new(pid, &p->u))
+		p->u = NULL;
+	return p->u;
+}
+
+/* libpython or the interpreter's executable: "python3.14", "libpython3.12.so.1.0". */
+static bool interp_module(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	b = b ? b + 1 : path;
+	return b && (!strncmp(b, "libpython", 9) || !strncmp(b, "python", 6));
+}
+
+static bool eval_symbol(const char *sym)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	return sym && !strncmp(sym, eval, sizeof(eval) - 1) &&
+	       (!sym[sizeof(eval) - 1] || sym[sizeof(eval) - 1] == '.');
+}
+
+/*
+ * --native: @s's Python frames merged with the native stack of @r (its
+ * registers and stack copy), in call order (native/merge.h), into @s.
+ * A stack that does not merge, or unwinds short, is cut at
+ * [unwind-failed] and counted.
+ */
+static void merge_native(struct record_ctx *c, const struct raw_sample *r, struct out_sample *s)
+{
+	struct native_work *nw = c->nw;
+	struct native_unwinder *u = native_unwinder_of(nw, r->pid);
+	struct native_regs regs;
+	struct native_stack st;
+	size_t nn = 0;
+	uint32_t ni = 0, npy = s->nframes < MERGE_PY_MAX ? s->nframes : MERGE_PY_MAX;
+	int complete = 0;
+
+	nw->samples++;
+	if (!u) {
+		nw->no_unwinder++;
+	} else {
+		native_regs__from_dwarf(&regs, r->uregs);
+		st = (struct native_stack){ r->ustack, r->uregs[NATIVE_REG_SP] - PYPROF_USTACK_REDZONE,
+					    r->ustack_len };
+		if (native_unwinder__unwind(u, &regs, &st, nw->nat, NATIVE_MAX, &nn, &complete))
+			nn = 0;
+	}
+	for (size_t i = 0; i < nn; i++) {
+		/* An evaluation loop's frame: its name, or (stripped binaries:
+		 * Debian's) an entry frame among its locals, 3.12+. */
+		uint64_t lo = nw->nat[i].sp, hi = i + 1 < nn ? nw->nat[i + 1].sp : UINT64_MAX;
+		bool eval = eval_symbol(nw->nat[i].symbol);
+
+		for (uint32_t k = 0; !eval && k < c->nentries; k++)
+			eval = c->entries[k] >= lo && c->entries[k] < hi;
+		nw->mnat[i] = (struct merge_native){ eval, interp_module(nw->nat[i].module) };
+	}
+	if (!merge__stacks(nw->mnat, (uint32_t)nn, complete, c->runs, c->nruns, npy, nw->items,
+			   NATIVE_MAX + MERGE_PY_MAX + 1, &ni))
+		nw->unwind_failed++;
+	for (uint32_t i = 0; i < ni; i++) {
+		const struct merge_item *it = &nw->items[i];
+
+		if (it->kind == MERGE_PYTHON) {
+			nw->merged[i] = s->frames[it->idx];
+			nw->kinds[i] = OUT_FRAME_PYTHON;
+		} else if (it->kind == MERGE_NATIVE) {
+			const struct native_frame *f = &nw->nat[it->idx];
+
+			nw->merged[i] = (struct py_sym){ f->symbol ? f->symbol : "[unknown]",
+							 f->module ? f->module : "", 0, 0 };
+			nw->kinds[i] = OUT_FRAME_NATIVE;
+		} else {
+			nw->merged[i] = (struct py_sym){ "[unwind-failed]", "", 0, 0 };
+			nw->kinds[i] = OUT_FRAME_STATUS;
+		}
+	}
+	s->frames = nw->merged;
+	s->nframes = ni;
+	s->kinds = nw->kinds;
+	s->unchanged = 0;
+}
+
 static int on_sample(void *ctx, const struct raw_sample *r)
 {
 	struct record_ctx *c = ctx;
@@ -671,6 +900,8 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		.status = r->status,
 	};
 	bool offcpu = r->kind == SAMPLE_KIND_OFFCPU;
+	struct raw_sample rs;
+	int rc;
 
 	/* An interval ends when its thread runs again: one that began
 	 * before -d's end is kept, clipped. */
@@ -689,11 +920,19 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	}
 	e->samples++;
 	s.thread_name = thread_name(c, r->pid, r->tid, e->comm);
+	if (c->env->native_stack && r->nframes) {
+		rc = strip_entries(c, r, &rs);
+		if (rc)
+			return rc;
+		r = &rs;
+	}
 	/* -ENOMEM only costs the reuse: the symbols are there. */
 	stack_memo__resolve(e->memo, e->sym, r, &s.frames, &s.nframes, &s.unchanged,
 			    &c->symbol_errors);
 	if (offcpu)
 		return emit_interval(c, &s, r);
+	if (c->nw && r->uregs)
+		merge_native(c, r, &s);
 	if (c->leaf) {
 		s.nleaf = leaf_names__frames(c->leaf, r, LEAF_CPU,
 					     c->env->mode == SAMPLER_MODE_GIL, leaf);
@@ -893,9 +1132,12 @@ static int record__load_bpf(struct record_ctx *c, const struct sampler_opts *o,
 	if (!rc)
 		rc = p ? bpf_sampler__open(p, o, out, why, sizeof(why)) :
 			 bpf_sampler__load(o, out, why, sizeof(why));
-	if (rc && (c->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU)) {
-		snprintf(err, errlen, "BPF backend%s: %s", o->mode == SAMPLER_MODE_OFFCPU ?
-			 " (--mode off-cpu needs it)" : "", why);
+	if (rc && (c->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU ||
+		   o->native_stack || o->kernel_stacks)) {
+		snprintf(err, errlen, "BPF backend%s: %s",
+			 o->mode == SAMPLER_MODE_OFFCPU ? " (--mode off-cpu needs it)" :
+			 o->native_stack ? " (--native needs it)" :
+			 o->kernel_stacks ? " (--kernel needs it)" : "", why);
 		return rc;
 	}
 	if (rc)
@@ -975,8 +1217,11 @@ int record__main(int argc, char **argv)
 				       .follow_children = env.subprocesses,
 				       .exec_events = cmd != NULL,
 				       .mode = env.mode,
-				       .kernel_stacks = env.kernel };
+				       .kernel_stacks = env.kernel,
+				       .native_stack = (unsigned int)env.native_stack };
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
+	if (!rc && env.native_stack && !(ctx.nw = calloc(1, sizeof(*ctx.nw))))
+		rc = -ENOMEM;
 	if (rc) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -1245,6 +1490,26 @@ int record__main(int argc, char **argv)
 		fprintf(stderr, "pyprof-bpf: %llu off-CPU intervals lost (their stack's record "
 			"did not reach us: the ring was full)\n",
 			(unsigned long long)bpf_sampler__lost_intervals(bs));
+	for (size_t i = 0; ctx.nw && env.verbose && i < ctx.nw->nprocs; i++) {
+		struct native_unwinder_stats ns;
+
+		if (!ctx.nw->procs[i].u)
+			continue;
+		native_unwinder__stats(ctx.nw->procs[i].u, &ns);
+		fprintf(stderr, "pyprof-bpf: pid %d: %llu unwinds, %llu complete; ends:",
+			(int)ctx.nw->procs[i].pid, (unsigned long long)ns.unwinds,
+			(unsigned long long)ns.complete);
+		for (int k = 0; k < NATIVE_END__COUNT; k++)
+			if (ns.ends[k])
+				fprintf(stderr, " %s %llu", native_end__name(k),
+					(unsigned long long)ns.ends[k]);
+		fputc('\n', stderr);
+	}
+	if (ctx.nw && ctx.nw->samples)
+		fprintf(stderr, "pyprof-bpf: --native: %llu of %llu samples could not be unwound "
+			"or merged to their end (cut at [unwind-failed])%s\n",
+			(unsigned long long)ctx.nw->unwind_failed, (unsigned long long)ctx.nw->samples,
+			ctx.nw->no_unwinder ? "; some processes could not be opened for unwinding" : "");
 	if (ctx.clipped_ns)
 		fprintf(stderr, "pyprof-bpf: %.3f s of off-CPU time after the %g s duration "
 			"was left out\n", ctx.clipped_ns / 1e9, env.duration);
@@ -1295,6 +1560,10 @@ out:
 	rawrec_writer__free(ctx.raw);
 	output__free(ctx.summary);
 	leaf_names__free(ctx.leaf);
+	free(ctx.pyonly);
+	free(ctx.runs);
+	free(ctx.entries);
+	native_work__free(ctx.nw);
 	procset__free(ctx.procs);
 	free(ctx.names);
 	pyproc__free(p);

@@ -65,7 +65,8 @@ struct raw_sample {
 	/*
 	 * --native (ticks): the user registers (SAMPLE_NREGS, x86-64 DWARF
 	 * order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip) and ustack_len
-	 * bytes of user stack from rsp; uregs NULL: none. Frames then include
+	 * bytes of user stack from rsp - PYPROF_USTACK_REDZONE; uregs NULL:
+	 * none. Frames then include
 	 * the interpreter's entry frames (py_rawframe.reserved, SAMPLE_FF_*).
 	 */
 	const uint64_t *uregs;
