@@ -1540,6 +1540,11 @@ void bpf_sampler__free(struct bpf_sampler *s)
 			(unsigned long long)st.frames_reused, (unsigned long long)st.reanchors,
 			(unsigned long long)st.reanchor_failures);
 	}
+	if (s->verbose && s->ivs)
+		fprintf(stderr, "pyprof-bpf: off-CPU: %llu switch-outs stood on their thread's last "
+			"walk, %llu intervals closed by inference, %llu lost\n",
+			(unsigned long long)s->reused, (unsigned long long)counter(s,
+			PYPROF_CNT_SWITCH_IN_INFERRED), (unsigned long long)s->lost_intervals);
 	bpf_sampler__stop(s);
 	release_anchors(s);
 	ring_buffer__free(s->rb);
@@ -1580,7 +1585,11 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	}
 	if (bpf_map__set_max_entries(skel->maps.scratch, s->ncpus) ||
 	    bpf_map__set_max_entries(skel->maps.threads, THREADS_MAP_ENTRIES) ||
-	    bpf_map__set_max_entries(skel->maps.samples, ring_size(o->freq_hz))) {
+	    /* Off-CPU modes: records at the target's switch rate too (tens
+	     * of thousands a second): the largest ring. */
+	    bpf_map__set_max_entries(skel->maps.samples,
+				     o->mode == SAMPLER_MODE_OFFCPU || o->mode == SAMPLER_MODE_WALL ||
+				     o->native_stack ? RING_MAX : ring_size(o->freq_hz))) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot size the BPF maps: %s", strerror(-ret));
 		return ret;
