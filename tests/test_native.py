@@ -1,0 +1,418 @@
+"""End-to-end tests of `pyprof-bpf record --native` (and `--native --kernel`),
+issue 11: native frames merged with the Python frames in true call order.
+
+tests/targets/native_paths.py runs five known native call paths, each looping
+in its own thread (so every sample is attributed to its path by its tid):
+  sort:    sorted(big_list, key=python_fn)
+  qsort:   libc qsort through ctypes with a CFUNCTYPE Python comparator
+  zlib:    zlib.compress of a 2 MB pseudo-random buffer
+  hashlib: hashlib.sha256 of an 8 MB buffer
+  read:    os.read of 1 MB chunks of /dev/zero
+(no os.urandom: the vDSO getrandom is a known unwinding gap, README).
+
+On sid 3.13, 3.14, 3.15 and pyenv 3.12.1 (a shared-libpython build), each
+test records the running target for 2 s at 499 Hz with the BPF backend, parses
+every line of the perf-script output (its own parser: test_record's rejects
+native frames) and checks every sample, root first:
+  (a) a sample whose innermost Python frame is python_fn has, between it and
+      the Python frame below it, at least one native frame (the C sort calls
+      the key function), and that Python frame is sort_loop on the sorted()
+      line; where the interpreter has a symbol table (readelf: .symtab in the
+      DSO of those frames), one of them is named *sort*;
+  (b) a comparator sample has, between qsort_loop's qsort line and the
+      comparator, native frames that contain in this order a libffi frame
+      (ffi_call), a libc frame (qsort* or [unknown]) and a libffi frame (the
+      closure);
+  (c) libz frames only under the zlib line, and at least 80% of the zlib
+      line's samples have their leaf in libz;
+  (d) the same for sha256 with the DSO the interpreter's hashlib uses
+      (the target says which module implements sha256: _hashlib -> libcrypto;
+      otherwise _sha2/HACL*: that module's file, or the interpreter itself
+      when it is built in);
+  (e) with --kernel, at least half of the os.read line's samples end in
+      kernel frames ([kernel.kallsyms]), some in read_zero, with a libc frame
+      between the kernel and the Python frame; without --kernel no kernel
+      frame at all;
+  (f) at most 1% of samples are cut at [unwind-failed] (the failure message
+      says at which native frames the cut samples end);
+  (g) the perf-script output through stackcollapse-perf.pl's rules
+      (test_formats.stackcollapse_perf) keeps every native frame: per DSO,
+      the collapsed weight of stacks holding its frames equals the parsed
+      samples that hold them.
+Each test prints a line "NATIVE <label> ..." with its numbers.
+
+Run as root from the repository root:
+    /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_native.py </dev/null
+"""
+import collections
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import test_formats as tf
+from test_dump import by_label, out_path, stage_unique, stderr_of, wait_file  # noqa: F401
+from test_dump import procs  # noqa: F401  (a fixture)
+from test_record import (FRAME, HEADER, RECORD_SLACK, Recorder, alive, fnv1a, line_of,
+                         read_file)
+
+TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
+PATHS_PY = os.path.join(TARGETS, "native_paths.py")
+LABELS = ["sid-3.13", "sid-3.14", "sid-3.15", "pyenv-3.12.1"]
+HZ = 499
+SECS = 2
+KERNEL_DSO = "[kernel.kallsyms]"
+CUT = "[unwind-failed]"
+MAX_CUT_SHARE = 0.01
+PERIOD = 1000000000 // HZ     # ns: a cpu-clock sample's weight in collapsed stacks
+
+
+# --------------------------------------------------------------------------
+# perf-script with native frames, parsed strictly
+
+class NFrame:
+    __slots__ = ("sym", "dso", "func", "file", "line", "kind")
+
+    def __init__(self, sym, dso):
+        self.sym, self.dso = sym, dso
+        self.func = self.file = self.line = None
+        if sym.startswith("py::"):
+            self.func, self.file, self.line = tf.decode_text(sym)
+            self.kind = "python"
+        elif dso == "[pyprof-bpf]":
+            self.kind = "synthetic"
+        elif dso == KERNEL_DSO:
+            self.kind = "kernel"
+        else:
+            self.kind = "native"
+
+    def __repr__(self):
+        if self.kind == "python":
+            return f"{self.func}@{self.line}"
+        if self.kind == "native":
+            return f"{self.sym}<{os.path.basename(self.dso)}>"
+        return self.sym
+
+
+class NSample:
+    __slots__ = ("tid", "frames", "lineno")
+
+    @property
+    def root_first(self):
+        return list(reversed(self.frames))
+
+    @property
+    def cut(self):
+        return any(f.kind == "synthetic" and f.sym == CUT for f in self.frames)
+
+    def describe(self):
+        return f"tid {self.tid} (line {self.lineno}): " + " > ".join(map(repr, self.root_first))
+
+
+def parse_native_perf(data):
+    text = data.decode("utf-8")
+    assert not text or text.endswith("\n\n"), f"unterminated output: ...{text[-300:]!r}"
+    samples, cur, known = [], None, {}
+    for i, line in enumerate(text.split("\n")[:-1], 1):
+        if cur is None:
+            m = HEADER.match(line)
+            assert m, f"perf-script line {i}: expected a sample header, got {line!r}"
+            assert m["event"] == "cpu-clock", line
+            cur = NSample()
+            cur.tid, cur.frames, cur.lineno = int(m["tid"]), [], i
+        elif line == "":
+            assert cur.frames, f"perf-script line {cur.lineno}: a sample without frames"
+            # kernel frames only at the leaf (frames are leaf first)
+            k = 0
+            while k < len(cur.frames) and cur.frames[k].kind == "kernel":
+                k += 1
+            assert not any(f.kind == "kernel" for f in cur.frames[k:]), (
+                f"perf-script line {cur.lineno}: a kernel frame below a user frame")
+            samples.append(cur)
+            cur = None
+        elif line in known:
+            cur.frames.append(known[line])
+        else:
+            m = FRAME.match(line)
+            assert m, f"perf-script line {i}: expected a frame line, got {line!r}"
+            assert int(m["addr"].strip(), 16) == fnv1a(m["sym"]), (
+                f"perf-script line {i}: address is not the FNV-1a of the symbol: {line!r}")
+            fr = NFrame(m["sym"], m["dso"])
+            if fr.kind == "python":
+                assert fr.dso == tf.escape(fr.file, False), line
+            elif fr.kind == "synthetic":
+                assert fr.sym.startswith("["), line
+            elif fr.kind == "native":
+                # a file's path, or a mapping perf names in brackets ([vdso])
+                assert fr.dso.startswith("/") or re.fullmatch(r"\[[\w.-]+\]", fr.dso), (
+                    f"line {i}: a native dso that is no path: {line!r}")
+            cur.frames.append(fr)
+            known[line] = fr
+    assert cur is None
+    return samples
+
+
+# --------------------------------------------------------------------------
+# the target
+
+def start_paths(interp, procs, tmp_path):
+    script = stage_unique(interp, PATHS_PY, procs)
+    seen, host = out_path(interp, procs, tmp_path, "native_info.json")
+    p = procs.start(interp.argv([script, seen]), str(tmp_path / "native_paths.stderr"))
+    wait_file(p, host, f"native_paths.py on {interp.label}")
+    with open(host, encoding="utf-8") as f:
+        info = json.load(f)
+    assert info["python"] == interp.version_str, info
+    return p, script, info
+
+
+def has_symtab(path, cache={}):
+    if path not in cache:
+        out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, f"readelf {path}: {out.stderr}"
+        cache[path] = bool(re.search(r"\]\s+\.symtab\s", out.stdout))
+    return cache[path]
+
+
+def python_indices(fr):
+    return [i for i, f in enumerate(fr) if f.kind == "python"]
+
+
+def innermost_python(fr):
+    idx = python_indices(fr)
+    return idx[-1] if idx else None
+
+
+def user_leaf(s):
+    """The innermost frame that is not a kernel frame."""
+    for f in s.frames:
+        if f.kind != "kernel":
+            return f
+    return None
+
+
+def subsequence(seq, preds):
+    it = iter(seq)
+    return all(any(p(x) for x in it) for p in preds)
+
+
+def hash_dso_pred(info):
+    """Which DSO sha256's leaf frames are in, from what implements it."""
+    if info["sha256_module"] == "_hashlib":
+        return "libcrypto", lambda dso: "libcrypto" in dso
+    if info["sha256_file"]:
+        base = os.path.basename(info["sha256_file"])
+        return base, lambda dso: os.path.basename(dso) == base
+    exe = os.path.basename(info["executable"])
+    return f"{exe}/libpython", lambda dso: "libpython" in dso or os.path.basename(dso) == exe
+
+
+# --------------------------------------------------------------------------
+# the checks
+
+def record(interp, procs, tmp_path, kernel):
+    p, script, info = start_paths(interp, procs, tmp_path)
+    name = "native_kernel" if kernel else "native"
+    out = str(tmp_path / f"{name}.perf")
+    args = ["-v", "--native"] + (["--kernel"] if kernel else []) + ["-F", HZ, "-d", SECS, "-o", out]
+    rec = Recorder(procs, tmp_path, p.pid, args, name=name).wait_started()
+    rec.wait(SECS + RECORD_SLACK).check_ok()
+    assert alive(p), f"native_paths.py on {interp.label} died: {stderr_of(p)}"
+    data = read_file(out)
+    samples = parse_native_perf(data)
+    return rec, info, script, data, samples
+
+
+def check_paths(label, rec, info, script, data, samples, kernel):
+    L = lambda n: line_of(PATHS_PY, n)
+    tids = {v: k for k, v in info["tids"].items()}
+    problems = []
+    n = len(samples)
+    assert n > 0, f"no samples on {label}\n{rec.stderr}"
+
+    # the summary: sample count and the cut count agree with the output
+    m = re.search(r"pyprof-bpf: (\d+) samples in", rec.stderr)
+    assert m and int(m.group(1)) == n, f"summary vs {n} samples:\n{rec.stderr}"
+    cuts = [s for s in samples if s.cut]
+    m = re.search(r"--native: (\d+) of (\d+) samples could not be unwound", rec.stderr)
+    said = int(m.group(1)) if m else 0
+    if said != len(cuts):
+        problems.append(f"the summary says {said} cut samples, the output has {len(cuts)}")
+
+    per_path = collections.Counter(tids.get(s.tid, "other") for s in samples)
+    good = [s for s in samples if not s.cut]
+    counts = collections.Counter()
+
+    # (a) sorted(key=python_fn)
+    sort_named = None
+    for s in good:
+        fr = s.root_first
+        py = python_indices(fr)
+        for j, k in enumerate(py):
+            if fr[k].func == "python_fn":
+                below = fr[py[j - 1]] if j else None
+                between = fr[py[j - 1] + 1:k] if j else fr[:k]
+                counts["key"] += 1
+                if below is None or below.func != "sort_loop" or below.line != L("sorted"):
+                    problems.append(f"(a) python_fn not called from sort_loop's sorted() line: "
+                                    f"{s.describe()}")
+                elif not any(f.kind == "native" for f in between):
+                    problems.append(f"(a) no native frame between sort_loop and python_fn: "
+                                    f"{s.describe()}")
+                else:
+                    dsos = {f.dso for f in between if f.kind == "native"}
+                    if all(has_symtab(d) for d in dsos):
+                        sort_named = True if sort_named is None else sort_named
+                        if not any("sort" in f.sym for f in between):
+                            problems.append(f"(a) no *sort* frame between sort_loop and "
+                                            f"python_fn though {sorted(dsos)} have symbol "
+                                            f"tables: {s.describe()}")
+                    else:
+                        sort_named = False
+            if fr[k].func == "sort_loop" and j + 1 < len(py) and py[j + 1] == k + 1 \
+                    and fr[k + 1].func == "python_fn":
+                problems.append(f"(a) python_fn directly on sort_loop: {s.describe()}")
+    # (b) ctypes qsort with a Python comparator
+    libffi = lambda f: f.kind == "native" and "libffi" in f.dso
+    libc_qsort = lambda f: (f.kind == "native" and "libc.so" in f.dso
+                            and ("qsort" in f.sym or f.sym == "[unknown]"))
+    for s in good:
+        fr = s.root_first
+        py = python_indices(fr)
+        for j, k in enumerate(py):
+            if fr[k].func != "comparator":
+                continue
+            counts["cmp"] += 1
+            below = fr[py[j - 1]] if j else None
+            if below is None or below.func != "qsort_loop" or below.line != L("qsort"):
+                problems.append(f"(b) comparator not called from qsort_loop's qsort line: "
+                                f"{s.describe()}")
+                continue
+            between = fr[py[j - 1] + 1:k]
+            if not subsequence(between, [libffi, libc_qsort, libffi]):
+                problems.append(f"(b) between qsort_loop and comparator no libffi > libc "
+                                f"qsort > libffi: {s.describe()}")
+    # (c) zlib, (d) hashlib: leaf DSOs under their lines
+    hname, hpred = hash_dso_pred(info)
+    for what, line, pred, dname in (("zlib", L("zlib"), lambda d: "libz" in d, "libz"),
+                                    ("hashlib", L("hashlib"), hpred, hname)):
+        on_line = in_dso = 0
+        leaves = collections.Counter()
+        for s in good:
+            fr = s.root_first
+            k = innermost_python(fr)
+            leaf = user_leaf(s)
+            at_line = (k is not None and fr[k].func == f"{what}_loop" and fr[k].line == line)
+            if any(f.kind == "native" and pred(f.dso) for f in fr) and not at_line:
+                problems.append(f"({what}) a {dname} frame not under the {what} line: "
+                                f"{s.describe()}")
+            if at_line:
+                on_line += 1
+                leaves[repr(leaf)] += 1
+                if leaf.kind == "native" and pred(leaf.dso):
+                    in_dso += 1
+        counts[what] = in_dso
+        counts[what + "_line"] = on_line
+        if on_line < 10 or in_dso < 0.8 * on_line:
+            problems.append(f"({what}) {in_dso} of {on_line} samples of the {what} line have "
+                            f"their leaf in {dname}; leaves: {leaves.most_common(6)}")
+    # (e) kernel frames
+    kern = [s for s in samples if s.frames[0].kind == "kernel"]
+    if not kernel:
+        if kern:
+            problems.append(f"(e) {len(kern)} samples with kernel frames without --kernel: "
+                            f"{kern[0].describe()}")
+    else:
+        on_line = in_kernel = read_zero = 0
+        for s in good:
+            fr = s.root_first
+            k = innermost_python(fr)
+            if k is None or fr[k].func != "read_loop" or fr[k].line != L("read"):
+                continue
+            on_line += 1
+            if s.frames[0].kind != "kernel":
+                continue
+            in_kernel += 1
+            if any(f.sym == "read_zero" for f in s.frames if f.kind == "kernel"):
+                read_zero += 1
+                mid = [f for f in fr[k + 1:] if f.kind == "native"]
+                if not any("libc.so" in f.dso for f in mid):
+                    problems.append(f"(e) no libc frame between os.read and the kernel: "
+                                    f"{s.describe()}")
+        counts["read_line"], counts["read_kernel"], counts["read_zero"] = \
+            on_line, in_kernel, read_zero
+        if on_line < 10 or in_kernel < 0.5 * on_line or read_zero == 0:
+            problems.append(f"(e) of {on_line} samples of the os.read line {in_kernel} end in "
+                            f"kernel frames, {read_zero} in read_zero")
+    # (f) cuts
+    share = len(cuts) / n
+    ends = collections.Counter()
+    for s in cuts:
+        i = next(i for i, f in enumerate(s.frames) if f.kind == "synthetic" and f.sym == CUT)
+        above = [f for f in s.frames[:i] if f.kind == "native"]
+        ends[(repr(above[-1]) if above else "(no native frame)",
+              repr(s.frames[i + 1]) if i + 1 < len(s.frames) else "-",
+              tids.get(s.tid, "other"))] += 1
+    unwinds = " | ".join(l[len("pyprof-bpf: "):] for l in rec.stderr.split("\n")
+                         if " unwinds, " in l)
+    # (g) stackcollapse-perf.pl rules keep the native frames
+    folded = tf.stackcollapse_perf(data)
+    weights = collections.Counter()
+    for ln in folded.decode("utf-8").split("\n")[:-1]:
+        stack, w = ln.rsplit(" ", 1)
+        assert int(w) % PERIOD == 0, ln
+        weights[stack] += int(w) // PERIOD
+    if sum(weights.values()) != n:
+        problems.append(f"(g) stackcollapse weight {sum(weights.values())} for {n} samples")
+    for key in ("libz", "libffi", "libcrypto", "libc.so", "_ctypes"):
+        want = sum(1 for s in samples
+                   if any(f.kind == "native" and key in f.dso for f in s.frames))
+        # named frames keep their symbol, [unknown] becomes [basename of the dso]
+        names = {(f.sym if f.sym != "[unknown]" else f"[{os.path.basename(f.dso)}]")
+                 for s in samples for f in s.frames if f.kind == "native" and key in f.dso}
+        got = sum(w for st, w in weights.items() if set(st.split(";")[1:]) & names)
+        if got != want:
+            problems.append(f"(g) {key}: {want} samples hold its frames, the collapsed "
+                            f"stacks holding them weigh {got}")
+        counts["g_" + key] = got
+
+    print(f"NATIVE {label}{' --kernel' if kernel else ''}: {n} samples, "
+          f"{len(cuts)} cut ({100 * share:.2f}%), per thread {dict(per_path)}, "
+          f"key-fn {counts['key']}, comparator {counts['cmp']}, "
+          f"zlib leaf in libz {counts['zlib']}/{counts['zlib_line']}, "
+          f"sha256 leaf in {hname} {counts['hashlib']}/{counts['hashlib_line']}"
+          + (f", os.read in kernel {counts['read_kernel']}/{counts['read_line']} "
+             f"(read_zero {counts['read_zero']})" if kernel else "")
+          + f", sort frames named: {sort_named}"
+          + f", collapsed weights libz {counts['g_libz']} libffi {counts['g_libffi']} "
+            f"libcrypto {counts['g_libcrypto']} libc {counts['g_libc.so']}"
+          + (f", cuts end at {dict(ends.most_common(6))}" if cuts else "")
+          + f"; unwinder: {unwinds}")
+    if counts["key"] < 5:
+        problems.append(f"(a) only {counts['key']} samples in python_fn")
+    if counts["cmp"] < 3:
+        problems.append(f"(b) only {counts['cmp']} samples in the comparator")
+    if share > MAX_CUT_SHARE:
+        problems.append(f"(f) {len(cuts)} of {n} samples ({100 * share:.2f}%) cut at "
+                        f"{CUT}, above {100 * MAX_CUT_SHARE:.0f}%; (innermost native frame "
+                        f"before the cut, frame after it, thread): {dict(ends.most_common(8))}; "
+                        f"the unwinder (-v): {unwinds}")
+    assert not problems, f"{label}: {len(problems)} problems:\n  " + "\n  ".join(
+        problems[:15])
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_native_paths(label, procs, tmp_path):
+    interp = by_label(label)
+    rec, info, script, data, samples = record(interp, procs, tmp_path, kernel=False)
+    check_paths(label, rec, info, script, data, samples, kernel=False)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_native_kernel_paths(label, procs, tmp_path):
+    interp = by_label(label)
+    rec, info, script, data, samples = record(interp, procs, tmp_path, kernel=True)
+    check_paths(label, rec, info, script, data, samples, kernel=True)
