@@ -399,7 +399,8 @@ def check_paths(label, rec, info, script, data, samples, kernel):
         problems.append(f"(f) {len(cuts)} of {n} samples ({100 * share:.2f}%) cut at "
                         f"{CUT}, above {100 * MAX_CUT_SHARE:.0f}%; (innermost native frame "
                         f"before the cut, frame after it, thread): {dict(ends.most_common(8))}; "
-                        f"the unwinder (-v): {unwinds}")
+                        f"the unwinder (-v): {unwinds}; e.g. " + "; ".join(
+                            c.describe() for c in cuts[:2]))
     assert not problems, f"{label}: {len(problems)} problems:\n  " + "\n  ".join(
         problems[:15])
 
