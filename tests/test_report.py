@@ -167,6 +167,13 @@ def decode(path):
                 line, p = svarint(data, p, e)
                 first, p = svarint(data, p, e)
                 frames.append((strs[fn] or "", strs[file] or "", line, first))
+            elif typ == ord("N"):
+                # A native function (kind 5) or a marker (kind 1) of --native.
+                kind, p = uvarint(data, p, e)
+                fn, p = uvarint(data, p, e)
+                file, p = uvarint(data, p, e)
+                assert p == e and kind in (1, 5)
+                frames.append((strs[fn] or "", strs[file] or "", 0, 0))
             elif typ == ord("X"):
                 # The next sample's event and leaf frames (kind 1: a marker,
                 # 4: a kernel function), outermost first.

@@ -25,6 +25,7 @@ enum {
 	REC_FRAME = 'F',
 	REC_SAMPLE = 'P',
 	REC_EXTRAS = 'X',
+	REC_NATIVE = 'N',
 	REC_END = 'E',
 };
 
@@ -90,6 +91,7 @@ static int64_t unzigzag(uint64_t u)
 struct wframe {
 	uint32_t fn, file;	/* string ids */
 	int32_t line, first;
+	int32_t kind;		/* OUT_FRAME_PYTHON, or (an 'N' record) _NATIVE, _STATUS */
 };
 
 struct rawrec_writer {
@@ -248,8 +250,9 @@ static uint64_t frame_hash(const struct wframe *f)
 	return hash_bytes(HASH_INIT, f, sizeof(*f));
 }
 
-/* Id of the frame @ps, writing its strings' and its own records the first time. */
-static int64_t frame_id(struct rawrec_writer *w, const struct py_sym *ps)
+/* Id of the frame @ps of @kind, writing its strings' and its own records the
+ * first time. */
+static int64_t frame_id(struct rawrec_writer *w, const struct py_sym *ps, int kind)
 {
 	struct wframe f = { 0 };
 	int64_t fn, file;
@@ -265,8 +268,9 @@ static int64_t frame_id(struct rawrec_writer *w, const struct py_sym *ps)
 		return file;
 	f.fn = (uint32_t)fn;
 	f.file = (uint32_t)file;
-	f.line = ps->line;
-	f.first = ps->firstlineno;
+	f.kind = kind;
+	f.line = kind == OUT_FRAME_PYTHON ? ps->line : 0;
+	f.first = kind == OUT_FRAME_PYTHON ? ps->firstlineno : 0;
 	mask = w->frame_nslots - 1;
 	if (w->frame_nslots) {
 		for (i = frame_hash(&f) & mask; w->frame_slots[i]; i = (i + 1) & mask)
@@ -299,11 +303,18 @@ static int64_t frame_id(struct rawrec_writer *w, const struct py_sym *ps)
 		err = wbuf(w, 4 * VARINT_MAX);
 	if (err)
 		return err;
-	n += put_u(w->buf + REC_PREFIX + n, f.fn);
-	n += put_u(w->buf + REC_PREFIX + n, f.file);
-	n += put_u(w->buf + REC_PREFIX + n, zigzag(f.line));
-	n += put_u(w->buf + REC_PREFIX + n, zigzag(f.first));
-	err = put_record(w, REC_FRAME, n);
+	if (kind != OUT_FRAME_PYTHON) {
+		n += put_u(w->buf + REC_PREFIX + n, (uint64_t)kind);
+		n += put_u(w->buf + REC_PREFIX + n, f.fn);
+		n += put_u(w->buf + REC_PREFIX + n, f.file);
+		err = put_record(w, REC_NATIVE, n);
+	} else {
+		n += put_u(w->buf + REC_PREFIX + n, f.fn);
+		n += put_u(w->buf + REC_PREFIX + n, f.file);
+		n += put_u(w->buf + REC_PREFIX + n, zigzag(f.line));
+		n += put_u(w->buf + REC_PREFIX + n, zigzag(f.first));
+		err = put_record(w, REC_FRAME, n);
+	}
 	if (err)
 		return err;
 	id = w->nframes++;
@@ -458,7 +469,9 @@ int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < s->nframes; i++) {
-		id = frame_id(w, &s->frames[i]);
+		id = frame_id(w, &s->frames[i], s->kinds && (s->kinds[i] == OUT_FRAME_NATIVE ||
+							     s->kinds[i] == OUT_FRAME_STATUS) ?
+				s->kinds[i] : OUT_FRAME_PYTHON);
 		if (id < 0)
 			return (int)id;
 		w->ids[i] = (uint32_t)id;
@@ -566,6 +579,10 @@ struct rawrec_reader {
 	uint32_t nstrs, strs_cap;
 	struct py_sym *frames;	/* by frame id */
 	uint32_t nframes, frames_cap;
+	uint8_t *frame_kinds;	/* by frame id: OUT_FRAME_* */
+	uint32_t frame_kinds_cap;
+	uint8_t *sample_kinds;	/* the kinds of the sample last returned */
+	uint32_t sample_kinds_cap;
 	struct py_sym *sample;	/* the frames of the sample last returned */
 	uint32_t sample_cap;
 	uint64_t prev_ts;
@@ -807,12 +824,32 @@ static int parse_string(struct rawrec_reader *r, char *err, size_t errlen)
 	return 0;
 }
 
+static int add_frame(struct rawrec_reader *r, uint64_t fn, uint64_t file, int line, int first,
+		     int kind, char *err, size_t errlen)
+{
+	struct py_sym *f;
+
+	if (out_grow((void **)&r->frames, &r->frames_cap, (uint64_t)r->nframes + 1,
+		     sizeof(*r->frames)) ||
+	    out_grow((void **)&r->frame_kinds, &r->frame_kinds_cap, (uint64_t)r->nframes + 1,
+		     sizeof(*r->frame_kinds))) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->frame_kinds[r->nframes] = (uint8_t)kind;
+	f = &r->frames[r->nframes++];
+	f->function = fn ? r->strs[fn - 1] : NULL;
+	f->file = file ? r->strs[file - 1] : NULL;
+	f->line = line;
+	f->firstlineno = first;
+	return 0;
+}
+
 static int parse_frame(struct rawrec_reader *r, char *err, size_t errlen)
 {
 	struct cur c = rec_cur(r);
 	uint64_t fn, file;
 	int64_t line, first;
-	struct py_sym *f;
 
 	fn = cur_u(&c);
 	file = cur_u(&c);
@@ -824,17 +861,25 @@ static int parse_frame(struct rawrec_reader *r, char *err, size_t errlen)
 		return corrupt(r, "a frame names a string not defined before it", err, errlen);
 	if (line < INT_MIN || line > INT_MAX || first < INT_MIN || first > INT_MAX)
 		return corrupt(r, "a frame's line is out of range", err, errlen);
-	if (out_grow((void **)&r->frames, &r->frames_cap, (uint64_t)r->nframes + 1,
-		 sizeof(*r->frames))) {
-		seterr(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	f = &r->frames[r->nframes++];
-	f->function = fn ? r->strs[fn - 1] : NULL;
-	f->file = file ? r->strs[file - 1] : NULL;
-	f->line = (int)line;
-	f->firstlineno = (int)first;
-	return 0;
+	return add_frame(r, fn, file, (int)line, (int)first, OUT_FRAME_PYTHON, err, errlen);
+}
+
+/* An 'N' record: a native function (symbol, DSO) or a marker between frames. */
+static int parse_native(struct rawrec_reader *r, char *err, size_t errlen)
+{
+	struct cur c = rec_cur(r);
+	uint64_t kind, fn, file;
+
+	kind = cur_u(&c);
+	fn = cur_u(&c);
+	file = cur_u(&c);
+	if (c.bad || c.p != c.end)
+		return corrupt(r, "a native frame record of the wrong size", err, errlen);
+	if (kind != OUT_FRAME_NATIVE && kind != OUT_FRAME_STATUS)
+		return corrupt(r, "a native frame record of an unknown kind", err, errlen);
+	if (fn > r->nstrs || file > r->nstrs)
+		return corrupt(r, "a frame names a string not defined before it", err, errlen);
+	return add_frame(r, fn, file, 0, 0, (int)kind, err, errlen);
 }
 
 static int parse_extras(struct rawrec_reader *r, char *err, size_t errlen)
@@ -870,6 +915,7 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 	struct cur c = rec_cur(r);
 	uint64_t tid, name, cpu, period, status, n;
 	int64_t dts;
+	int mixed;
 
 	tid = cur_u(&c);
 	name = cur_u(&c);
@@ -890,6 +936,11 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if (out_grow((void **)&r->sample_kinds, &r->sample_kinds_cap, n, sizeof(*r->sample_kinds))) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	mixed = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t id = cur_u(&c);
 
@@ -897,6 +948,8 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 			return corrupt(r, "a sample uses a frame not defined before it", err,
 				       errlen);
 		r->sample[i] = r->frames[id];
+		r->sample_kinds[i] = r->frame_kinds[id];
+		mixed |= r->frame_kinds[id] != OUT_FRAME_PYTHON;
 	}
 	if (c.p != c.end)
 		return corrupt(r, "a sample record with bytes left over", err, errlen);
@@ -913,6 +966,7 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 		.nframes = (uint32_t)n,
 		.frames = r->sample,
 	};
+	s->kinds = mixed ? r->sample_kinds : NULL;
 	if (r->x_pending) {
 		s->event = r->x_event;
 		s->leaf = r->x_leaf;
@@ -1088,6 +1142,9 @@ int rawrec_reader__next(struct rawrec_reader *r, struct out_sample *s, char *err
 		case REC_EXTRAS:
 			rc = parse_extras(r, err, errlen);
 			break;
+		case REC_NATIVE:
+			rc = parse_native(r, err, errlen);
+			break;
 		case REC_END:
 			rc = r->x_pending ? corrupt(r, "an extras record with no sample", err, errlen) :
 			     parse_end(r, err, errlen);
@@ -1124,6 +1181,8 @@ void rawrec_reader__free(struct rawrec_reader *r)
 		gzclose(r->gz);
 	free((char *)r->info.comm);
 	free((char *)r->info.mode);
+	free(r->frame_kinds);
+	free(r->sample_kinds);
 	free((char *)r->info.python_version);
 	free((char *)r->info.backend);
 	for (uint32_t i = 0; i < r->nstrs; i++)

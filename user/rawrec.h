@@ -31,6 +31,10 @@
  *       previous sample's time (the first: minus 0), u period (ns),
  *       u status (enum sample_status), u number of frames, then that many
  *       u frame ids, innermost first
+ *   'N' a frame that is not Python code (--native), in the same id space
+ *       as 'F': u kind (5: a native function, function = its symbol, file
+ *       = its DSO's path; 1: a marker such as [unwind-failed]), u function
+ *       string id, u file string id
  *   'X' extras of the sample that follows (written only when it has any):
  *       u event string id (0: the default, cpu-clock), u number of leaf
  *       frames, then per frame u kind (1: a marker such as [GIL wait],

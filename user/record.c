@@ -394,10 +394,6 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--stack-size is for --native");
 		if (env->native_stack && env->stack_size)
 			env->native_stack = env->stack_size;
-		if (env->native_stack &&
-		    (env->raw || rawrec__wanted(env->out.format, env->out.output)))
-			argp_error(state, "--native: raw recordings do not keep native frames yet; "
-				   "write another format");
 		if (env->native_stack && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--native is for the BPF backend");
 		if (env->native_stack && env->mode == SAMPLER_MODE_OFFCPU)
