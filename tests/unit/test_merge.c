@@ -68,18 +68,33 @@ static void test_empty_run(void **state)
 	expect(out, n, want, sizeof(want) / sizeof(want[0]));
 }
 
-/* More evaluation frames than runs: the leaf natives, the cut, then every
- * Python frame. */
+/* One evaluation frame more than runs: the innermost call is being entered
+ * or left, with no Python frame linked: an empty run of its own. */
+static void test_entering(void **state)
+{
+	const struct merge_native nat[] = { I(true), I(false), I(true), X };
+	const uint32_t runs[] = { 2 };
+	const struct merge_item want[] = { N(1), P(0), P(1), N(3) };
+	struct merge_item out[16];
+	uint32_t n;
+
+	(void)state;
+	assert_true(merge__stacks(nat, 4, true, runs, 1, 2, out, 16, &n));
+	expect(out, n, want, sizeof(want) / sizeof(want[0]));
+}
+
+/* Two evaluation frames more than runs: the leaf natives, the cut, then
+ * every Python frame. */
 static void test_mismatch(void **state)
 {
-	const struct merge_native nat[] = { X, I(true), I(false), I(true) };
+	const struct merge_native nat[] = { X, I(true), I(false), I(true), I(true) };
 	const uint32_t runs[] = { 2 };
 	const struct merge_item want[] = { N(0), CUT, P(0), P(1) };
 	struct merge_item out[16];
 	uint32_t n;
 
 	(void)state;
-	assert_false(merge__stacks(nat, 4, true, runs, 1, 2, out, 16, &n));
+	assert_false(merge__stacks(nat, 5, true, runs, 1, 2, out, 16, &n));
 	expect(out, n, want, sizeof(want) / sizeof(want[0]));
 }
 
@@ -130,6 +145,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_callback),     cmocka_unit_test(test_leaf_extension),
 		cmocka_unit_test(test_empty_run),    cmocka_unit_test(test_mismatch),
+		cmocka_unit_test(test_entering),
 		cmocka_unit_test(test_missing_eval), cmocka_unit_test(test_short_unwind),
 		cmocka_unit_test(test_bounded),
 	};

@@ -13,6 +13,7 @@ bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_comp
 		   struct merge_item *out, uint32_t max, uint32_t *n)
 {
 	uint32_t evals = 0, last_eval = 0, runs = 0, run = 0, py = 0;
+	bool extra;
 
 	*n = 0;
 	for (uint32_t i = 0; i < nn; i++)
@@ -22,11 +23,18 @@ bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_comp
 		}
 	runs = nruns;
 	/*
+	 * One evaluation frame more than runs: the innermost call of the loop
+	 * is being entered or left (its entry frame not linked yet, or
+	 * unlinked already): an empty run of its own. Only the innermost call
+	 * can be there; the others are suspended in calls.
+	 */
+	extra = evals == runs + 1;
+	/*
 	 * More evaluation frames than runs: they cannot be paired. The native
 	 * frames up to the first evaluation frame are exact, as are the
 	 * Python frames; nothing in between is guessed.
 	 */
-	if (evals > runs || (native_complete && evals != runs)) {
+	if (evals > runs + extra || (native_complete && evals != runs + extra)) {
 		for (uint32_t i = 0; i < nn && !nat[i].eval; i++)
 			put(out, max, n, MERGE_NATIVE, i);
 		put(out, max, n, MERGE_CUT, 0);
@@ -36,6 +44,10 @@ bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_comp
 	}
 	for (uint32_t i = 0; i < nn; i++) {
 		if (nat[i].eval) {
+			if (extra) {
+				extra = false;
+				continue;
+			}
 			for (uint32_t j = 0; run < nruns && j < run_len[run]; j++)
 				put(out, max, n, MERGE_PYTHON, py++);
 			run++;
