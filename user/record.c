@@ -836,6 +836,23 @@ static void merge_native(struct record_ctx *c, const struct raw_sample *r, struc
 	int complete = 0;
 
 	nw->samples++;
+	/*
+	 * The symbolizer drops frames Python would not show (pushed, not yet
+	 * started): the newest, the innermost run's. The runs follow suit.
+	 */
+	{
+		uint32_t sum = 0, drop;
+
+		for (uint32_t k = 0; k < c->nruns; k++)
+			sum += c->runs[k];
+		drop = sum > s->nframes ? sum - s->nframes : 0;
+		for (uint32_t k = 0; drop && k < c->nruns; k++) {
+			uint32_t d = c->runs[k] < drop ? c->runs[k] : drop;
+
+			c->runs[k] -= d;
+			drop -= d;
+		}
+	}
 	if (!u) {
 		nw->no_unwinder++;
 	} else {
@@ -862,6 +879,11 @@ static void merge_native(struct record_ctx *c, const struct raw_sample *r, struc
 		const struct merge_item *it = &nw->items[i];
 
 		if (it->kind == MERGE_PYTHON) {
+			if (it->idx >= s->nframes) {	/* cannot be: the runs fit */
+				nw->merged[i] = (struct py_sym){ "[unwind-failed]", "", 0, 0 };
+				nw->kinds[i] = OUT_FRAME_STATUS;
+				continue;
+			}
 			nw->merged[i] = s->frames[it->idx];
 			nw->kinds[i] = OUT_FRAME_PYTHON;
 		} else if (it->kind == MERGE_NATIVE) {
