@@ -1433,8 +1433,11 @@ int record__main(int argc, char **argv)
 			if (rc)
 				break;
 			next += 1.0 / env.freq;
-			if (next < t)	/* behind: do not burst to catch up */
-				next = t;
+			/* Behind: do not burst to catch up; a tick at least 2 ms
+			 * (or a period) after the last one starts, so that ticks
+			 * stay apart in time (readers group samples by tick). */
+			if (next < t)
+				next = t + (1.0 / env.freq < 0.002 ? 1.0 / env.freq : 0.002);
 		}
 		if (progress && !cmd && t >= next_progress) {	/* the command's terminal */
 			next_progress = t + 1.0;
