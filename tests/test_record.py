@@ -92,6 +92,9 @@ NCPUS = os.cpu_count()
 START_TIMEOUT = 90
 RECORD_SLACK = 60        # seconds a recording may overrun its -d before it hangs
 STDLIB = re.compile(r"/lib/python3\.\d+d?/[\w/]+\.py$")
+# A frozen stdlib module (3.15 freezes codecs: write_log's open() runs
+# IncrementalEncoder.__init__ in "<frozen codecs>").
+FROZEN = re.compile(r"<frozen [\w.]+>")
 
 
 # --------------------------------------------------------------------------
@@ -849,7 +852,8 @@ class ThreadCheck:
                                                                           self.mod_line)
                 and fr[1].func == "main" and fr[1].file == s
                 and fr[1].line in self.lines["main"]
-                and all(f.python and (f.file == s or STDLIB.search(f.file)) for f in fr[2:]))
+                and all(f.python and (f.file == s or STDLIB.search(f.file) or
+                                      FROZEN.fullmatch(f.file)) for f in fr[2:]))
 
     def check(self, samples, state_slack, read_faults_ok=False):
         """read_faults_ok: the remote backend reads running threads from
