@@ -53,6 +53,7 @@
 #include "pyprof.skel.h"
 #include "bpf_sampler.h"
 #include "frame_cache.h"
+#include "procfs.h"
 #include "offcpu/intervals.h"
 
 #ifndef CAP_PERFMON
@@ -1782,27 +1783,16 @@ static void task_syscall(pid_t pid, pid_t tid, int64_t *nr, uint64_t *arg0)
 	fclose(f);
 }
 
-/* The state letter of /proc/PID/task/TID/stat (after the comm's last ')'). */
+/* The state letter of a task, read once (procfs parses the stat line). */
 static int task_state(pid_t pid, pid_t tid, char *state)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	int fd = procfs__task_stat_open(pid, tid), err;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return fd;
+	err = procfs__stat_fd_state(fd, state);
 	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return -EINVAL;
-	*state = p[2];
-	return 0;
+	return err;
 }
 
 /*
