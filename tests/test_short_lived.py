@@ -368,11 +368,12 @@ def test_thread_per_request(interp, events, procs, tmp_path):
     # thread of ~1.2 ms of CPU is sampled about once, one period (1 ms of
     # its CPU) into its life, which is in handle_request or just after it
     # depending on how long this thread's start and handler took: anything
-    # from well below to well above the handler's own share (measured: 44%
-    # (a loaded CI run, 3.11) to 96% against 77% to 82%), so only a gross
-    # loss, under half its own share, fails there.
+    # from well below to well above the handler's own share (measured: 35%
+    # (a loaded CI run, 3.11, against 84%) to 96% against 77% to 82%), so
+    # only a gross loss, under a quarter of its own share, fails there (the
+    # defect this guards against named it in 0-10% of the samples).
     got = sh.get("handle_request", 0.0)
-    lo, hi = (own - 0.10, own + 0.10) if events == "cpu" else (own / 2, 1.0)
+    lo, hi = (own - 0.10, own + 0.10) if events == "cpu" else (own / 4, 1.0)
     assert lo <= got <= hi, (
         f"{what} (--events {events}): handle_request in {100 * got:.1f}% of the samples, "
         f"its own timing says {100 * own:.1f}% of the target's CPU "
