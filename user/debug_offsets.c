@@ -284,6 +284,39 @@ static void bind_gil_gc(const char *const *l, const uint64_t *vals, struct py_of
 	out->interp_gc_frame = frame ? gc + frame : 0;
 }
 
+int debug_offsets__field(const void *buf, size_t len, const char *name, uint64_t *val,
+			 uint64_t *section_size)
+{
+	const char *const *l;
+	uint64_t version;
+	size_t i;
+
+	if (len < DEBUG_OFFSETS_HEADER)
+		return -EPROTO;
+	memcpy(&version, (const char *)buf + 8, 8);
+	l = layout_for(version);
+	if (!l)
+		return -ENOTSUP;
+	if (len < DEBUG_OFFSETS_HEADER + 8 * layout_len(l))
+		return -EPROTO;
+	for (i = 0; l[i] && strcmp(l[i], name) != 0; i++)
+		;
+	if (!l[i])
+		return -ENOENT;
+	memcpy(val, (const char *)buf + DEBUG_OFFSETS_HEADER + 8 * i, 8);
+	*section_size = 0;
+	for (size_t k = 0; l[k]; k++) {
+		const char *dot = strchr(name, '.');
+
+		if (dot && strncmp(l[k], name, dot - name + 1) == 0 &&
+		    strcmp(l[k] + (dot - name + 1), "size") == 0) {
+			memcpy(section_size, (const char *)buf + DEBUG_OFFSETS_HEADER + 8 * k, 8);
+			break;
+		}
+	}
+	return 0;
+}
+
 int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 			 char *err, size_t errlen)
 {

@@ -30,6 +30,16 @@ long debug_offsets__size(uint64_t version_hex);
 int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 			 char *err, size_t errlen);
 
+/*
+ * The raw value of field @name ("section.field") in the table @buf (@len
+ * bytes as read from the target, header included) and the value of its
+ * section's "size" field (0 when the section has none). Nothing is validated:
+ * the caller checks what it uses. -ENOTSUP for an unknown version, -EPROTO
+ * for a truncated table, -ENOENT when this version's layout lacks the field.
+ */
+int debug_offsets__field(const void *buf, size_t len, const char *name, uint64_t *val,
+			 uint64_t *section_size);
+
 /* Set the *_size read sizes from the highest field used (shared with the
  * 3.11/3.12 tables). */
 void py_offsets__fit_reads(struct py_offsets *o);

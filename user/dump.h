@@ -9,6 +9,7 @@
 struct dump_opts {
 	pid_t pid;
 	int json;
+	int async;	/* --async: asyncio tasks instead of thread stacks */
 };
 
 /* 0, or -errno with one line in @err. */

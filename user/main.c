@@ -2,7 +2,7 @@
 /*
  * main.c - the command line: `pyprof-bpf [record] -p PID ...` (or
  * `-- CMD ARGS`),
- * `pyprof-bpf dump -p PID`, `pyprof-bpf report -i FILE`.
+ * `pyprof-bpf top -p PID`, `pyprof-bpf dump -p PID`, `pyprof-bpf report -i FILE`.
  */
 #include <argp.h>
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "dump.h"
 #include "pyproc.h"
 #include "record.h"
+#include "top/top.h"
 #include "version.h"	/* PYPROF_VERSION, PYPROF_COMMIT: made by the Makefile */
 
 const char *argp_program_version = "pyprof-bpf " PYPROF_VERSION " (commit " PYPROF_COMMIT ")";
@@ -36,17 +37,22 @@ static int parse_long(const char *s, long min, long max, long *out)
 static const char dump_doc[] =
 "Print every thread's Python stack of a running process, now.\n"
 "\n"
-"USAGE: pyprof-bpf dump -p PID [--json]\n"
+"USAGE: pyprof-bpf dump [--async] -p PID [--json]\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread\n"
-"    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n";
+"    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
+"    pyprof-bpf dump --async -p 1234   # asyncio tasks as an await tree (Python 3.14+)\n"
+"    pyprof-bpf dump --async -p 1234 --json   # every task: id, name, frames, awaited_by\n";
 
-enum { OPT_JSON = 1000 };
+enum { OPT_JSON = 1000, OPT_ASYNC };
 
 static const struct argp_option dump_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to read", 0 },
 	{ "json", OPT_JSON, NULL, 0, "Print JSON: {pid, python, threads: [{tid, name, frames}]}", 0 },
+	{ "async", OPT_ASYNC, NULL, 0, "The asyncio tasks (3.14+): an await tree like `python -m "
+	  "asyncio pstree`; with --json {pid, python, tasks: [{id, name, tid, running, frames, "
+	  "awaited_by}]}", 0 },
 	{ 0 },
 };
 
@@ -63,6 +69,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_JSON:
 		o->json = 1;
+		break;
+	case OPT_ASYNC:
+		o->async = 1;
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);
@@ -102,7 +111,8 @@ static void usage(FILE *f)
 {
 	fputs("Usage: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
 	      "       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
-	      "       pyprof-bpf dump -p PID [--json]\n"
+	      "       pyprof-bpf top -p PID [-F HZ] [--mode MODE]    (or -- CMD [ARGS...])\n"
+	      "       pyprof-bpf dump [--async] -p PID [--json]\n"
 	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 	      "                         [--no-lines]\n"
 	      "\n"
@@ -115,6 +125,7 @@ static void usage(FILE *f)
 	      "    sudo pyprof-bpf -o out.html -- python3 app.py   # start it, sample until it exits\n"
 	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof # a raw recording, then any format:\n"
 	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
+	      "    sudo pyprof-bpf top -p 1234                 # live view of the hottest functions\n"
 	      "    pyprof-bpf dump -p 1234                     # every thread's stack now\n", f);
 }
 
@@ -142,6 +153,10 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "record") == 0) {
 		argv[1] = "pyprof-bpf record";
 		return record__main(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "top") == 0) {
+		argv[1] = "pyprof-bpf top";
+		return top__main(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "report") == 0) {
 		argv[1] = "pyprof-bpf report";

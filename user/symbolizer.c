@@ -181,6 +181,11 @@ static int read_str(struct symbolizer *s, uint64_t addr, const char **out)
 	return rc ? rc : intern_str(s, &h, s->rawbuf, out);
 }
 
+int symbolizer__read_str(struct symbolizer *s, uint64_t addr, const char **out)
+{
+	return read_str(s, addr, out);
+}
+
 static int read_bytes(struct symbolizer *s, uint64_t addr, uint8_t **out, size_t *outlen)
 {
 	const struct py_offsets *o = s->off;

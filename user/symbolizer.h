@@ -44,6 +44,11 @@ void symbolizer__next_sample(struct symbolizer *s);
 int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f,
 			struct py_sym *out);
 
+/* Read the str object at @addr (at most 65,536 code points) as UTF-8, interned
+ * (valid until symbolizer__free()). -EFAULT, -EINVAL for what is not a
+ * compact str. */
+int symbolizer__read_str(struct symbolizer *s, uint64_t addr, const char **out);
+
 /*
  * Resolve a whole stack (starts a new sample): frames Python does not show
  * are dropped, frames that cannot be read become "<unknown>" and are counted

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio/locate.c - where a live process keeps its .AsyncioDebug table, and
+ * loading it: 3.14 has it in the _asyncio extension module (mapped once
+ * asyncio is imported), 3.15 in the interpreter itself (the executable or
+ * libpython). The ELF files are opened the way the target sees them
+ * (procmaps__open_file: /proc/PID/root, map_files).
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "asyncio/asyncio.h"
+#include "debug_offsets.h"
+#include "procmaps.h"
+#include "pyproc.h"
+#include "remote_mem.h"
+
+#define PAGE_MASK_4K (~(uint64_t)0xfff)
+
+/* The section's link-time address and size in @fd, and the file's first
+ * PT_LOAD address (page-aligned). -ENOENT when it has no such section. */
+static int find_section(int fd, uint64_t *addr, uint64_t *size, uint64_t *load_vaddr)
+{
+	size_t shstrndx, nphdr;
+	Elf_Scn *scn = NULL;
+	int rc = -ENOENT;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) ||
+	    elf_getphdrnum(elf, &nphdr)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	*load_vaddr = 0;
+	for (size_t i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			*load_vaddr = ph.p_vaddr & PAGE_MASK_4K;
+			break;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && strcmp(name, ASYNCIO_DEBUG_SECTION) == 0) {
+			*addr = sh.sh_addr;
+			*size = sh.sh_size;
+			rc = 0;
+			break;
+		}
+	}
+out:
+	elf_end(elf);
+	return rc;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* Files that may hold the table: _asyncio modules, libpython, the executable. */
+static int candidate(const char *path, const char *exe)
+{
+	const char *b = base_name(path);
+
+	return strncmp(b, "_asyncio.", 9) == 0 || strncmp(b, "libpython", 9) == 0 ||
+	       (exe[0] && strcmp(path, exe) == 0);
+}
+
+/* The table's address in the target; -ENOENT when no mapped file has it. */
+static int find_table(pid_t pid, uint64_t *table, char *err, size_t errlen)
+{
+	struct procmaps maps = { 0 };
+	char exe[PATH_MAX] = "", fn[64];
+	ssize_t n;
+	int rc;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+	n = readlink(fn, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	if (n > 10 && strcmp(exe + n - 10, " (deleted)") == 0)
+		exe[n - 10] = '\0';
+	rc = procmaps__read(pid, &maps);
+	if (rc) {
+		snprintf(err, errlen, "process %d: reading its memory map: %s", (int)pid,
+			 strerror(-rc));
+		return rc;
+	}
+	rc = -ENOENT;
+	for (size_t i = 0; i < maps.n; i++) {
+		const struct mapping *m = &maps.maps[i], *first;
+		uint64_t addr, size, load, bias, at;
+		int fd, frc;
+
+		if (!m->path[0] || !candidate(m->path, exe))
+			continue;
+		first = procmaps__first(&maps, m->path);
+		if (first != m)
+			continue;	/* each file once, from its lowest mapping */
+		fd = procmaps__open_file(pid, first);
+		if (fd < 0)
+			continue;
+		frc = find_section(fd, &addr, &size, &load);
+		close(fd);
+		if (frc)
+			continue;
+		if (size != ASYNCIO_DEBUG_SIZE) {
+			snprintf(err, errlen, "process %d: %s's %s section has %llu bytes, expected %d",
+				 (int)pid, m->path, ASYNCIO_DEBUG_SECTION, (unsigned long long)size,
+				 ASYNCIO_DEBUG_SIZE);
+			rc = -EPROTO;
+			break;
+		}
+		bias = first->start - first->offset - load;
+		at = bias + addr;
+		/* it must lie in a mapping of that file */
+		rc = -EPROTO;
+		for (size_t k = 0; k < maps.n; k++) {
+			const struct mapping *q = &maps.maps[k];
+
+			if (strcmp(q->path, m->path) == 0 && at >= q->start &&
+			    q->end - at >= ASYNCIO_DEBUG_SIZE && at <= q->end)
+				rc = 0;
+		}
+		if (rc) {
+			snprintf(err, errlen, "process %d: %s's %s section is not mapped where its "
+				 "ELF headers say", (int)pid, m->path, ASYNCIO_DEBUG_SECTION);
+			break;
+		}
+		*table = at;
+		break;
+	}
+	procmaps__free(&maps);
+	return rc;
+}
+
+int asyncio_offsets__load(struct pyproc *p, struct asyncio_offsets *out, char *err,
+			  size_t errlen)
+{
+	const struct py_offsets *po = pyproc__offsets(p);
+	uint32_t hex = po->version_hex;
+	unsigned int minor = (hex >> 16) & 0xff;
+	unsigned char table[ASYNCIO_DEBUG_SIZE], *dbg = NULL;
+	uint64_t at = 0;
+	pid_t pid = pyproc__pid(p);
+	long dbglen;
+	int rc;
+
+	if (minor < 14) {
+		snprintf(err, errlen, "process %d runs Python %s: `dump --async` reads asyncio tasks "
+			 "of Python 3.14 and later only (through CPython's .AsyncioDebug table; "
+			 "3.11 to 3.13 keep their tasks in weak sets, see README)", (int)pid,
+			 pyproc__version(p));
+		return -ENOTSUP;
+	}
+	rc = find_table(pid, &at, err, errlen);
+	if (rc == -ENOENT) {
+		snprintf(err, errlen, "process %d (Python %s) has not imported asyncio: no %s "
+			 "table is mapped", (int)pid, pyproc__version(p), ASYNCIO_DEBUG_SECTION);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	rc = remote_read(pid, at, table, sizeof(table));
+	if (rc) {
+		snprintf(err, errlen, "process %d: reading its %s table: %s", (int)pid,
+			 ASYNCIO_DEBUG_SECTION, strerror(-rc));
+		return rc;
+	}
+	rc = asyncio_offsets__parse_table(table, sizeof(table), hex, out, err, errlen);
+	if (rc)
+		return rc;
+	dbglen = debug_offsets__size(hex);
+	if (dbglen < 0) {
+		snprintf(err, errlen, "process %d: no _Py_DebugOffsets layout for Python %s",
+			 (int)pid, pyproc__version(p));
+		return -ENOTSUP;
+	}
+	dbg = malloc(dbglen);
+	if (!dbg) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = remote_read(pid, pyproc__runtime(p), dbg, dbglen);
+	if (rc)
+		snprintf(err, errlen, "process %d: reading _Py_DebugOffsets: %s", (int)pid,
+			 strerror(-rc));
+	else
+		rc = asyncio_offsets__bind_debug(dbg, dbglen, out, err, errlen);
+	free(dbg);
+	return rc;
+}
