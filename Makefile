@@ -19,7 +19,7 @@ VMLINUX   := vmlinux/$(ARCH)/vmlinux.h
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
 	     -D_GNU_SOURCE -Ibpf -Iuser -I$(OUTPUT)
-LDLIBS    := -lbpf -ldw -lelf -lz
+LDLIBS    := -lbpf -ldw -lelf -lz -lncursesw
 
 # clang's own system include dirs, for the BPF target (libbpf-bootstrap's way).
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
@@ -164,7 +164,7 @@ $(OUTPUT)/main.o: $(VERSION_H)
 RELEASE_DIR     := $(OUTPUT)/release
 RELEASE_BIN     := $(RELEASE_DIR)/pyprof-bpf
 GLIBC_LIBS      := -lc -lm -ldl -lpthread -lrt -lresolv -pthread
-RELEASE_PKGS     = $(patsubst libz,zlib,$(patsubst -l%,lib%,$(filter-out $(GLIBC_LIBS),$(LDLIBS))))
+RELEASE_PKGS     = $(patsubst libncursesw,ncursesw,$(patsubst libz,zlib,$(patsubst -l%,lib%,$(filter-out $(GLIBC_LIBS),$(LDLIBS)))))
 RELEASE_LDFLAGS := -Wl,-z,relro,-z,now -Wl,--as-needed
 
 $(RELEASE_BIN): $(USER_OBJS) | $(OUTPUT)

@@ -7,6 +7,8 @@ set -euo pipefail
 PKGS=(
 	# build
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config
+	# `top`'s terminal view (ncursesw), and driving it in its tests (tests/test_top.py)
+	libncurses-dev tmux
 	# asm/unistd_64.h, the syscall names (Makefile: syscall_table.h)
 	linux-libc-dev
 	# tests

@@ -18,7 +18,7 @@
 #include "launch.h"
 
 /* What the child tells us through the report pipe when it cannot exec. */
-enum child_stage { CHILD_CREDS = 1, CHILD_EXEC = 2 };
+enum child_stage { CHILD_CREDS = 1, CHILD_EXEC = 2, CHILD_STDIO = 3 };
 
 struct child_report {
 	int stage;	/* enum child_stage */
@@ -40,6 +40,7 @@ struct launch {
 	int go_fd;		/* write end of the release pipe; -1 once released */
 	int report_fd;		/* read end of the child's CLOEXEC report pipe */
 	struct creds creds;
+	int quiet;		/* launch__quiet(): stdio from/to /dev/null */
 	int reaped;
 	int wstatus;
 };
@@ -170,6 +171,17 @@ child_run(char *const argv[], const struct creds *c, int go_rd, int report_wr)
 	/* End of file: pyprof-bpf gave up (or died) before the start. */
 	if (n != 1)
 		_exit(1);
+	/* 'q': launch__quiet() */
+	if (go == 'q') {
+		int fd = open("/dev/null", O_RDWR);
+
+		if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+			child_report(report_wr, CHILD_STDIO, errno);
+			_exit(126);
+		}
+		if (fd > 2)
+			close(fd);
+	}
 	if (c->drop && (setgroups((size_t)c->ngroups, c->groups) ||
 			setresgid(c->gid, c->gid, c->gid) || setresuid(c->uid, c->uid, c->uid))) {
 		child_report(report_wr, CHILD_CREDS, errno);
@@ -259,7 +271,7 @@ int launch__start(struct launch *l, char *err, size_t errlen)
 	int rc;
 
 	do
-		n = write(l->go_fd, "g", 1);
+		n = write(l->go_fd, l->quiet ? "q" : "g", 1);
 	while (n < 0 && errno == EINTR);
 	close(l->go_fd);
 	l->go_fd = -1;
@@ -280,13 +292,20 @@ int launch__start(struct launch *l, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot run %s: the child process ended before exec", l->cmd);
 		return -EIO;
 	}
-	if (r.stage == CHILD_CREDS)
+	if (r.stage == CHILD_STDIO)
+		snprintf(err, errlen, "cannot run %s: /dev/null: %s", l->cmd, strerror(r.err));
+	else if (r.stage == CHILD_CREDS)
 		snprintf(err, errlen, "cannot run %s as the invoking user (uid %u, gid %u, from "
 			 "SUDO_UID and SUDO_GID): %s", l->cmd, (unsigned int)l->creds.uid,
 			 (unsigned int)l->creds.gid, strerror(r.err));
 	else
 		snprintf(err, errlen, "cannot run %s: %s", l->cmd, strerror(r.err));
 	return -r.err;
+}
+
+void launch__quiet(struct launch *l)
+{
+	l->quiet = 1;
 }
 
 pid_t launch__pid(const struct launch *l)

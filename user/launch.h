@@ -46,6 +46,12 @@ int launch__new(char *const argv[], struct launch **out, char *err, size_t errle
  */
 int launch__start(struct launch *l, char *err, size_t errlen);
 
+/*
+ * Before launch__start(): the command gets /dev/null as its standard input,
+ * output and error instead of ours (a live view owns the terminal).
+ */
+void launch__quiet(struct launch *l);
+
 pid_t launch__pid(const struct launch *l);
 
 /*

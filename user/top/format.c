@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * top/format.c - the text of a `top` snapshot, the same on a terminal and in
+ * plain snapshots:
+ *
+ *   pyprof-bpf top: pid 1234 (python3), Python 3.14.0, cpu mode, 99 Hz, BPF per-CPU
+ *   samples 12345 (98.7/s), lost 0, errors 0, threads 3 active / 4 seen, 12 s
+ *   view: last 5 s, functions, all threads, sorted by own
+ *     %Own  %Total  OwnTime  TotalTime  Function (file:line)
+ *     62.1    62.1    3.10s      3.10s  hot (/app/work.py:12)
+ */
+#include <stdio.h>
+#include <string.h>
+#include "top/top.h"
+
+/* Cut @buf to @width columns (UTF-8: continuation bytes take none). */
+static void cut(char *buf, int width)
+{
+	int cols = 0;
+
+	if (width <= 0)
+		return;
+	for (char *p = buf; *p; p++) {
+		if (((unsigned char)*p & 0xc0) == 0x80)
+			continue;
+		if (cols++ == width) {
+			*p = '\0';
+			return;
+		}
+	}
+}
+
+void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len, int width)
+{
+	const struct record_info *in = s->info;
+	const struct record_status *st = s->status;
+	const struct top_view *v = s->view;
+	char more[48] = "", thr[80];
+
+	switch (i) {
+	case 0:
+		if (s->nprocs > 1)
+			snprintf(more, sizeof(more), " + %zu more processes", s->nprocs - 1);
+		snprintf(buf, len, "pyprof-bpf top: pid %d (%s)%s, Python %s, %s mode, %ld Hz, "
+			 "%s%s%s", (int)in->pid, in->comm, more, in->python_version, in->mode,
+			 in->freq_hz, in->backend, strcmp(in->backend, "BPF") ? "" :
+			 in->per_cpu ? " per-CPU" : " per-thread", s->paused ? "  [PAUSED]" : "");
+		break;
+	case 1:
+		snprintf(buf, len, "samples %llu (%.1f/s), lost %llu, errors %llu, threads %zu "
+			 "active / %zu seen, %.0f s",
+			 (unsigned long long)st->stats.samples,
+			 s->totals.seconds > 0 ? s->totals.samples / s->totals.seconds : 0.0,
+			 (unsigned long long)st->stats.lost, (unsigned long long)st->stats.errors,
+			 s->active_threads, s->nthreads, st->elapsed_s);
+		break;
+	default:
+		if (s->thread)
+			snprintf(thr, sizeof(thr), "thread %d (%s)", (int)s->thread->tid,
+				 s->thread->name);
+		else
+			snprintf(thr, sizeof(thr), "all threads");
+		if (v->recent)
+			snprintf(more, sizeof(more), "last %.0f s", s->window_s);
+		else
+			snprintf(more, sizeof(more), "since the start");
+		snprintf(buf, len, "view: %s, %s, %s, sorted by %s", more,
+			 v->lines ? "lines" : "functions", thr, top_sort__name(v->sort));
+		break;
+	}
+	cut(buf, width);
+}
+
+void top_fmt__columns(char *buf, size_t len, int width)
+{
+	snprintf(buf, len, "%7s %7s %9s %9s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
+		 "Function (file:line)");
+	cut(buf, width);
+}
+
+void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len, int width)
+{
+	const struct top_row *r = &s->rows[i];
+	double w = s->totals.weight ? (double)s->totals.weight : 1.0;
+	const char *file = r->file;
+	char line[16] = "";
+	int n, room;
+
+	if (r->line > 0)
+		snprintf(line, sizeof(line), ":%d", r->line);
+	n = snprintf(buf, len, "%7.1f %7.1f %8.2fs %8.2fs  %s", 100.0 * r->own / w,
+		     100.0 * r->total / w, r->own / 1e9, r->total / 1e9, r->function);
+	if (n < 0 || (size_t)n >= len)
+		goto done;
+	if (!*file)
+		goto done;
+	/* What is left for " (file:line)": the file keeps its end. */
+	room = width > 0 ? width - n - 3 - (int)strlen(line) : 1 << 20;
+	if (room < (int)strlen(file)) {
+		if (room < 8)
+			goto done;
+		file += strlen(file) - (size_t)(room - 3);
+	}
+	snprintf(buf + n, len - (size_t)n, " (%s%s%s)", file != r->file ? "..." : "", file, line);
+done:
+	cut(buf, width);
+}
