@@ -399,6 +399,7 @@ static int model_frame(struct out_model *m, enum out_frame_kind kind, const char
 	if (err) {
 		free(fr->text);
 		free(fr->dso);
+		free(fr->folded);
 		return err;
 	}
 	/* Pointers into m->strs stay valid: strings are never moved. */
@@ -677,6 +678,7 @@ static void model_free(struct out_model *m)
 	for (uint32_t i = 0; i < m->nframes; i++) {
 		free(m->frames[i].text);
 		free(m->frames[i].dso);
+		free(m->frames[i].folded);
 	}
 	free(m->frames);
 	free(m->nodes);
@@ -734,7 +736,7 @@ int output__build_folded(struct output *o, struct out_folded **out, size_t *nout
 		char *s;
 
 		for (uint32_t j = 0; j < k; j++)
-			len += strlen(m->frames[path[j]].text) + 1;
+			len += strlen(out_frame__folded(&m->frames[path[j]])) + 1;
 		s = malloc(len);
 		if (!s) {
 			err = -ENOMEM;
@@ -743,10 +745,11 @@ int output__build_folded(struct output *o, struct out_folded **out, size_t *nout
 		pos = strlen(m->threads[a->thread].comm);
 		memcpy(s, m->threads[a->thread].comm, pos);
 		for (uint32_t j = 0; j < k; j++) {
-			size_t l = strlen(m->frames[path[j]].text);
+			const char *ft = out_frame__folded(&m->frames[path[j]]);
+			size_t l = strlen(ft);
 
 			s[pos++] = ';';
-			memcpy(s + pos, m->frames[path[j]].text, l);
+			memcpy(s + pos, ft, l);
 			pos += l;
 		}
 		s[pos] = '\0';

@@ -72,12 +72,33 @@ struct out_sample {
 	 * function = symbol, file = DSO path; _STATUS: a marker such as
 	 * [unwind-failed]); NULL: all Python. */
 	const uint8_t *kinds;
+	/* --native: where each native frame of frames[] is (entries of other
+	 * frames are ignored); NULL: no addresses known. */
+	const struct out_addr *addrs;
+};
+
+/*
+ * Where a native frame's code is: perf-script prints "pc - map_base" (the
+ * file-relative address, as `perf script` does for a DSO) and
+ * symbol+0x<symoff>; pprof makes a location at pc in the mapping
+ * [map_start, map_end) of the frame's DSO.
+ */
+struct out_addr {
+	uint64_t pc;		/* sampled pc or return address; 0: unknown */
+	uint64_t symoff;	/* pc - its symbol's start (frames with a symbol) */
+	uint64_t map_start, map_end;	/* the DSO's mappings, first to last; 0: unknown */
+	uint64_t map_base;	/* where the DSO's file offset 0 is mapped */
+	const unsigned char *build_id;	/* NULL: unknown */
+	size_t build_id_len;
 };
 
 /* A frame that is not Python code, on a sample's leaf side. */
 struct out_leaf {
 	int kind;		/* OUT_FRAME_STATUS or OUT_FRAME_KERNEL */
 	const char *name;	/* "[GIL wait]", "tcp_recvmsg" ... */
+	/* A kernel frame's address and its offset into the function (perf
+	 * script's "ffffffff81234567 read_zero+0x17"); 0: not known. */
+	uint64_t addr, symoff;
 };
 
 struct output_opts {
@@ -190,7 +211,11 @@ struct out_frame {
 	int firstlineno;	/* >= 0; the first one seen for this frame */
 	char *text;		/* perf-script symbol = collapsed frame (output_perf.c) */
 	char *dso;		/* perf-script dso field */
-	uint64_t addr;		/* perf-script address: hash of text */
+	/* The frame in collapsed stacks and the flame graph when it differs
+	 * from text (as stackcollapse-perf.pl --kernel writes it: kernel
+	 * frames "name_[k]", a native [unknown] "[dso basename]"); NULL: text. */
+	char *folded;
+	uint64_t addr;		/* perf-script address: hash of text (Python, markers) */
 };
 
 struct out_node {		/* call-tree node: a stack prefix */
@@ -313,7 +338,14 @@ struct out_folded {
 int output__build_folded(struct output *o, struct out_folded **out, size_t *n);
 void output__free_folded(struct out_folded *v, size_t n);
 
-/* The perf-script naming rule (output_perf.c): sets fr->text, fr->dso, fr->addr. */
+/* The perf-script naming rule (output_perf.c): sets fr->text, fr->dso,
+ * fr->folded, fr->addr. */
 int output_perf__name_frame(struct out_frame *fr);
+
+/* A frame's text in collapsed stacks and the flame graph. */
+static inline const char *out_frame__folded(const struct out_frame *fr)
+{
+	return fr->folded ? fr->folded : fr->text;
+}
 
 #endif

@@ -20,7 +20,8 @@
 #include "json_writer.h"
 #include "output.h"
 
-#define FG_KIND_ROOT 4		/* "all" and the comm frames */
+/* Frame kinds in the JSON: enum out_frame_kind, and "all" and the comm frames. */
+#define FG_KIND_ROOT 16
 
 static const char fg_css_html[] =
 	"body{margin:0;padding:8px;font:12px sans-serif;background:#fff;color:#000}\n"
@@ -73,7 +74,7 @@ static const char fg_js[] =
 	"}\n"
 	"function full(k) {\n"
 	"	var f = F[frame[k]];\n"
-	"	return f[3] === 0 ? f[0] + ' ' + f[1] + ':' + f[2] : f[0];\n"
+	"	return f[3] === 0 ? f[0] + ' ' + f[1] + ':' + f[2] : f[1] ? f[0] + ' ' + f[1] : f[0];\n"
 	"}\n"
 	"for (i = 0; i < n; i++)\n"
 	"	kids[i].sort(function (a, b) {\n"
@@ -118,12 +119,18 @@ static const char fg_js[] =
 	"	var f = F[frame[k]];\n"
 	"	if (matched && matched[k])\n"
 	"		return 'rgb(230,0,230)';\n"
-	"	if (f[3] === 4)\n"
+	"	if (f[3] === 16)\n"
 	"		return 'rgb(215,215,215)';\n"
-	"	if (f[3] !== 0)\n"
-	"		return 'rgb(190,190,205)';\n"
 	"	var h = hash(f[0]), a = (h & 255) / 255, b = ((h >>> 8) & 255) / 255;\n"
 	"	var c = ((h >>> 16) & 255) / 255;\n"
+	"	if (f[3] === 4)\n"
+	"		return 'rgb(' + (200 + Math.round(30 * c)) + ',' + (110 + Math.round(60 * a)) +\n"
+	"			',' + Math.round(40 * b) + ')';\n"
+	"	if (f[3] === 5)\n"
+	"		return 'rgb(' + (185 + Math.round(50 * c)) + ',' + (185 + Math.round(50 * a)) +\n"
+	"			',' + (40 + Math.round(40 * b)) + ')';\n"
+	"	if (f[3] !== 0)\n"
+	"		return 'rgb(190,190,205)';\n"
 	"	return 'rgb(' + (205 + Math.round(50 * c)) + ',' + Math.round(230 * a) + ',' +\n"
 	"		Math.round(55 * b) + ')';\n"
 	"}\n"
@@ -440,7 +447,9 @@ static void fg_json(struct output *o, const struct fg_tree *t, const char *title
 		const struct out_frame *fr = &m->frames[i];
 
 		fputc('[', f);
-		json_write_string_html(f, fr->function);
+		/* Kernel frames as FlameGraph's --kernel marks them (name_[k]),
+		 * a native [unknown] as [its DSO]. */
+		json_write_string_html(f, fr->folded ? fr->folded : fr->function);
 		fputc(',', f);
 		json_write_string_html(f, fr->file);
 		fprintf(f, ",%d,%d],\n", fr->line, (int)fr->kind);

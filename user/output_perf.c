@@ -24,6 +24,34 @@
  * - Frames, leaf first: TAB, the address as 16-wide hex without 0x, a space,
  *   the symbol, a space, "(dso)". An empty line ends every sample, the last too.
  *
+ * NATIVE AND KERNEL FRAMES (--native, --kernel, off-CPU stacks)
+ *
+ * As perf 6.1's `perf script` prints them here (checked against its output on
+ * `perf record --call-graph dwarf` of python3.11 and libz):
+ *
+ *   	ffffffff81d33df7 read_zero+0x77 ([kernel.kallsyms])
+ *   	          1064d6 read+0x16 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+ *   	            659c [unknown] (/usr/lib/x86_64-linux-gnu/libz.so.1.3.2)
+ *
+ * - A DSO's frame: its address relative to where the DSO's file offset 0 is
+ *   mapped (what perf prints: map__map_ip, the file offset; the ELF address
+ *   for common DSOs, 0x400000 less for a non-PIE executable), its symbol and
+ *   "+0x<offset into it>", or "[unknown]" (no offset) without one, and the
+ *   DSO's path as /proc/PID/maps gives it ("[vdso]"); "[unknown]" for both
+ *   when the pc is in no file.
+ * - A kernel frame: its address as is, "symbol+0xoff", "([kernel.kallsyms])".
+ * - The symbol is escaped like a Python frame's (a C++ "f(int)" reads
+ *   "f%28int%29"); the +0x suffix is what every consumer strips.
+ * - A native frame whose address is not known (a raw recording of an older
+ *   version) prints the FNV-1a address of its symbol and no offset.
+ *
+ * Collapsed stacks and the flame graph fold these frames as
+ * stackcollapse-perf.pl --kernel does with this text: "[unknown]" becomes
+ * "[<dso basename>]", and a frame whose dso is in brackets ([kernel.kallsyms],
+ * [vdso]) gets "_[k]" (flamegraph.pl's kernel color). One difference: our
+ * marker frames ([GIL wait], [unwind-failed]...: dso [pyprof-bpf]) get no
+ * "_[k]", which stackcollapse-perf.pl --kernel would give them.
+ *
  * FRAME NAMES
  *
  * A Python frame's symbol is
@@ -152,12 +180,42 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
+/*
+ * A native or kernel frame as stackcollapse-perf.pl --kernel folds it: a
+ * symbol [unknown] is "[<the dso's basename>]", and a frame whose dso is in
+ * brackets ([kernel.kallsyms], [vdso]; not [unknown]) gets "_[k]".
+ * fr->folded stays NULL when that is fr->text. 0 or -ENOMEM.
+ */
+static int name_folded(struct out_frame *fr)
+{
+	const char *base = strrchr(fr->dso, '/');
+	int kernel = fr->dso[0] == '[' && !strstr(fr->dso, "unknown");
+	size_t len;
+
+	base = base ? base + 1 : fr->dso;
+	if (strcmp(fr->text, "[unknown]") && !kernel)
+		return 0;
+	len = strlen(fr->text) + strlen(base) + 8;
+	fr->folded = malloc(len);
+	if (!fr->folded)
+		return -ENOMEM;
+	if (strcmp(fr->text, "[unknown]"))
+		snprintf(fr->folded, len, "%s", fr->text);
+	else if (!strcmp(fr->dso, "[unknown]"))
+		snprintf(fr->folded, len, "[unknown]");
+	else
+		snprintf(fr->folded, len, "[%s]", base);
+	if (kernel)
+		strcat(fr->folded, "_[k]");
+	return 0;
+}
+
 int output_perf__name_frame(struct out_frame *fr)
 {
 	char line[16];
 	char *fn = NULL;
 
-	fr->text = fr->dso = NULL;
+	fr->text = fr->dso = fr->folded = NULL;
 	if (fr->kind == OUT_FRAME_PYTHON) {
 		size_t a, b;
 
@@ -179,12 +237,14 @@ int output_perf__name_frame(struct out_frame *fr)
 		/* As perf prints a native frame: the symbol, the DSO's path. */
 		fr->text = escape_dup("", fr->function, 0, "");
 		fr->dso = *fr->file ? escape_dup("", fr->file, 0, "") : strdup("[unknown]");
-		if (!fr->text || !fr->dso)
+		if (!fr->text || !fr->dso || name_folded(fr))
 			goto err;
 	} else {
 		fr->text = escape_dup("", fr->function, 0, "");
 		fr->dso = strdup(fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" : "[pyprof-bpf]");
 		if (!fr->text || !fr->dso)
+			goto err;
+		if (fr->kind == OUT_FRAME_KERNEL && name_folded(fr))
 			goto err;
 	}
 	fr->addr = fnv1a(fr->text);
@@ -193,8 +253,18 @@ err:
 	free(fn);
 	free(fr->text);
 	free(fr->dso);
-	fr->text = fr->dso = NULL;
+	free(fr->folded);
+	fr->text = fr->dso = fr->folded = NULL;
 	return -ENOMEM;
+}
+
+/* The address perf script prints: a DSO's frames relative to where its
+ * file offset 0 is mapped (map__map_ip), kernel and unknown ones as they are. */
+static uint64_t perf_address(const struct out_addr *a)
+{
+	if (a->map_end && a->pc >= a->map_base)
+		return a->pc - a->map_base;
+	return a->pc;
 }
 
 struct perf_state {
@@ -224,8 +294,32 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 		(int)s->tid, s->cpu, ts, out_weight(s), s->event ? s->event : st->event);
 	for (uint32_t i = n; i-- > 0;) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
+		const struct out_addr *a = NULL;
+		struct out_addr ka;
 
-		fprintf(o->f, "\t%16" PRIx64 " %s (%s)\n", fr->addr, fr->text, fr->dso);
+		/* Native frames (s->frames, reversed) and leaf frames (last)
+		 * carry their addresses. */
+		if (fr->kind == OUT_FRAME_KERNEL && i + s->nleaf >= n) {
+			const struct out_leaf *lf = &s->leaf[i - (n - s->nleaf)];
+
+			if (lf->addr) {
+				ka = (struct out_addr){ .pc = lf->addr, .symoff = lf->symoff };
+				a = &ka;
+			}
+		} else if (fr->kind == OUT_FRAME_NATIVE && s->addrs && i + s->nleaf < n &&
+			   n - s->nleaf - 1 - i < s->nframes) {
+			a = &s->addrs[n - s->nleaf - 1 - i];
+			if (!a->pc)
+				a = NULL;
+		}
+		if (!a) {
+			fprintf(o->f, "\t%16" PRIx64 " %s (%s)\n", fr->addr, fr->text, fr->dso);
+			continue;
+		}
+		fprintf(o->f, "\t%16" PRIx64 " %s", perf_address(a), fr->text);
+		if (strcmp(fr->text, "[unknown]"))
+			fprintf(o->f, "+0x%" PRIx64, a->symoff);
+		fprintf(o->f, " (%s)\n", fr->dso);
 	}
 	fputc('\n', o->f);
 	return output__check_io(o);

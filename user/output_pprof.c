@@ -9,13 +9,29 @@
  * names are the qualnames (synthetic frames keep their bracketed text). Read
  * by `go tool pprof`, Pyroscope, Parca, Grafana, speedscope, pprof-format.
  *
+ * Mappings: id 1 is the process (the comm as its file name): Python and
+ * marker frames' locations. --native adds one mapping per DSO (and process
+ * address: memory_start, memory_limit = its mappings, first to last,
+ * file_offset = start - where file offset 0 is mapped, filename, build_id in
+ * hex when the file has one); kernel frames (--kernel, off-CPU stacks) are in
+ * a "[kernel.kallsyms]" mapping spanning their addresses. Every mapping says
+ * has_functions/filenames/line_numbers: the profile is symbolized, tools must
+ * not symbolize it again. Frames aggregate by function in every format, so a
+ * native or kernel frame is one location whose address is the first pc
+ * sampled in it; its function's system_name is the symbol and its filename
+ * the DSO's path ("[kernel.kallsyms]" for the kernel). A native function
+ * without a symbol is named "[<DSO basename>]" (as stackcollapse-perf.pl
+ * names it), not "[unknown]", so that pprof does not merge all of them.
+ *
  * profile.proto field numbers used (github.com/google/pprof proto/profile.proto):
  *   Profile: 1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
  *            6 string_table, 10 duration_nanos, 9 time_nanos, 11 period_type,
  *            12 period, 14 default_sample_type
  *   ValueType: 1 type, 2 unit         Sample: 1 location_id, 2 value, 3 label
- *   Label: 1 key, 2 str, 3 num        Mapping: 1 id, 5 filename, 7-9 has_*
- *   Location: 1 id, 2 mapping_id, 4 line     Line: 1 function_id, 2 line
+ *   Label: 1 key, 2 str, 3 num        Mapping: 1 id, 2 memory_start,
+ *            3 memory_limit, 4 file_offset, 5 filename, 6 build_id, 7-9 has_*
+ *   Location: 1 id, 2 mapping_id, 3 address, 4 line
+ *   Line: 1 function_id, 2 line
  *   Function: 1 id, 2 name, 3 system_name, 4 filename, 5 start_line
  */
 #include <errno.h>
@@ -178,8 +194,162 @@ static const char *pprof_kind(const struct output *o)
 	return "cpu";
 }
 
+/* A mapping of native or kernel frames. */
+struct pp_mapping {
+	uint64_t start, limit, offset;
+	char *file;
+	char *build_id;		/* hex; NULL: none */
+};
+
+/* What pprof keeps beyond the model: per frame id, its first address and
+ * mapping (index + 1; 0: the process mapping). */
+struct pp_state {
+	uint64_t *addr;
+	uint32_t *mapping;
+	uint32_t nframes, cap;
+	struct pp_mapping *maps;
+	uint32_t nmaps, maps_cap;
+	struct out_map map_of;		/* (dso string id, start) -> index */
+	uint32_t kernel;		/* index + 1 of the kernel mapping, 0: none */
+	struct out_strtab paths;
+};
+
+static void pp_free(struct output *o)
+{
+	struct pp_state *st = o->priv;
+
+	if (!st)
+		return;
+	for (uint32_t i = 0; i < st->nmaps; i++) {
+		free(st->maps[i].file);
+		free(st->maps[i].build_id);
+	}
+	free(st->maps);
+	free(st->addr);
+	free(st->mapping);
+	out_map__clear(&st->map_of);
+	out_strtab__clear(&st->paths);
+	free(st);
+	o->priv = NULL;
+}
+
+static int pp_new_mapping(struct pp_state *st, uint64_t start, uint64_t limit, uint64_t offset,
+			  const char *file, const unsigned char *id, size_t idlen, uint32_t *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct pp_mapping *mp;
+	int err = out_grow((void **)&st->maps, &st->maps_cap, (uint64_t)st->nmaps + 1,
+			   sizeof(*st->maps));
+
+	if (err)
+		return err;
+	mp = &st->maps[st->nmaps];
+	*mp = (struct pp_mapping){ start, limit, offset, strdup(file), NULL };
+	if (!mp->file)
+		return -ENOMEM;
+	if (id && idlen) {
+		mp->build_id = malloc(2 * idlen + 1);
+		if (!mp->build_id) {
+			free(mp->file);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < idlen; i++) {
+			mp->build_id[2 * i] = hex[id[i] >> 4];
+			mp->build_id[2 * i + 1] = hex[id[i] & 15];
+		}
+		mp->build_id[2 * idlen] = '\0';
+	}
+	*out = ++st->nmaps;
+	return 0;
+}
+
+/* Notes the first address (and mapping) of each native and kernel frame. */
+static int pprof_add(struct output *o, const struct out_sample *s, uint32_t thread,
+		     const uint32_t *stack, uint32_t n)
+{
+	struct pp_state *st = o->priv;
+	int err;
+
+	(void)thread;
+	if (!s->addrs && !s->nleaf)
+		return 0;
+	if (!st) {
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		o->priv = st;
+	}
+	if (o->m.nframes > st->nframes) {
+		uint32_t cap = st->cap;
+
+		err = out_grow((void **)&st->addr, &cap, o->m.nframes, sizeof(*st->addr));
+		if (!err)
+			err = out_grow((void **)&st->mapping, &st->cap, o->m.nframes,
+				       sizeof(*st->mapping));
+		if (err)
+			return err;
+		memset(st->addr + st->nframes, 0, (o->m.nframes - st->nframes) * sizeof(*st->addr));
+		memset(st->mapping + st->nframes, 0,
+		       (o->m.nframes - st->nframes) * sizeof(*st->mapping));
+		st->nframes = o->m.nframes;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct out_frame *fr = &o->m.frames[stack[i]];
+		uint32_t f = stack[i];
+
+		if (fr->kind == OUT_FRAME_KERNEL && i + s->nleaf >= n) {
+			const struct out_leaf *lf = &s->leaf[i - (n - s->nleaf)];
+			struct pp_mapping *k;
+
+			if (!lf->addr)
+				continue;
+			if (!st->kernel) {
+				err = pp_new_mapping(st, lf->addr, lf->addr + 1, 0,
+						     "[kernel.kallsyms]", NULL, 0, &st->kernel);
+				if (err)
+					return err;
+			}
+			k = &st->maps[st->kernel - 1];
+			if (lf->addr < k->start)
+				k->start = lf->addr;
+			if (lf->addr >= k->limit)
+				k->limit = lf->addr + 1;
+			if (!st->addr[f]) {
+				st->addr[f] = lf->addr;
+				st->mapping[f] = st->kernel;
+			}
+		} else if (fr->kind == OUT_FRAME_NATIVE && s->addrs && i + s->nleaf < n &&
+			   n - s->nleaf - 1 - i < s->nframes && !st->addr[f]) {
+			const struct out_addr *a = &s->addrs[n - s->nleaf - 1 - i];
+			int64_t path;
+			uint32_t id;
+
+			if (!a->pc || !a->map_end)
+				continue;
+			path = out_strtab__id(&st->paths, fr->file);
+			if (path < 0)
+				return (int)path;
+			id = out_map__get(&st->map_of, (uint64_t)path, a->map_start);
+			if (id == OUT_NONE) {
+				err = pp_new_mapping(st, a->map_start, a->map_end,
+						     a->map_start - a->map_base, fr->file,
+						     a->build_id, a->build_id_len, &id);
+				if (!err)
+					err = out_map__put(&st->map_of, (uint64_t)path,
+							   a->map_start, id);
+				if (err)
+					return err;
+			}
+			st->addr[f] = a->pc;
+			st->mapping[f] = id;
+		}
+	}
+	return 0;
+}
+
 static int pprof_finish(struct output *o)
 {
+	const struct pp_state *st = o->priv;
 	const struct out_model *m = &o->m;
 	struct pprof_ctx c = { 0 };
 	struct pbuf b = { 0 }, sub = { 0 }, sub2 = { 0 };
@@ -238,6 +408,21 @@ static int pprof_finish(struct output *o)
 	pb_uint(&sub, 8, 1);
 	pb_uint(&sub, 9, 1);
 	pb_sub(&b, 3, &sub);
+	for (uint32_t i = 0; st && i < st->nmaps && !b.err; i++) {
+		const struct pp_mapping *mp = &st->maps[i];
+
+		pb_uint(&sub, 1, (uint64_t)i + 2);
+		pb_uint(&sub, 2, mp->start);
+		pb_uint(&sub, 3, mp->limit);
+		pb_uint(&sub, 4, mp->offset);
+		pb_uint(&sub, 5, str(&c, mp->file));
+		if (mp->build_id)
+			pb_uint(&sub, 6, str(&c, mp->build_id));
+		pb_uint(&sub, 7, 1);
+		pb_uint(&sub, 8, 1);
+		pb_uint(&sub, 9, 1);
+		pb_sub(&b, 3, &sub);
+	}
 
 	/* Functions: one per (name, file, first line, kind). */
 	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
@@ -251,10 +436,22 @@ static int pprof_finish(struct output *o)
 			err = out_map__put(&fn_map, ka, kb, id);
 			if (err)
 				goto out;
+			const char *name = fr->function;
+			char unk[256];
+
+			/* An unnamed native function is named by its DSO, as
+			 * stackcollapse-perf.pl does: "[libz.so.1]". */
+			if (fr->kind == OUT_FRAME_NATIVE && !strcmp(name, "[unknown]") && *fr->file) {
+				const char *b = strrchr(fr->file, '/');
+
+				snprintf(unk, sizeof(unk), "[%s]", b ? b + 1 : fr->file);
+				name = unk;
+			}
 			pb_uint(&sub, 1, id);
-			pb_uint(&sub, 2, str(&c, fr->function));
-			pb_uint(&sub, 3, str(&c, fr->function));
-			pb_uint(&sub, 4, str(&c, fr->file));
+			pb_uint(&sub, 2, str(&c, name));
+			pb_uint(&sub, 3, str(&c, name));
+			pb_uint(&sub, 4, str(&c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
+					     fr->file));
 			pb_uint(&sub, 5, (uint64_t)fr->firstlineno);
 			pb_sub(&b, 5, &sub);
 		}
@@ -262,8 +459,12 @@ static int pprof_finish(struct output *o)
 	}
 	/* Locations: one per frame, its line. */
 	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+		uint32_t mp = st && i < st->nframes ? st->mapping[i] : 0;
+
 		pb_uint(&sub, 1, (uint64_t)i + 1);
-		pb_uint(&sub, 2, 1);
+		pb_uint(&sub, 2, (uint64_t)mp + 1);
+		if (mp)
+			pb_uint(&sub, 3, st->addr[i]);
 		pb_uint(&sub2, 1, fn_of[i]);
 		pb_uint(&sub2, 2, (uint64_t)m->frames[i].line);
 		pb_sub(&sub, 4, &sub2);
@@ -299,5 +500,7 @@ out:
 
 const struct output_ops output_pprof_ops = {
 	.aggregate = 1,
+	.add = pprof_add,
 	.finish = pprof_finish,
+	.free_priv = pp_free,
 };

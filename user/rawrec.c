@@ -26,11 +26,14 @@ enum {
 	REC_SAMPLE = 'P',
 	REC_EXTRAS = 'X',
 	REC_NATIVE = 'N',
+	REC_MAPPING = 'M',
+	REC_ADDRS = 'A',
 	REC_END = 'E',
 };
 
 #define VARINT_MAX 10			/* bytes of a 64-bit varint */
 #define LEAF_RECORD_MAX 64		/* leaf frames in an 'X' record */
+#define BUILD_ID_MAX 64			/* bytes of a build id in an 'M' record */
 #define REC_PREFIX (1 + VARINT_MAX)	/* a record's type and length */
 #define GZ_BUFFER (64u * 1024)
 #define IN_BUFFER (64u * 1024)
@@ -113,6 +116,10 @@ struct rawrec_writer {
 	uint64_t nsamples;
 	uint64_t prev_ts;
 	uint64_t flushed_ts;
+	struct out_map mappings;	/* (start, end) -> 'M' id */
+	uint32_t nmappings;
+	uint32_t *mids;		/* the mapping ids of the sample's native frames */
+	uint32_t mids_cap;
 };
 
 static size_t put_u(unsigned char *p, uint64_t v)
@@ -451,6 +458,88 @@ static int put_extras(struct rawrec_writer *w, const struct out_sample *s)
 	return put_record(w, REC_EXTRAS, n);
 }
 
+/* The id of the 'M' record of @a's mapping (written now if new); 0: none. */
+static int64_t mapping_id(struct rawrec_writer *w, const struct out_addr *a)
+{
+	uint32_t id;
+	size_t n = 0, idlen;
+	int err;
+
+	if (!a->map_end)
+		return 0;
+	id = out_map__get(&w->mappings, a->map_start, a->map_end);
+	if (id != OUT_NONE)
+		return id;
+	idlen = a->build_id && a->build_id_len <= BUILD_ID_MAX ? a->build_id_len : 0;
+	err = wbuf(w, 4 * (size_t)VARINT_MAX + idlen);
+	if (err)
+		return err;
+	n += put_u(w->buf + REC_PREFIX + n, a->map_start);
+	n += put_u(w->buf + REC_PREFIX + n, a->map_end);
+	n += put_u(w->buf + REC_PREFIX + n, a->map_base);
+	n += put_str(w->buf + REC_PREFIX + n, (const char *)a->build_id, idlen);
+	err = put_record(w, REC_MAPPING, n);
+	if (err)
+		return err;
+	id = ++w->nmappings;
+	err = out_map__put(&w->mappings, a->map_start, a->map_end, id);
+	if (err)
+		return err;
+	return id;
+}
+
+/* The 'A' record of a sample whose native or kernel frames have addresses. */
+static int put_addrs(struct rawrec_writer *w, const struct out_sample *s)
+{
+	uint32_t nnat = 0, nk = 0;
+	unsigned char *p;
+	size_t n = 0;
+	int err;
+
+	for (uint32_t i = 0; s->addrs && s->kinds && i < s->nframes; i++)
+		nnat += s->kinds[i] == OUT_FRAME_NATIVE;
+	for (uint32_t i = 0; s->leaf && i < s->nleaf; i++)
+		nk += s->leaf[i].addr != 0;
+	if (!nk && !(nnat && s->addrs))
+		return 0;
+	if (!s->addrs)
+		nnat = 0;
+	err = out_grow((void **)&w->mids, &w->mids_cap, s->nframes, sizeof(*w->mids));
+	if (err)
+		return err;
+	/* Mapping records first: they go out through the same buffer. */
+	for (uint32_t i = 0, k = 0; nnat && i < s->nframes; i++) {
+		int64_t id;
+
+		if (s->kinds[i] != OUT_FRAME_NATIVE)
+			continue;
+		id = mapping_id(w, &s->addrs[i]);
+		if (id < 0)
+			return (int)id;
+		w->mids[k++] = (uint32_t)id;
+	}
+	err = wbuf(w, (2 + 3 * (size_t)nnat + 2 * (size_t)s->nleaf) * VARINT_MAX);
+	if (err)
+		return err;
+	p = w->buf + REC_PREFIX;
+	n += put_u(p + n, nnat);
+	for (uint32_t i = 0, k = 0; nnat && i < s->nframes; i++) {
+		if (s->kinds[i] != OUT_FRAME_NATIVE)
+			continue;
+		n += put_u(p + n, s->addrs[i].pc);
+		n += put_u(p + n, s->addrs[i].symoff);
+		n += put_u(p + n, w->mids[k++]);
+	}
+	n += put_u(p + n, nk ? s->nleaf : 0);
+	for (uint32_t i = 0; nk && i < s->nleaf; i++) {
+		n += put_u(p + n, s->leaf[i].addr);
+		n += put_u(p + n, s->leaf[i].symoff);
+	}
+	if (n > RAWREC_MAX_RECORD)
+		return -E2BIG;
+	return put_record(w, REC_ADDRS, n);
+}
+
 int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 {
 	unsigned char *p;
@@ -477,6 +566,8 @@ int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 		w->ids[i] = (uint32_t)id;
 	}
 	err = put_extras(w, s);
+	if (!err)
+		err = put_addrs(w, s);
 	if (err)
 		return err;
 	err = wbuf(w, 7 * (size_t)VARINT_MAX + (size_t)s->nframes * 5);
@@ -556,6 +647,8 @@ void rawrec_writer__free(struct rawrec_writer *w)
 	free(w->frame_slots);
 	free(w->ids);
 	free(w->buf);
+	out_map__clear(&w->mappings);
+	free(w->mids);
 	free(w);
 }
 
@@ -592,6 +685,21 @@ struct rawrec_reader {
 	const char *x_event;
 	struct out_leaf x_leaf[LEAF_RECORD_MAX];
 	uint32_t x_nleaf;
+	/* 'M' records (by id - 1), and the 'A' record for the next sample:
+	 * its native frames' addresses in order, its leaf frames'. */
+	struct rmapping {
+		uint64_t start, end, base;
+		unsigned char *build_id;
+		size_t build_id_len;
+	} *maps;
+	uint32_t nmaps, maps_cap;
+	int a_pending;
+	struct out_addr *a_nat;
+	uint32_t a_nnat, a_nat_cap;
+	uint64_t a_leaf[LEAF_RECORD_MAX][2];
+	uint32_t a_nleaf;
+	struct out_addr *sample_addrs;	/* the addresses of the sample last returned */
+	uint32_t sample_addrs_cap;
 	struct rawrec_end end;
 	int have_end;
 	int done;		/* next() returned 0 */
@@ -882,6 +990,83 @@ static int parse_native(struct rawrec_reader *r, char *err, size_t errlen)
 	return add_frame(r, fn, file, 0, 0, (int)kind, err, errlen);
 }
 
+/* An 'M' record: a DSO's mapping, for the 'A' records after it. */
+static int parse_mapping(struct rawrec_reader *r, char *err, size_t errlen)
+{
+	struct cur c = rec_cur(r);
+	struct rmapping *m;
+	uint64_t start, end, base, len;
+
+	start = cur_u(&c);
+	end = cur_u(&c);
+	base = cur_u(&c);
+	len = cur_u(&c);
+	if (c.bad || len > BUILD_ID_MAX || len != (uint64_t)(c.end - c.p) || end <= start)
+		return corrupt(r, "a malformed mapping record", err, errlen);
+	if (out_grow((void **)&r->maps, &r->maps_cap, (uint64_t)r->nmaps + 1, sizeof(*r->maps))) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	m = &r->maps[r->nmaps];
+	*m = (struct rmapping){ start, end, base, NULL, (size_t)len };
+	if (len) {
+		m->build_id = malloc(len);
+		if (!m->build_id) {
+			seterr(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		memcpy(m->build_id, c.p, len);
+	}
+	r->nmaps++;
+	return 0;
+}
+
+/* An 'A' record: the addresses of the next sample's native and kernel frames. */
+static int parse_addrs(struct rawrec_reader *r, char *err, size_t errlen)
+{
+	struct cur c = rec_cur(r);
+	uint64_t n, k;
+
+	if (r->a_pending)
+		return corrupt(r, "two address records for one sample", err, errlen);
+	n = cur_u(&c);
+	if (c.bad || n > (uint64_t)(c.end - c.p))
+		return corrupt(r, "a malformed address record", err, errlen);
+	if (out_grow((void **)&r->a_nat, &r->a_nat_cap, n, sizeof(*r->a_nat))) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t pc = cur_u(&c), off = cur_u(&c), id = cur_u(&c);
+		const struct rmapping *m;
+
+		if (c.bad || id > r->nmaps)
+			return corrupt(r, "a malformed address record", err, errlen);
+		r->a_nat[i] = (struct out_addr){ .pc = pc, .symoff = off };
+		if (id) {
+			m = &r->maps[id - 1];
+			r->a_nat[i].map_start = m->start;
+			r->a_nat[i].map_end = m->end;
+			r->a_nat[i].map_base = m->base;
+			r->a_nat[i].build_id = m->build_id;
+			r->a_nat[i].build_id_len = m->build_id_len;
+		}
+	}
+	k = cur_u(&c);
+	if (c.bad || k > LEAF_RECORD_MAX)
+		return corrupt(r, "a malformed address record", err, errlen);
+	for (uint64_t i = 0; i < k; i++) {
+		r->a_leaf[i][0] = cur_u(&c);
+		r->a_leaf[i][1] = cur_u(&c);
+	}
+	if (c.bad || c.p != c.end)
+		return corrupt(r, "an address record with bytes left over", err, errlen);
+	r->a_nnat = (uint32_t)n;
+	r->a_nleaf = (uint32_t)k;
+	r->a_pending = 1;
+	return 0;
+}
+
 static int parse_extras(struct rawrec_reader *r, char *err, size_t errlen)
 {
 	struct cur c = rec_cur(r);
@@ -972,6 +1157,39 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 		s->leaf = r->x_leaf;
 		s->nleaf = r->x_nleaf;
 		r->x_pending = 0;
+	}
+	if (r->a_pending) {
+		uint32_t k = 0;
+
+		r->a_pending = 0;
+		for (uint32_t i = 0; i < r->x_nleaf; i++)
+			r->x_leaf[i].addr = r->x_leaf[i].symoff = 0;
+		if (r->a_nleaf && (!s->leaf || r->a_nleaf != s->nleaf))
+			return corrupt(r, "an address record for other leaf frames", err, errlen);
+		for (uint32_t i = 0; i < r->a_nleaf; i++) {
+			r->x_leaf[i].addr = r->a_leaf[i][0];
+			r->x_leaf[i].symoff = r->a_leaf[i][1];
+		}
+		if (r->a_nnat) {
+			if (out_grow((void **)&r->sample_addrs, &r->sample_addrs_cap, n,
+				     sizeof(*r->sample_addrs))) {
+				seterr(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			for (uint32_t i = 0; i < n; i++) {
+				if (r->sample_kinds[i] != OUT_FRAME_NATIVE) {
+					r->sample_addrs[i] = (struct out_addr){ 0 };
+					continue;
+				}
+				if (k == r->a_nnat)
+					break;
+				r->sample_addrs[i] = r->a_nat[k++];
+			}
+			if (k != r->a_nnat || !mixed)
+				return corrupt(r, "an address record for other native frames", err,
+					       errlen);
+			s->addrs = r->sample_addrs;
+		}
 	}
 	return 0;
 }
@@ -1145,8 +1363,15 @@ int rawrec_reader__next(struct rawrec_reader *r, struct out_sample *s, char *err
 		case REC_NATIVE:
 			rc = parse_native(r, err, errlen);
 			break;
+		case REC_MAPPING:
+			rc = parse_mapping(r, err, errlen);
+			break;
+		case REC_ADDRS:
+			rc = parse_addrs(r, err, errlen);
+			break;
 		case REC_END:
-			rc = r->x_pending ? corrupt(r, "an extras record with no sample", err, errlen) :
+			rc = r->x_pending || r->a_pending ?
+			     corrupt(r, "an extras record with no sample", err, errlen) :
 			     parse_end(r, err, errlen);
 			break;
 		case REC_HEADER:
@@ -1183,6 +1408,11 @@ void rawrec_reader__free(struct rawrec_reader *r)
 	free((char *)r->info.mode);
 	free(r->frame_kinds);
 	free(r->sample_kinds);
+	for (uint32_t i = 0; i < r->nmaps; i++)
+		free(r->maps[i].build_id);
+	free(r->maps);
+	free(r->a_nat);
+	free(r->sample_addrs);
 	free((char *)r->info.python_version);
 	free((char *)r->info.backend);
 	for (uint32_t i = 0; i < r->nstrs; i++)

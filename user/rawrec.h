@@ -39,6 +39,16 @@
  *       u event string id (0: the default, cpu-clock), u number of leaf
  *       frames, then per frame u kind (1: a marker such as [GIL wait],
  *       4: a kernel function) and u name string id, outermost first
+ *   'M' a DSO's mapping, for the 'A' records after it (--native): u start,
+ *       u end (its mappings, first to last), u base (where its file offset 0
+ *       is mapped), str build id (raw bytes, at most 64; empty: none).
+ *       Mapping ids count from 1 in order.
+ *   'A' addresses of the sample that follows (written only when it has
+ *       any): u number of its native frames (each frame of kind 5, in the
+ *       sample's order; 0 or all of them), then per frame u pc, u offset
+ *       into its symbol, u mapping id (0: none); then u number of leaf
+ *       frames (0 or the 'X' record's count), per frame u address, u offset
+ *       into its symbol (0, 0: unknown)
  *   'E' end, last: u number of 'P' records, u samples lost, u truncated,
  *       u errors, u unresolved frames, u duration (ns), u flags
  *       (RAWREC_END_*)

@@ -411,6 +411,82 @@ static void test_perf_exact(void **state)
 	free(out);
 }
 
+/* --native --kernel: frames as perf script prints them, folded as
+ * stackcollapse-perf.pl --kernel folds them, pprof's mappings. */
+static const struct py_sym native_frames[] = {	/* innermost first */
+	{ "deflate", "/usr/lib/libz.so.1", 0, 0 },
+	{ "[unknown]", "/usr/lib/libz.so.1", 0, 0 },
+	{ "__vdso_time", "[vdso]", 0, 0 },
+	{ "Worker.hot", "/app/work.py", 42, 40 },
+	{ "[unknown]", "", 0, 0 },
+};
+static const uint8_t native_kinds[] = {
+	OUT_FRAME_NATIVE, OUT_FRAME_NATIVE, OUT_FRAME_NATIVE, OUT_FRAME_PYTHON, OUT_FRAME_NATIVE,
+};
+static const unsigned char libz_id[] = { 0xde, 0xad, 0xbe, 0xef };
+static const struct out_addr native_addrs[] = {
+	{ 0x7f0000001234, 0x34, 0x7f0000000000, 0x7f0000020000, 0x7f0000000000, libz_id, 4 },
+	{ 0x7f0000005678, 0, 0x7f0000000000, 0x7f0000020000, 0x7f0000000000, libz_id, 4 },
+	{ 0x7ffd00000a10, 0x10, 0x7ffd00000000, 0x7ffd00002000, 0x7ffd00000000, NULL, 0 },
+	{ 0 },
+	{ 0x1234, 0, 0, 0, 0, NULL, 0 },
+};
+static const struct out_leaf kernel_leaf[] = {	/* outermost first */
+	{ OUT_FRAME_KERNEL, "vfs_read", 0xffffffff816b8aabull, 0xbb },
+	{ OUT_FRAME_KERNEL, "read_zero", 0xffffffff81d33df7ull, 0x77 },
+};
+
+static void test_native_kernel(void **state)
+{
+	struct out_sample s = sample(1240, 5273112233999ull, SAMPLE_COMPLETE, native_frames, 5);
+	char *out, *p, *data;
+	size_t len;
+	z_stream zs;
+	unsigned char raw[8192];
+
+	(void)state;
+	s.kinds = native_kinds;
+	s.addrs = native_addrs;
+	s.leaf = kernel_leaf;
+	s.nleaf = 2;
+	out = run_fmt("perf-script", NULL, &s, 1, NULL);
+	assert_string_equal(out,
+		"python3    1234/1240    [001]  5273.112233:   10101010 cpu-clock: \n"
+		"\tffffffff81d33df7 read_zero+0x77 ([kernel.kallsyms])\n"
+		"\tffffffff816b8aab vfs_read+0xbb ([kernel.kallsyms])\n"
+		"\t            1234 deflate+0x34 (/usr/lib/libz.so.1)\n"
+		"\t            5678 [unknown] (/usr/lib/libz.so.1)\n"
+		"\t             a10 __vdso_time+0x10 ([vdso])\n"
+		"\td9f7c12f3aa29242 py::Worker.hot:/app/work.py:42 (/app/work.py)\n"
+		"\t            1234 [unknown] ([unknown])\n"
+		"\n");
+	free(out);
+	out = run_fmt("collapsed", NULL, &s, 1, NULL);
+	assert_string_equal(out,
+		"python3;[unknown];py::Worker.hot:/app/work.py:42;__vdso_time_[k];"
+		"[libz.so.1];deflate;vfs_read_[k];read_zero_[k] 10101010\n");
+	free(out);
+	/* pprof: the libz mapping with its range and build id, a kernel one */
+	out = run_fmt("pprof", NULL, &s, 1, &len);
+	memset(&zs, 0, sizeof(zs));
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = (unsigned char *)out;
+	zs.avail_in = (uInt)len;
+	zs.next_out = raw;
+	zs.avail_out = sizeof(raw) - 1;
+	assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	raw[zs.total_out] = 0;
+	data = (char *)raw;
+	for (p = data; p < data + zs.total_out; p++)
+		if (!*p)
+			*p = ' ';
+	assert_non_null(strstr(data, "/usr/lib/libz.so.1"));
+	assert_non_null(strstr(data, "deadbeef"));
+	assert_non_null(strstr(data, "[kernel.kallsyms]"));
+	inflateEnd(&zs);
+	free(out);
+}
+
 static void test_perf_escapes(void **state)
 {
 	static const struct py_sym fr[] = {
@@ -606,7 +682,7 @@ static void test_flamegraph(void **state)
 	*end = '\0';
 	assert_true(json_valid(data));
 	assert_non_null(strstr(data, "\"evil\\u003c/script\\u003e\\u003cscript\\u003e"));
-	assert_non_null(strstr(data, "[\"all\",\"\",0,4]"));
+	assert_non_null(strstr(data, "[\"all\",\"\",0,16]"));
 	free(out);
 
 	/* SVG: XML with one CDATA section, no "]]>" from the data. */
@@ -1103,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_selection_errors),
 		cmocka_unit_test(test_perf_exact),
 		cmocka_unit_test(test_perf_escapes),
+		cmocka_unit_test(test_native_kernel),
 		cmocka_unit_test(test_status_frames),
 		cmocka_unit_test(test_collapsed_roots_and_lines),
 		cmocka_unit_test(test_speedscope),

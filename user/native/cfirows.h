@@ -65,6 +65,9 @@ struct cfi_row {
 	const char *symbol;
 	uint64_t sym_start;
 	uint64_t module_base;
+	uint64_t module_end;
+	const unsigned char *build_id;
+	size_t build_id_len;
 };
 
 struct cfirows;

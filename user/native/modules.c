@@ -429,15 +429,24 @@ int native_modules__name(struct native_modules *m, uint64_t pc, struct native_na
 {
 	Dwfl_Module *mod = native_modules__at(m, pc);
 	struct nmod *nm = mod ? module_of(mod) : NULL;
-	Dwarf_Addr start;
+	const unsigned char *id;
+	GElf_Addr id_vaddr;
+	Dwarf_Addr start, end;
 	uint64_t off = 0;
+	int len;
 
 	memset(out, 0, sizeof(*out));
 	if (!nm)
 		return -ENOENT;
-	dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
 	out->path = nm->vdso ? "[vdso]" : nm->map.path;
 	out->base = start;
+	out->end = end;
+	len = dwfl_module_build_id(mod, &id, &id_vaddr);
+	if (len > 0) {
+		out->build_id = id;
+		out->build_id_len = (size_t)len;
+	}
 	if (nm->syms_state == 0)
 		nmod__build_syms(nm, mod);
 	out->symbol = symindex__lookup(nm->syms, pc, &off);

@@ -37,6 +37,9 @@ struct native_module {
 struct native_name {
 	const char *path;	/* the module's, as the target sees it; "[vdso]" */
 	uint64_t base;		/* where the module's file offset 0 is mapped */
+	uint64_t end;		/* the end of its last mapping */
+	const unsigned char *build_id;	/* NULL when it has none */
+	size_t build_id_len;
 	const char *symbol;	/* NULL when no function symbol holds the address */
 	uint64_t sym_start;
 };

@@ -212,6 +212,9 @@ int native_unwinder__symbolize(struct native_unwinder *u, uint64_t pc, int exact
 		return -ENOENT;
 	f->module = nm.path;
 	f->module_base = nm.base;
+	f->module_end = nm.end;
+	f->build_id = nm.build_id;
+	f->build_id_len = nm.build_id_len;
 	if (nm.symbol) {
 		f->symbol = nm.symbol;
 		f->offset = pc - nm.sym_start;
@@ -355,12 +358,18 @@ static void name_frame(struct native_unwinder *u, struct cfi_row *row, struct na
 		if (!native_modules__name(u->mods, row->pc, &nm)) {
 			row->path = nm.path;
 			row->module_base = nm.base;
+			row->module_end = nm.end;
+			row->build_id = nm.build_id;
+			row->build_id_len = nm.build_id_len;
 			row->symbol = nm.symbol;
 			row->sym_start = nm.sym_start;
 		}
 	}
 	f->module = row->path;
 	f->module_base = row->module_base;
+	f->module_end = row->module_end;
+	f->build_id = row->build_id;
+	f->build_id_len = row->build_id_len;
 	if (row->symbol) {
 		f->symbol = row->symbol;
 		f->offset = f->pc - row->sym_start;

@@ -83,7 +83,11 @@ enum native_frame_flags {
 struct native_frame {
 	uint64_t pc;		/* as sampled / the return address; never adjusted */
 	uint64_t offset;	/* pc - symbol's start (perf's sym+0xoff); 0 without one */
-	uint64_t module_base;	/* where the module's file offset 0 is mapped; 0 without */
+	uint64_t module_base;	/* where the module's file offset 0 is mapped; 0 without
+				 * (perf script prints a frame's address as pc - this) */
+	uint64_t module_end;	/* the end of the module's last mapping; 0 without */
+	const unsigned char *build_id;	/* the module's, NULL: none (the unwinder's) */
+	size_t build_id_len;
 	/*
 	 * The module's path as the target sees it ("[vdso]"), and the function
 	 * (return addresses are named by the call, pc - 1). NULL when unknown.

@@ -81,12 +81,13 @@ static uint32_t kernel_frames(struct leaf_names *l, const struct raw_sample *r,
 			      struct out_leaf *out, uint32_t room)
 {
 	const char *names[64];
+	uint64_t offs[64];
 	uint32_t n = 0, first = 0, k = 0;
 
 	if (!l->ks)
 		return 0;
 	for (uint32_t i = 0; i < r->nkstack && n < 64; i++) {
-		const char *name = ksyms__name(l->ks, r->kstack[i], NULL);
+		const char *name = ksyms__name(l->ks, r->kstack[i], &offs[n]);
 
 		names[n++] = name ? name : "[unknown]";
 	}
@@ -97,8 +98,8 @@ static uint32_t kernel_frames(struct leaf_names *l, const struct raw_sample *r,
 	for (uint32_t i = n; i-- > first && k < room;) {
 		if (entry_frame(names[i]))
 			continue;
-		out[k].kind = OUT_FRAME_KERNEL;
-		out[k++].name = names[i];
+		out[k++] = (struct out_leaf){ OUT_FRAME_KERNEL, names[i], r->kstack[i],
+					      strcmp(names[i], "[unknown]") ? offs[i] : 0 };
 	}
 	return k;
 }
