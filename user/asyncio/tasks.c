@@ -345,13 +345,16 @@ static void task__clear(struct asyncio_task *t)
 	t->nframes = t->nawaited = 0;
 }
 
-/* Symbolize w->raw[0..n) (innermost first) into t->frames, plus a [torn]
- * frame when @torn. */
+/* Symbolize w->raw[0..n) (innermost first) into t->frames: first a
+ * [truncated] frame when the chain was cut (its innermost part is missing),
+ * last a [torn] frame when @torn. */
 static int task__resolve(struct walk *w, struct asyncio_task *t, size_t n, int torn)
 {
-	t->frames = calloc(n + 1, sizeof(*t->frames));
+	t->frames = calloc(n + 2, sizeof(*t->frames));
 	if (!t->frames)
 		return -ENOMEM;
+	if (t->chain_cut)
+		t->frames[t->nframes++] = (struct py_sym){ "[truncated]", "", -1, 0 };
 	for (size_t i = 0; i < n; i++) {
 		struct py_sym *f = &t->frames[t->nframes];
 		int rc = symbolizer__resolve(w->sym, &w->raw[i], f);
