@@ -5,6 +5,9 @@
 # repository: $PYPROF_NODE_CACHE, default /var/cache/pyprof-bpf/node.
 # Idempotent: when the cache already holds that lock file's packages it only
 # checks they load. Chromium itself comes from scripts/install-deps.sh.
+# Also Debian's golang-go, for `go tool pprof` (the reference pprof reader,
+# tests/test_native_formats.py): installed once, when `go` is missing (as
+# root; apt's own cache keeps the package).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +21,19 @@ for tool in node npm; do
 		exit 1
 	fi
 done
+
+if ! command -v go >/dev/null 2>&1; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-consumers: go is missing (golang-go; run as root to install it)" >&2
+		exit 1
+	fi
+	echo "install-consumers: installing golang-go (go tool pprof)"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! apt-get install -y -q --no-install-recommends golang-go </dev/null; then
+		apt-get update -q || true
+		apt-get install -y -q --no-install-recommends golang-go </dev/null
+	fi
+fi
 
 loads() {
 	(cd "$cache" && node -e '

@@ -226,8 +226,11 @@ def model_collapsed(samples, opts=()):
 
 # ---- FlameGraph's stackcollapse-perf.pl, its rules in Python ----
 
-def stackcollapse_perf(data, include_pid=False, include_tid=False):
-    """stackcollapse-perf.pl with default options, on bytes, as Perl sees them."""
+def stackcollapse_perf(data, include_pid=False, include_tid=False, kernel=False, exempt=()):
+    """stackcollapse-perf.pl with default options, on bytes, as Perl sees them.
+    kernel=True: its --kernel (a frame whose dso starts with '[' or ends in
+    vmlinux, and does not contain "unknown", gets "_[k]"); dsos in exempt are
+    left alone (pyprof-bpf's markers: its collapsed output gives them none)."""
     collapsed = collections.OrderedDict()
     stack, pname, m_period, event_filter = [], None, 1, ""
     unrecognized = []
@@ -291,6 +294,9 @@ def stackcollapse_perf(data, include_pid=False, include_tid=False):
                     func = re.sub(rb"^L", b"", func)
                 if inline and b"_[i]" not in func:
                     func += b"_[i]"
+                elif (kernel and not inline and re.search(rb"(^\[|vmlinux$)", mod)
+                      and b"unknown" not in mod and mod not in exempt):
+                    func += b"_[k]"
                 inline.append(func)
             stack[0:0] = inline
             continue

@@ -72,11 +72,18 @@ PERIOD = 1000000000 // HZ     # ns: a cpu-clock sample's weight in collapsed sta
 # --------------------------------------------------------------------------
 # perf-script with native frames, parsed strictly
 
-class NFrame:
-    __slots__ = ("sym", "dso", "func", "file", "line", "kind")
+OFFSET = re.compile(r"\+0x([0-9a-f]+)$")
 
-    def __init__(self, sym, dso):
-        self.sym, self.dso = sym, dso
+
+class NFrame:
+    """A perf-script frame. Native and kernel frames print as `perf script`
+    does: sym is the symbol without its "+0x<off>" (off: the offset, None for
+    [unknown]), addr the address printed (a DSO's: relative to where its file
+    offset 0 is mapped; the kernel's: as is)."""
+    __slots__ = ("sym", "dso", "func", "file", "line", "kind", "addr", "off")
+
+    def __init__(self, sym, dso, addr=None):
+        self.sym, self.dso, self.addr, self.off = sym, dso, addr, None
         self.func = self.file = self.line = None
         if sym.startswith("py::"):
             self.func, self.file, self.line = tf.decode_text(sym)
@@ -137,9 +144,21 @@ def parse_native_perf(data):
         else:
             m = FRAME.match(line)
             assert m, f"perf-script line {i}: expected a frame line, got {line!r}"
-            assert int(m["addr"].strip(), 16) == fnv1a(m["sym"]), (
-                f"perf-script line {i}: address is not the FNV-1a of the symbol: {line!r}")
-            fr = NFrame(m["sym"], m["dso"])
+            fr = NFrame(m["sym"], m["dso"], int(m["addr"].strip(), 16))
+            if fr.kind in ("native", "kernel"):
+                # perf's "%16lx sym+0xoff (dso)", "[unknown]" with no offset
+                assert re.fullmatch(r" *[0-9a-f]+", m["addr"]), line
+                om = OFFSET.search(fr.sym)
+                if fr.sym == "[unknown]":
+                    pass
+                else:
+                    assert om, f"perf-script line {i}: a named frame with no +0x offset: {line!r}"
+                    fr.sym, fr.off = fr.sym[:om.start()], int(om.group(1), 16)
+                if fr.kind == "kernel":
+                    assert fr.addr >= 0xffff800000000000, line
+            else:
+                assert fr.addr == fnv1a(m["sym"]), (
+                    f"perf-script line {i}: address is not the FNV-1a of the symbol: {line!r}")
             if fr.kind == "python":
                 assert fr.dso == tf.escape(fr.file, False), line
             elif fr.kind == "synthetic":

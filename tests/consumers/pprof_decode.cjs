@@ -27,7 +27,16 @@ const out = {
 	timeNanos: num(p.timeNanos),
 	defaultSampleType: str(p.defaultSampleType),
 	mappings: p.mapping.map((m) => ({ id: num(m.id), filename: str(m.filename),
-		hasFunctions: !!m.hasFunctions })),
+		hasFunctions: !!m.hasFunctions, memoryStart: String(m.memoryStart),
+		memoryLimit: String(m.memoryLimit), fileOffset: String(m.fileOffset),
+		buildId: str(m.buildId) })),
+	// Every location: its mapping, address (as a decimal string: 64 bits) and
+	// the functions of its lines (name, system name, file).
+	locationDetails: p.location.map((l) => ({ id: num(l.id), mappingId: num(l.mappingId),
+		address: String(l.address), functions: l.line.map((ln) => {
+			const f = fns.get(num(ln.functionId));
+			return f ? [str(f.name), str(f.systemName), str(f.filename)] : null;
+		}) })),
 	functions: p.function.length,
 	locations: p.location.length,
 	samples: p.sample.map((s) => ({
