@@ -34,7 +34,10 @@
 
 struct list_entry {
 	uint64_t task;
-	uint64_t coro;		/* as first read: tells a reused address apart */
+	/* as the list walk read them: a task read later with another coroutine
+	 * or type is not the one listed (freed: its memory reused, or filled
+	 * with a debug build's pattern) */
+	uint64_t coro, type;
 };
 
 struct thread_ctx {
@@ -81,7 +84,8 @@ static int list__push(struct walk *w, uint64_t task, const unsigned char *tb)
 		w->list = n;
 		w->caplist = cap;
 	}
-	w->list[w->nlist++] = (struct list_entry){ task, get_u64(tb, w->ao->task_coro) };
+	w->list[w->nlist++] = (struct list_entry){ task, get_u64(tb, w->ao->task_coro),
+						   get_u64(tb, w->po->ob_type) };
 	return 0;
 }
 
@@ -113,7 +117,8 @@ static int list__resume(struct walk *w, uint64_t head, uint64_t *next)
 			if (rc == -ESRCH)
 				return rc;
 			*next = rc ? 0 : get_u64(tb, ao->task_node + ao->llist_next);
-			if (*next && get_u64(tb, ao->task_coro) == e->coro)
+			if (*next && get_u64(tb, ao->task_coro) == e->coro &&
+			    get_u64(tb, w->po->ob_type) == e->type)
 				return 0;
 		}
 		w->nlist--;
@@ -369,13 +374,23 @@ static int task__resolve(struct walk *w, struct asyncio_task *t, size_t n, int t
 	return 0;
 }
 
+/* The task object @tb is still the one the list walk saw, linked. */
+static int task__same(const struct walk *w, const unsigned char *tb, const struct list_entry *e)
+{
+	uint64_t next = get_u64(tb, w->ao->task_node + w->ao->llist_next);
+
+	return next && next % 8 == 0 && get_u64(tb, w->ao->task_coro) == e->coro &&
+	       get_u64(tb, w->po->ob_type) == e->type;
+}
+
 /*
- * Read the task @addr into @t. 1 when it ended (left the list) meanwhile,
- * 0 when read (t->torn set when it kept changing), -errno.
+ * Read the task @e into @t. 1 when it ended (left the list, or was freed)
+ * meanwhile, 0 when read (t->torn set when it kept changing), -errno.
  */
-static int task__read(struct walk *w, const struct thread_ctx *th, uint64_t addr,
+static int task__read(struct walk *w, const struct thread_ctx *th, const struct list_entry *e,
 		      struct asyncio_task *t)
 {
+	const uint64_t addr = e->task;
 	const struct asyncio_offsets *ao = w->ao;
 	unsigned char tb[MAX_TASK_BYTES], again[MAX_TASK_BYTES];
 	size_t nlv = 0, nraw = 0;
@@ -397,8 +412,8 @@ static int task__read(struct walk *w, const struct thread_ctx *th, uint64_t addr
 			return 1;	/* freed and unmapped */
 		if (rc)
 			return rc;
-		if (!get_u64(tb, ao->task_node + ao->llist_next))
-			return 1;	/* unlinked: it ended */
+		if (!task__same(w, tb, e))
+			return 1;	/* unlinked or freed: it ended */
 		coro = get_u64(tb, ao->task_coro);
 		ab = get_u64(tb, ao->task_awaited_by);
 		is_set = tb[ao->task_awaited_by_is_set];
@@ -437,7 +452,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, uint64_t addr
 			return 1;
 		if (rc)
 			return rc;
-		if (!get_u64(again, ao->task_node + ao->llist_next))
+		if (!task__same(w, again, e))
 			return 1;
 		if (get_u64(again, ao->task_coro) != coro ||
 		    get_u64(again, ao->task_awaited_by) != ab ||
@@ -500,7 +515,7 @@ static int list__tasks(struct walk *w, const struct thread_ctx *th, uint64_t hea
 		rc = snapshot__push(w->s, &t);
 		if (rc)
 			return rc;
-		rc = task__read(w, th, w->list[i].task, t);
+		rc = task__read(w, th, &w->list[i], t);
 		if (rc < 0) {
 			task__clear(t);
 			return rc;
