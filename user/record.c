@@ -67,6 +67,7 @@ struct record_env {
 	int kernel;			/* --kernel */
 	long native_stack;		/* --native: bytes of user stack; 0: off */
 	long stack_size;		/* --stack-size */
+	const struct record_sink *sink;	/* `top`: samples go there (record.h) */
 };
 
 /* --native: one unwinder per process, and what merging a sample takes. */
@@ -81,6 +82,7 @@ struct native_work {
 	struct merge_item items[NATIVE_MAX + MERGE_PY_MAX + 1];
 	struct py_sym merged[NATIVE_MAX + MERGE_PY_MAX + 1];
 	uint8_t kinds[NATIVE_MAX + MERGE_PY_MAX + 1];
+	struct out_addr addrs[NATIVE_MAX + MERGE_PY_MAX + 1];
 	uint64_t samples, unwind_failed, no_unwinder;
 };
 
@@ -269,7 +271,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case ARGP_KEY_INIT:
-		state->child_inputs[0] = &env->out;
+		state->child_inputs[0] = env->sink ? env->sink->argp_input : &env->out;
 		break;
 	case 'p':
 		/* Every element a PID: "12,", ",12" and "12,,34" are refused. */
@@ -375,7 +377,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "a target is needed: -p PID, or -- COMMAND [ARGS...]");
 		if (env->pid && env->argv)
 			argp_error(state, "-p PID and a command exclude each other");
-		if (env->argv && (!env->out.output || strcmp(env->out.output, "-") == 0))
+		if (env->argv && !env->sink && (!env->out.output || strcmp(env->out.output, "-") == 0))
 			argp_error(state, "with a command, -o FILE is needed: the command's "
 				   "output is on stdout");
 		if (env->argv && env->raw && strcmp(env->raw, "-") == 0)
@@ -658,6 +660,13 @@ static int emit(struct record_ctx *c, const struct out_sample *s)
 		c->out_err_file = c->env->out.output;
 		return rc;
 	}
+	if (c->env->sink) {
+		rc = c->env->sink->sample(c->env->sink->ctx, s);
+		if (rc) {
+			c->out_err = rc;
+			return rc;
+		}
+	}
 	if (c->summary && output__add(c->summary, s)) {
 		output__free(c->summary);	/* a nicety: never fail the recording */
 		c->summary = NULL;
@@ -892,6 +901,11 @@ static void merge_native(struct record_ctx *c, const struct raw_sample *r, struc
 			nw->merged[i] = (struct py_sym){ f->symbol ? f->symbol : "[unknown]",
 							 f->module ? f->module : "", 0, 0 };
 			nw->kinds[i] = OUT_FRAME_NATIVE;
+			nw->addrs[i] = (struct out_addr){ f->pc, f->symbol ? f->offset : 0,
+							  f->module ? f->module_base : 0,
+							  f->module ? f->module_end : 0,
+							  f->module_base, f->build_id,
+							  f->build_id_len };
 		} else {
 			nw->merged[i] = (struct py_sym){ "[unwind-failed]", "", 0, 0 };
 			nw->kinds[i] = OUT_FRAME_STATUS;
@@ -900,6 +914,7 @@ static void merge_native(struct record_ctx *c, const struct raw_sample *r, struc
 	s->frames = nw->merged;
 	s->nframes = ni;
 	s->kinds = nw->kinds;
+	s->addrs = nw->addrs;
 	s->unchanged = 0;
 }
 
@@ -982,15 +997,21 @@ static void sleep_until(double t)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+static void read_stats(struct bpf_sampler *bs, struct remote_sampler *rs,
+		       struct sampler_stats *st)
+{
+	if (bs)
+		bpf_sampler__stats(bs, st);
+	else
+		remote_sampler__stats(rs, st);
+}
+
 /* One self-overwriting line on a terminal, so a long recording shows life. */
 static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, double elapsed)
 {
 	struct sampler_stats st;
 
-	if (bs)
-		bpf_sampler__stats(bs, &st);
-	else
-		remote_sampler__stats(rs, &st);
+	read_stats(bs, rs, &st);
 	fprintf(stderr, "\r\033[K%.0f s: %llu samples, %llu lost, %llu truncated, %llu errors",
 		elapsed, (unsigned long long)st.samples, (unsigned long long)st.lost,
 		(unsigned long long)st.truncated, (unsigned long long)st.errors);
@@ -1169,19 +1190,53 @@ static int record__load_bpf(struct record_ctx *c, const struct sampler_opts *o,
 	return 0;
 }
 
+/*
+ * A sink's wait() in place of the loop's sleep, with the recording's
+ * status (the sampler's counts read at most every 0.25 s): 0 goes on, 1
+ * stops, -errno fails.
+ */
+static int sink_wait(const struct record_sink *sink, struct bpf_sampler *bs,
+		     struct remote_sampler *rs, double until, double start,
+		     struct record_status *st, double *next_stats)
+{
+	double t = now_s();
+
+	if (t >= *next_stats) {
+		*next_stats = t + 0.25;
+		read_stats(bs, rs, &st->stats);
+	}
+	st->elapsed_s = t - start;
+	return sink->wait(sink->ctx, until, st);
+}
+
 int record__main(int argc, char **argv)
+{
+	return record__run(argc, argv, NULL);
+}
+
+int record__run(int argc, char **argv, const struct record_sink *sink)
 {
 	static const struct argp_child children[] = {
 		{ .argp = &output_args_argp, .header = "Output:" },
 		{ 0 },
 	};
-	static const struct argp argp = {
-		.options = record_options, .parser = record_parse, .doc = record_doc,
-		.children = children,
+	struct argp_child sink_children[] = {
+		{ .argp = sink ? sink->argp : NULL, .header = "Display:" },
+		{ 0 },
+	};
+	const struct argp argp = {
+		.options = record_options, .parser = record_parse,
+		.doc = sink ? sink->doc : record_doc,
+		.children = !sink ? children : sink->argp ? sink_children : NULL,
 	};
 	struct record_env env = {
 		.freq = DEFAULT_FREQ, .max_frames = DEFAULT_MAX_FRAMES, .backend = BACKEND_AUTO,
+		.sink = sink,
 	};
+	struct record_status sst = { 0 };
+	double next_stats = 0;
+	int sink_started = 0;
+	char why[PYPROF_ERRLEN];
 	struct record_ctx ctx = { .env = &env };
 	char err[PYPROF_ERRLEN] = "";
 	struct sampler_opts sopts;
@@ -1196,7 +1251,7 @@ int record__main(int argc, char **argv)
 	struct rawrec_end rend;
 	const char *ended = NULL, *raw_path;
 	double start, end, next_refresh, next_progress;
-	int progress = isatty(STDERR_FILENO);
+	int progress = !sink && isatty(STDERR_FILENO);
 	int rc, exit_code = 1;
 	struct launch *cmd = NULL;	/* -- CMD ARGS */
 	int sampling = 0;		/* the command sampled */
@@ -1210,6 +1265,8 @@ int record__main(int argc, char **argv)
 		rc = launch__new(env.argv, &cmd, err, sizeof(err));
 		if (rc)
 			goto fail;
+		if (sink && sink->quiet_command)
+			launch__quiet(cmd);
 		env.pid = launch__pid(cmd);
 		rc = launch__forward_signals(cmd);
 		if (rc)
@@ -1306,7 +1363,7 @@ int record__main(int argc, char **argv)
 	raw_path = env.raw;
 	if (rawrec__wanted(env.out.format, env.out.output))
 		raw_path = env.out.output ? env.out.output : "-";
-	else
+	else if (!sink)
 		rc = output__new(env.out.format, env.out.output, &env.out.oopts, &ctx.out, err, sizeof(err));
 	if (rc)
 		goto fail;
@@ -1363,13 +1420,29 @@ int record__main(int argc, char **argv)
 		if (rc)
 			goto fail;
 	}
-	fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) in %s mode at %ld Hz with "
-		"the %s backend%s%s\n", (int)env.pid, main_proc->version, mode_name(env.mode),
-		env.freq, bs ? "BPF" : "remote",
-		!bs || env.mode == SAMPLER_MODE_OFFCPU ? "" :
-		bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
-		cmd ? (env.duration ? "" : " until the command exits") :
-		env.duration ? "" : "; Ctrl-C to stop");
+	if (!sink) {
+		fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) in %s mode at %ld Hz "
+			"with the %s backend%s%s\n", (int)env.pid, main_proc->version,
+			mode_name(env.mode), env.freq, bs ? "BPF" : "remote",
+			!bs || env.mode == SAMPLER_MODE_OFFCPU ? "" :
+			bpf_sampler__per_cpu(bs) ? " (per-CPU events)" : " (per-thread events)",
+			cmd ? (env.duration ? "" : " until the command exits") :
+			env.duration ? "" : "; Ctrl-C to stop");
+	}
+
+	if (sink) {
+		struct record_info info = {
+			.pid = env.pid, .comm = ctx.comm, .python_version = main_proc->version,
+			.mode = mode_name(env.mode), .freq_hz = env.freq,
+			.backend = bs ? "BPF" : "remote", .per_cpu = bs && bpf_sampler__per_cpu(bs),
+			.command = cmd != NULL, .multi = multi,
+		};
+
+		rc = sink->start(sink->ctx, &info, err, sizeof(err));
+		if (rc)
+			goto fail;
+		sink_started = 1;
+	}
 
 	/* From here on a failure leaves the command to finish its work. */
 	sampling = cmd != NULL;
@@ -1443,7 +1516,27 @@ int record__main(int argc, char **argv)
 			next_progress = t + 1.0;
 			show_progress(bs, rs, t - start);
 		}
+		if (sink) {
+			rc = sink_wait(sink, bs, rs, end && next > end ? end : next, start, &sst,
+				       &next_stats);
+			if (rc) {
+				rc = rc < 0 ? rc : 0;	/* 1: the user quit */
+				break;
+			}
+			continue;
+		}
 		sleep_until(end && next > end ? end : next);
+	}
+	if (sink_started) {
+		/* The sink's screen ends before anything more is said. */
+		if (ended && cmd && launch__poll(cmd) == 1) {
+			launch__describe(cmd, how, sizeof(how));
+			snprintf(why, sizeof(why), "the command %s", how);
+			ended = why;
+		}
+		read_stats(bs, rs, &sst.stats);
+		sst.elapsed_s = now_s() - start;
+		sink->end(sink->ctx, ended, &sst);
 	}
 	if (progress && !cmd)
 		fputs("\r\033[K", stderr);
@@ -1494,7 +1587,9 @@ int record__main(int argc, char **argv)
 	}
 	if (ctx.summary)
 		output__finish(ctx.summary);
-	if (cmd && launch__poll(cmd) == 1) {
+	if (sink) {
+		/* The sink said why it ended. */
+	} else if (cmd && launch__poll(cmd) == 1) {
 		launch__describe(cmd, how, sizeof(how));
 		fprintf(stderr, "pyprof-bpf: the command %s\n", how);
 	} else if (ended) {
@@ -1545,6 +1640,13 @@ int record__main(int argc, char **argv)
 		env.mode == SAMPLER_MODE_OFFCPU || !bs ? " mode" :
 		" mode (an off-CPU interval counts as one sample)");
 	exit_code = 0;
+	if (sink && cmd && launch__poll(cmd) == 0) {
+		/* The user left the live view: the command goes with it. */
+		launch__kill(cmd);
+		fprintf(stderr, "pyprof-bpf: the command (pid %d) was killed\n", (int)env.pid);
+		exit_code = 0;
+		goto out;
+	}
 	if (cmd && launch__poll(cmd) != 1) {	/* -d, or it exec'd */
 		fprintf(stderr, "pyprof-bpf: the recording is written; waiting for the command "
 			"(pid %d) to exit\n", (int)env.pid);
