@@ -356,6 +356,38 @@ def test_tasks_ending_while_read(label, procs, tmp_path):
     print(f"{label}: 15 dumps: {finished} tasks ended while read, {torn} torn")
 
 
+@pytest.mark.parametrize("label", interps(ASYNC_LABELS))
+def test_running_task(label, procs, tmp_path):
+    """The task a thread runs now: running, its frames the thread's stack
+    down to the task's coroutine."""
+    target = start(by_label(label), procs, tmp_path, "async_busy.py")
+    for _ in range(5):
+        doc, _ = target.dump()
+        tasks = {t["name"]: t for t in doc["tasks"]}
+        spinner = tasks["spinner"]
+        assert spinner["running"] is True and spinner["state"] == "running", spinner
+        funcs = [f["function"] for f in spinner["frames"]]
+        assert funcs[-2:] == ["outer", "spin"] and funcs[0] in ("inner", "outer"), funcs
+        assert tasks["sleeper"]["running"] is False
+        assert [f["function"] for f in tasks["sleeper"]["frames"]] == ["sleep"]
+        assert tasks["Task-1"]["state"] == "pending"
+
+
+@pytest.mark.parametrize("label", interps(["sid-3.15"]))
+def test_hundred_thousand_tasks(label, procs, tmp_path):
+    """More tasks in one list than ASYNCIO_MAX_LIST (65,536): the first
+    65,536 are shown and the cut is said."""
+    target = start(by_label(label), procs, tmp_path, "async_many.py", 100000)
+    t0 = time.monotonic()
+    proc = run_tool(["dump", "--async", "-p", str(target.pid), "--json"], timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert len(doc["tasks"]) == 65536
+    assert b"longer than 65536" in proc.stderr, proc.stderr
+    print(f"{label}: 100,001 tasks, 65,536 shown in {took:.2f} s")
+
+
 @pytest.mark.parametrize("label", interps(REFUSED_LABELS))
 def test_refused_before_314(label, procs, tmp_path):
     interp = by_label(label)
