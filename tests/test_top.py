@@ -1,0 +1,543 @@
+"""`pyprof-bpf top` (issue #13, item 1): the live view, driven in tmux.
+
+Every test runs ./pyprof-bpf top in a real terminal: a tmux server of its own
+(-L socket), a pane of a fixed size running bash, keys sent with send-keys,
+the screen read with capture-pane. The target is tests/targets/top_hot.py on
+real interpreters: driver() -> hot_leaf() (about 3/4 of the main thread's
+time) and warm_leaf() (1/4); driver() has a total share near 100% and an
+own share near 0; with --thread a thread named "side" runs side_leaf().
+
+1. test_hot_function_first: on every supported interpreter, hot_leaf is the
+   first row (sorted by own) within 3 s of the command line, with the line
+   of its `def` in the functions view.
+2. test_keys: t sorts by total (a function with ~100% total and ~0 own
+   first, hot_leaf not), n by name (rows in name order), o back; l shows
+   lines (hot_leaf's row on a line of its loop, not its `def`); r switches to
+   "since the start"; ] and [ show one thread (only its functions), a all;
+   p pauses (the sample count stands still) and resumes.
+3. test_resize: a narrower window redraws the rows to the new width (the
+   file's start cut to "...", the row still ending in ":LINE)"), a shorter
+   one moves the keys line to the new last line, a wider one shows the
+   whole path again.
+4. test_terminal_restored: q, Ctrl-C and SIGTERM each leave the terminal as
+   it was: `stty -a` before and after are the same, the shell's lines from
+   before are on the screen again, the exit status is 0.
+5. test_target_exits: the target (-p) or the command (-- CMD) exiting ends
+   top with a message, the terminal restored.
+6. test_plain_snapshots: standard output not a terminal: a text snapshot
+   each interval (hot_leaf first, the header's mode and rate those asked),
+   and a last one since the start; -- CMD works the same way.
+
+Nothing is skipped: a missing tmux, binary or interpreter fails.
+
+Run as root from the repository root:
+    /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_top.py
+"""
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import pyenvs
+from test_dump import SUPPORTED, by_label, procs, stage_unique, wait_file  # noqa: F401
+
+TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
+HOT = os.path.join(TARGETS, "top_hot.py")
+BINARY = os.environ.get("PYPROF_BPF_BINARY", pyenvs.BINARY)
+# A few versions for the tests of keys and terminal handling (each key test
+# on one interpreter; item 1 runs on all).
+KEYS_INTERP = "pyenv-3.12.1"
+OTHER_INTERPS = ["sid-3.14", "system-3.11"]
+ROW = re.compile(r"^\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)s\s+([\d.]+)s  (\S+)(?: \((.*):(\d+)\))?\s*$")
+COLUMNS = re.compile(r"^\s*%Own\s+%Total\s+OwnTime\s+TotalTime\s+Function")
+
+
+def def_line(name):
+    with open(HOT) as f:
+        for i, line in enumerate(f, 1):
+            if line.startswith(f"def {name}("):
+                return i
+    raise AssertionError(f"no def {name} in {HOT}")
+
+
+def body_lines(name):
+    """The lines of the function's body (after its def, up to the next def)."""
+    start = def_line(name)
+    with open(HOT) as f:
+        lines = f.read().splitlines()
+    end = start
+    while end < len(lines) and not lines[end].startswith("def "):
+        end += 1
+    return set(range(start + 1, end + 1))
+
+
+# --------------------------------------------------------------------------
+# tmux
+
+
+class Tmux:
+    """A tmux server of our own with one pane running bash."""
+
+    def __init__(self, width=100, height=30):
+        if not shutil.which("tmux"):
+            pytest.fail("tmux is missing: run scripts/install-deps.sh")
+        self.sock = f"pyprof-top-{uuid.uuid4().hex[:8]}"
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
+                  "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=screen PS1='$ ' "
+                  "bash --norc --noprofile")
+        self.wait_for(lambda s: "$" in s, 10, "the shell's prompt")
+
+    def tmux(self, *args):
+        p = subprocess.run(["tmux", "-L", self.sock] + list(args), capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 0, f"tmux {args}: {p.stderr}"
+        return p.stdout
+
+    def send(self, *keys):
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def line(self, text):
+        self.tmux("send-keys", "-t", "t", "-l", text)
+        self.tmux("send-keys", "-t", "t", "Enter")
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def resize(self, width, height):
+        self.tmux("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
+
+    def wait_for(self, pred, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if pred(s):
+                return s
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what}: not on the screen within {timeout} s; it shows:\n{s}")
+            time.sleep(0.05)
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True,
+                       timeout=30)
+
+
+@pytest.fixture
+def tmux():
+    made = []
+
+    def make(width=100, height=30):
+        t = Tmux(width, height)
+        made.append(t)
+        return t
+    yield make
+    for t in made:
+        t.close()
+
+
+# --------------------------------------------------------------------------
+# the screen, parsed
+
+
+def rows(screen):
+    """[(own, total, function, file, line)] of the table on the screen."""
+    out, table = [], False
+    for line in screen.splitlines():
+        if COLUMNS.match(line):
+            table = True
+            continue
+        if not table:
+            continue
+        m = ROW.match(line)
+        if not m:
+            break
+        out.append((float(m.group(1)), float(m.group(2)), m.group(5), m.group(6),
+                    int(m.group(7)) if m.group(7) else None))
+    return out
+
+
+def header(screen, n=3):
+    return screen.splitlines()[:n]
+
+
+def is_top(screen):
+    return screen.startswith("pyprof-bpf top: pid ")
+
+
+def first_is(name):
+    return lambda s: is_top(s) and rows(s) and rows(s)[0][2] == name
+
+
+def view_line(screen):
+    for line in screen.splitlines():
+        if line.startswith("view: "):
+            return line
+    return ""
+
+
+def samples(screen):
+    m = re.search(r"^samples (\d+) ", screen, re.M)
+    return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------
+# the target
+
+
+def start_hot(procs, interp, *args):
+    """top_hot.py on interp (extra args: SECONDS, --thread); its pid once ready."""
+    script = stage_unique(interp, HOT, procs)
+    ready_seen = f"/tmp/top-ready-{uuid.uuid4().hex[:8]}"
+    ready = interp.host_path(ready_seen)
+    procs.cleanup_file(ready)
+    p = procs.start(interp.argv([script, ready_seen] + list(args)),
+                    f"/tmp/top-target-{uuid.uuid4().hex[:8]}.err")
+    procs.cleanup_file(p.stderr_path)
+    wait_file(p, ready, f"top_hot.py on {interp}")
+    p.script = script
+    return p
+
+
+def top_cmd(args, marker):
+    """The pane's command line: stty before and after, top's exit status."""
+    b = shlex.quote(BINARY)
+    return (f"stty -a > /tmp/{marker}.before; {b} top {args}; echo TOP-EXIT=$?; "
+            f"stty -a > /tmp/{marker}.after")
+
+
+def stty_same(marker):
+    with open(f"/tmp/{marker}.before") as f:
+        before = f.read()
+    with open(f"/tmp/{marker}.after") as f:
+        after = f.read()
+    for ext in ("before", "after"):
+        os.unlink(f"/tmp/{marker}.{ext}")
+    assert before == after, f"stty -a differs:\n--- before\n{before}--- after\n{after}"
+
+
+def exit_status(screen):
+    m = re.search(r"^TOP-EXIT=(\d+)", screen, re.M)
+    return int(m.group(1)) if m else None
+
+
+def binary():
+    if not os.access(BINARY, os.X_OK):
+        pytest.fail(f"{BINARY} is missing: build it with `make`")
+    return BINARY
+
+
+# --------------------------------------------------------------------------
+# 1. the hot function, first
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_hot_function_first(interp, procs, tmux):
+    binary()
+    t = start_hot(procs, interp)
+    term = tmux()
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    t0 = time.monotonic()
+    term.line(top_cmd(f"-p {t.pid}", marker))
+    s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
+    took = time.monotonic() - t0
+    assert took <= 3.0, f"hot_leaf first after {took:.2f} s (more than 3 s):\n{s}"
+    r = rows(s)
+    own, total, fn, path, line = r[0]
+    assert path == t.script and line == def_line("hot_leaf"), r[0]
+    assert own > 0 and total >= own, r[0]
+    names = [x[2] for x in r]
+    assert "warm_leaf" in names and "driver" in names, s
+    warm = r[names.index("warm_leaf")]
+    assert warm[0] < own, s
+    assert f"pid {t.pid} (" in header(s)[0] and f"Python {interp.version_str}" in header(s)[0], s
+    term.send("q")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert exit_status(s) == 0, s
+    stty_same(marker)
+
+
+# --------------------------------------------------------------------------
+# 2. keys
+
+
+def test_keys(procs, tmux):
+    binary()
+    interp = by_label(KEYS_INTERP)
+    t = start_hot(procs, interp, "--thread")
+    term = tmux(120, 40)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line(top_cmd(f"-p {t.pid}", marker))
+    s = term.wait_for(lambda s: is_top(s) and "hot_leaf" in [r[2] for r in rows(s)], 10,
+                      "hot_leaf among the rows")
+    assert "sorted by own" in view_line(s), s
+    r = rows(s)
+    assert [x[0] for x in r] == sorted((x[0] for x in r), reverse=True), s
+    names = [x[2] for x in r]
+    assert "driver" not in names or names.index("hot_leaf") < names.index("driver"), s
+
+    # total: a caller of everything on the main thread first, not a leaf
+    term.send("t")
+    s = term.wait_for(lambda s: "sorted by total" in view_line(s), 5, "sorted by total")
+    r = rows(s)
+    assert [x[1] for x in r] == sorted((x[1] for x in r), reverse=True), s
+    # driver (own ~0, total = hot + warm) now above hot_leaf; by own it was below
+    names = [x[2] for x in r]
+    assert "driver" in names and "hot_leaf" in names, s
+    assert names.index("driver") < names.index("hot_leaf"), s
+    drv = r[names.index("driver")]
+    assert drv[0] < 5.0 and drv[1] > r[names.index("hot_leaf")][1], s
+
+    # name
+    term.send("n")
+    s = term.wait_for(lambda s: "sorted by name" in view_line(s), 5, "sorted by name")
+    names = [x[2] for x in rows(s)]
+    assert len(names) >= 5 and names == sorted(names), s
+
+    # own again
+    term.send("o")
+    s = term.wait_for(lambda s: "sorted by own" in view_line(s), 5, "sorted by own")
+
+    # lines: hot_leaf's row on a line of its loop
+    term.send("l")
+    s = term.wait_for(lambda s: ", lines," in view_line(s), 5, "the lines view")
+    hot = [x for x in rows(s) if x[2] == "hot_leaf"]
+    assert hot and all(x[4] in body_lines("hot_leaf") for x in hot), s
+    term.send("l")
+    s = term.wait_for(lambda s: ", functions," in view_line(s), 5, "the functions view")
+    assert [x[4] for x in rows(s) if x[2] == "hot_leaf"] == [def_line("hot_leaf")], s
+
+    # recent / since the start
+    term.send("r")
+    s = term.wait_for(lambda s: "since the start" in view_line(s), 5, "since the start")
+    term.send("r")
+    s = term.wait_for(lambda s: "last 5 s" in view_line(s), 5, "the recent view")
+
+    # one thread, then the other, then all
+    main_fns, side_fns = {"hot_leaf", "warm_leaf", "driver"}, {"side_leaf", "side_loop"}
+    seen = set()
+    for _ in range(2):
+        term.send("]")
+        s = term.wait_for(lambda s: re.search(r", thread \d+ \(", view_line(s)), 5,
+                          "one thread's view")
+        m = re.search(r", thread (\d+) \((.*)\), sorted", view_line(s))
+        fns = {x[2] for x in rows(s)}
+        if fns & side_fns:
+            # (3.14+ names the OS thread after the Python one; 3.12 does not)
+            assert not fns & main_fns and int(m.group(1)) != t.pid, s
+            seen.add("side")
+        else:
+            assert fns & main_fns and int(m.group(1)) == t.pid, s
+            seen.add("main")
+        # wait for the next refresh so the next ] is not confused with this one
+        time.sleep(0.3)
+    assert seen == {"main", "side"}, seen
+    term.send("a")
+    s = term.wait_for(lambda s: ", all threads," in view_line(s), 5, "all threads")
+    fns = {x[2] for x in rows(s)}
+    assert fns & main_fns and fns & side_fns, s
+
+    # pause: the screen stands still over several refreshes, then moves again
+    term.send("p")
+    s = term.wait_for(lambda s: "[PAUSED]" in header(s)[0], 5, "[PAUSED]")
+    n = samples(s)
+    time.sleep(2.5)
+    s = term.screen()
+    assert samples(s) == n and "[PAUSED]" in s, s
+    term.send("p")
+    s = term.wait_for(lambda s: "[PAUSED]" not in header(s)[0] and samples(s) != n, 5,
+                      "the refresh again")
+    term.send("q")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert exit_status(s) == 0, s
+    stty_same(marker)
+
+
+# --------------------------------------------------------------------------
+# 3. resize
+
+
+def test_resize(procs, tmux):
+    binary()
+    interp = by_label(KEYS_INTERP)
+    t = start_hot(procs, interp)
+    path = t.script
+    line = def_line("hot_leaf")
+    term = tmux(120, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line(top_cmd(f"-p {t.pid}", marker))
+
+    def hot_row(s):
+        for ln in s.splitlines():
+            if re.search(r"\ds  hot_leaf( |$)", ln):
+                return ln.rstrip()
+        return None
+
+    s = term.wait_for(lambda s: is_top(s) and hot_row(s), 10, "hot_leaf's row")
+    assert hot_row(s).endswith(f"hot_leaf ({path}:{line})"), s
+    term.resize(60, 12)
+    s = term.wait_for(lambda s: hot_row(s) and "..." in hot_row(s), 5,
+                      "hot_leaf's row redrawn for 60 columns")
+    r = hot_row(s)
+    m = re.search(r"hot_leaf \(\.\.\.(.+):(\d+)\)$", r)
+    assert len(r) <= 60 and m and path.endswith(m.group(1)) and int(m.group(2)) == line, \
+        repr(r)
+    lines = s.split("\n")
+    assert len(lines) >= 12 and lines[11].startswith("q quit"), s
+    assert all(len(ln) <= 60 for ln in lines), s
+    term.resize(120, 30)
+    s = term.wait_for(lambda s: hot_row(s) and hot_row(s).endswith(f"({path}:{line})"), 5,
+                      "hot_leaf's whole path again at 120 columns")
+    assert s.split("\n")[29].startswith("q quit"), s
+    term.send("q")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert exit_status(s) == 0, s
+    os.unlink(f"/tmp/{marker}.before")
+    os.unlink(f"/tmp/{marker}.after")
+
+
+# --------------------------------------------------------------------------
+# 4. the terminal, as it was
+
+
+@pytest.mark.parametrize("how", ["q", "C-c", "SIGTERM"])
+def test_terminal_restored(how, procs, tmux):
+    binary()
+    interp = by_label(OTHER_INTERPS[0])
+    t = start_hot(procs, interp)
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line("echo BEFORE-TOP-$((6 * 7))")
+    term.wait_for(lambda s: "BEFORE-TOP-42" in s, 5, "the line before top")
+    term.line(top_cmd(f"-p {t.pid}", marker))
+    s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
+    assert "BEFORE-TOP-42" not in s, s
+    if how == "SIGTERM":
+        pids = subprocess.run(["pgrep", "-f", f"^{re.escape(BINARY)} top -p {t.pid}$"],
+                              capture_output=True, text=True).stdout.split()
+        assert len(pids) == 1, pids
+        os.kill(int(pids[0]), signal.SIGTERM)
+    else:
+        term.send(how)
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert exit_status(s) == 0, s
+    assert "BEFORE-TOP-42" in s and not is_top(s), s
+    assert "pyprof-bpf:" in s and " samples in " in s, s
+    assert t.poll() is None, "the target (-p) must go on running"
+    stty_same(marker)
+
+
+# --------------------------------------------------------------------------
+# 5. the target exits
+
+
+def test_target_exits(procs, tmux):
+    binary()
+    interp = by_label(OTHER_INTERPS[1])
+    t = start_hot(procs, interp, "3")
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line(top_cmd(f"-p {t.pid}", marker))
+    term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert t.poll() == 0, t.poll()
+    assert "pyprof-bpf: the target exited" in s and exit_status(s) == 0, s
+    stty_same(marker)
+
+
+def test_command_exits(procs, tmux):
+    binary()
+    interp = by_label(KEYS_INTERP)
+    ready = f"/tmp/top-ready-{uuid.uuid4().hex[:8]}"
+    procs.cleanup_file(ready)
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    cmd = shlex.join(interp.argv([HOT, ready, "3"]))
+    term.line(top_cmd(f"-- {cmd}", marker))
+    s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert "pyprof-bpf: the command exited with status 0" in s and exit_status(s) == 0, s
+    stty_same(marker)
+
+
+def test_quit_kills_command(procs, tmux):
+    binary()
+    interp = by_label(KEYS_INTERP)
+    ready = f"/tmp/top-ready-{uuid.uuid4().hex[:8]}"
+    procs.cleanup_file(ready)
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line(top_cmd(f"-- {shlex.join(interp.argv([HOT, ready]))}", marker))
+    s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
+    pid = int(re.search(r"pid (\d+)", s).group(1))
+    term.send("q")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 20, "top's exit")
+    assert f"pyprof-bpf: the command (pid {pid}) was killed" in s and exit_status(s) == 0, s
+    assert not os.path.exists(f"/proc/{pid}"), f"the command {pid} still runs"
+    stty_same(marker)
+
+
+# --------------------------------------------------------------------------
+# 6. plain snapshots
+
+
+def snapshots(out):
+    """The plain snapshots of top's stdout: [(header lines, rows)]."""
+    out_ = []
+    for block in out.split("\n\n"):
+        if not block.strip():
+            continue
+        lines = block.splitlines()
+        assert lines[0].startswith("pyprof-bpf top: pid ") and COLUMNS.match(lines[3]), block
+        out_.append((lines[:3], rows(block)))
+    return out_
+
+
+@pytest.mark.parametrize("label", [KEYS_INTERP] + OTHER_INTERPS)
+def test_plain_snapshots(label, procs):
+    interp = by_label(label)
+    t = start_hot(procs, interp)
+    p = subprocess.run([binary(), "top", "-p", str(t.pid), "-d", "3.5", "-F", "199",
+                        "--mode", "wall", "--rows", "6"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "\033" not in p.stdout, "terminal escapes in the plain snapshots"
+    snaps = snapshots(p.stdout)
+    # one a second for 3.5 s, then the last one
+    assert len(snaps) == 4, p.stdout
+    for hdr, r in snaps:
+        assert "wall mode, 199 Hz" in hdr[0], hdr
+        assert 1 <= len(r) <= 6, r
+    for hdr, r in snaps[:-1]:
+        assert "view: last 5 s, functions, all threads, sorted by own" == hdr[2], hdr
+    assert snaps[-1][0][2].startswith("view: since the start"), snaps[-1][0]
+    for hdr, r in snaps[1:]:
+        assert r[0][2] == "hot_leaf", (hdr, r)
+    assert " samples in " in p.stderr, p.stderr
+
+
+def test_plain_command(procs):
+    interp = by_label(KEYS_INTERP)
+    ready = f"/tmp/top-ready-{uuid.uuid4().hex[:8]}"
+    procs.cleanup_file(ready)
+    p = subprocess.run([binary(), "top", "--interval", "0.5", "--"] +
+                       interp.argv([HOT, ready, "2"]),
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    snaps = snapshots(p.stdout)
+    assert len(snaps) >= 4, p.stdout
+    assert snaps[-1][1][0][2] == "hot_leaf", snaps[-1]
+    assert "pyprof-bpf: the command exited with status 0" in p.stderr, p.stderr
+
+
+def test_help():
+    p = subprocess.run([binary(), "top", "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    for word in ("EXAMPLES:", "--mode", "--freq=HZ", "--events", "--native", "--interval",
+                 "--window", "--rows", "Keys:"):
+        assert word in p.stdout, word
+    assert "--format" not in p.stdout and "--output" not in p.stdout, p.stdout
