@@ -388,6 +388,79 @@ def test_hundred_thousand_tasks(label, procs, tmp_path):
     print(f"{label}: 100,001 tasks, 65,536 shown in {took:.2f} s")
 
 
+def find_table(target):
+    """The address of the .AsyncioDebug table in the target, found by its
+    bytes (taken from the file with objcopy) in the file's writable
+    mappings."""
+    maps = open(f"/proc/{target.pid}/maps").read().splitlines()
+    paths = {line.split(None, 5)[5] for line in maps if len(line.split(None, 5)) == 6}
+    cands = [p for p in paths if os.path.basename(p).startswith("_asyncio.")] or \
+        [p for p in paths if os.path.basename(p) == os.path.basename(target.interp.exe)]
+    assert len(cands) == 1, cands
+    # maps shows the path from our root when the file is under it
+    host = cands[0] if os.path.exists(cands[0]) else target.interp.host_path(cands[0])
+    out = str(target.tmp / "table.bin")
+    subprocess.run(["objcopy", "-O", "binary", "--only-section=.AsyncioDebug", host, out],
+                   check=True)
+    want = open(out, "rb").read()
+    assert len(want) == 104
+    found = []
+    with open(f"/proc/{target.pid}/mem", "rb") as mem:
+        for line in maps:
+            f = line.split(None, 5)
+            if len(f) == 6 and f[5] == cands[0] and f[1].startswith("rw"):
+                lo, hi = (int(x, 16) for x in f[0].split("-"))
+                data = os.pread(mem.fileno(), hi - lo, lo)
+                k = data.find(want)
+                while k >= 0:
+                    found.append(lo + k)
+                    k = data.find(want, k + 1)
+    assert len(found) == 1, found
+    return found[0], want
+
+
+def poke(pid, addr, value):
+    fd = os.open(f"/proc/{pid}/mem", os.O_RDWR)
+    try:
+        os.pwrite(fd, value.to_bytes(8, "little"), addr)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("label", interps(["sid-3.14", "sid-3.15"]))
+def test_hostile_memory(label, procs, tmp_path):
+    """The target's own table and task list corrupted in its memory: a clear
+    error for the table, a bounded, marked walk for a list that loops."""
+    target = start(by_label(label), procs, tmp_path, "async_mix.py")
+    target.tmp = tmp_path
+    addr, orig = find_table(target)
+    cases = [(6, 7, "asyncio_task_object.task_node"), (0, 1 << 40, "asyncio_task_object.size"),
+             (12, 1 << 30, "asyncio_thread_state.asyncio_tasks_head"),
+             (1, 2, "asyncio_task_object.task_name"), (1, 128, "overlap")]
+    for slot, value, what in cases:
+        poke(target.pid, addr + 8 * slot, value)
+        proc = run_tool(["dump", "--async", "-p", str(target.pid), "--json"])
+        err = proc.stderr.decode()
+        assert proc.returncode == 1 and proc.stdout == b"", (slot, value, err)
+        assert ".AsyncioDebug" in err and what in err, err
+        poke(target.pid, addr + 8 * slot, int.from_bytes(orig[8 * slot:8 * slot + 8], "little"))
+    doc, _ = target.dump()
+    # a task whose list node points back at itself: the walk must end
+    byname = {t["name"]: t for t in doc["tasks"]}
+    x = byname["waiter"]["id"]
+    node = int.from_bytes(orig[48:56], "little")
+    poke(target.pid, x + node, x + node)
+    t0 = time.monotonic()
+    proc = run_tool(["dump", "--async", "-p", str(target.pid), "--json"])
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    assert took < BOUND
+    assert b"kept changing" in proc.stderr, proc.stderr
+    names = [t["name"] for t in json.loads(proc.stdout)["tasks"]]
+    assert "waiter" in names and "orphan" in names
+    print(f"{label}: a self-linked task list walked in {took:.2f} s")
+
+
 @pytest.mark.parametrize("label", interps(REFUSED_LABELS))
 def test_refused_before_314(label, procs, tmp_path):
     interp = by_label(label)
