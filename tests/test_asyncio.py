@@ -71,11 +71,16 @@ class AsyncTarget:
         return doc, took
 
 
-def start(interp, procs, tmp_path, script, *args):
-    """Starts tests/targets/SCRIPT on interp and waits for its ready file."""
+def start(interp, procs, tmp_path, script, *args, pidns=False):
+    """Starts tests/targets/SCRIPT on interp and waits for its ready file.
+    pidns: in a PID namespace of its own (then no real tool beside it)."""
     seen_script = stage_unique(interp, os.path.join(TARGETS, script), procs)
     seen, host = out_path(interp, procs, tmp_path, "ready")
-    cmd = interp.argv([seen_script, seen] + [str(a) for a in args])
+    cmd = interp.argv([seen_script, seen] + [str(a) for a in args], pidns=pidns)
+    if pidns:
+        p = procs.start(cmd, str(tmp_path / f"{script}.stderr"))
+        wait_file(p, host, f"{script} on {interp.label}")
+        return AsyncTarget(interp, p, pyenvs.leaf_pid(p.pid))
     if interp.root:
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
@@ -386,6 +391,20 @@ def test_hundred_thousand_tasks(label, procs, tmp_path):
     assert len(doc["tasks"]) == 65536
     assert b"longer than 65536" in proc.stderr, proc.stderr
     print(f"{label}: 100,001 tasks, 65,536 shown in {took:.2f} s")
+
+
+@pytest.mark.parametrize("label", interps(ASYNC_LABELS))
+def test_pid_namespace(label, procs, tmp_path):
+    """A target in its own PID namespace: the same tasks, each with its
+    thread's id as we see it."""
+    target = start(by_label(label), procs, tmp_path, "async_mix.py", pidns=True)
+    assert target.pid != target.popen.pid
+    doc, _ = target.dump()
+    tids = {t["tid"] for t in doc["tasks"]}
+    ours = {int(x) for x in os.listdir(f"/proc/{target.pid}/task")}
+    assert None in tids and target.pid in tids and len(tids) == 3, tids
+    assert tids - {None} <= ours, (tids, ours)
+    assert len(doc["tasks"]) == 13
 
 
 def find_table(target):
