@@ -48,12 +48,12 @@ _pyprof_bpf()
 	bin=${bin/#\~/$HOME}
 
 	case ${COMP_WORDS[1]} in
-	record|dump|report)
+	record|dump|report|top)
 		cmd=${COMP_WORDS[1]}
 		first=2
 		;;
 	esac
-	# After `--` (record): the command, then its own arguments.
+	# After `--` (record, top): the command, then its own arguments.
 	for ((i = first; i < COMP_CWORD; i++)); do
 		[[ ${COMP_WORDS[i]} == -- ]] || continue
 		if ((i == COMP_CWORD - 1)); then
@@ -106,11 +106,11 @@ _pyprof_bpf()
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "${_pyprof_bpf_opts[$cmd]}" -- "$cur")
 	elif ((COMP_CWORD == 1)); then
-		mapfile -t COMPREPLY < <(compgen -W "record dump report help" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "record dump report top help" -- "$cur")
 	elif [[ $cmd == report ]]; then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
-	elif [[ $cmd == record ]]; then
+	elif [[ $cmd == record || $cmd == top ]]; then
 		# The first word that is not an option starts a command.
 		mapfile -t COMPREPLY < <(compgen -c -- "$cur")
 	fi

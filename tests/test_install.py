@@ -34,12 +34,13 @@ REPO = pyenvs.REPO
 BINARY = os.environ.get("PYPROF_BPF_BINARY", pyenvs.BINARY)
 MAN = os.path.join(REPO, "man", "pyprof-bpf.1")
 COMPLETION = os.path.join(REPO, "completion", "pyprof-bpf.bash")
-COMMANDS = ["record", "report", "dump"]
+COMMANDS = ["record", "report", "dump", "top"]
 # The man page's option sections, per command.
 MAN_SECTIONS = {
     "record": ["RECORD OPTIONS", "OUTPUT OPTIONS", "COMMON OPTIONS"],
     "report": ["REPORT OPTIONS", "OUTPUT OPTIONS", "COMMON OPTIONS"],
     "dump": ["DUMP OPTIONS", "COMMON OPTIONS"],
+    "top": ["RECORD OPTIONS", "TOP OPTIONS", "COMMON OPTIONS"],
 }
 CAPS = ["CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE"]
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
@@ -507,7 +508,7 @@ def test_completion_offers_every_option(cmd):
 
 
 def test_completion_commands_formats_pids(procs, shared_dir):
-    assert complete([""]) == ["record", "dump", "report", "help"]
+    assert complete([""]) == ["record", "dump", "report", "top", "help"]
     assert set(complete(["--"])) == {o for o in help_options("record") if o.startswith("--")}
     man_fmts = " ".join(man_tags(man_sections()["OUTPUT FORMATS"]))
     for cmd in ("record", "report"):
