@@ -145,6 +145,9 @@ struct scratch {
 	struct lookup l;
 	struct seen seen[PYPROF_SEEN_L1];
 	struct pyprof_code code;
+	struct pyprof_tasks tk;
+	__u64 task_next;		/* the next task of the chain being read */
+	__u64 set_buf[2 * PYPROF_SET_SCAN];	/* a set's table: key, hash */
 	struct pyprof_sample s;
 };
 
@@ -782,6 +785,124 @@ static __always_inline void gil_gc(struct scratch *sc, struct pyprof_sample *s, 
 }
 
 /*
+ * One step of the awaiter chain (--async): record task sc->task_next, then
+ * move to what awaits it: the one awaiter, or the lowest of a set's (the
+ * order a reader can reproduce). Returns 1 to stop.
+ */
+static long task_step(__u32 i, void *arg)
+{
+	struct scratch *sc = ((struct loop_ctx *)arg)->sc;
+	struct pyprof_tasks *tk = &sc->tk;
+	struct pyprof_task_link *link;
+	__u64 task = sc->task_next, aw = 0, coro = 0, best = 0, used = 0, mask = 0, table = 0;
+	__u32 n = tk->ntasks, cnt, len;
+	__u8 is_task = 0, is_set = 0;
+
+	if (!task)
+		return 1;
+	if (n >= PYPROF_MAX_TASKS) {
+		tk->flags |= PYPROF_TF_CUT;
+		return 1;
+	}
+	for (__u32 j = 0; j < PYPROF_MAX_TASKS; j++) {
+		if (j >= n)
+			break;
+		if (tk->tasks[j].task == task) {
+			tk->flags |= PYPROF_TF_CYCLE;
+			return 1;
+		}
+	}
+	if (bpf_probe_read_user(&is_task, 1, (const void *)(task + sc->cfg.task_is_task)) ||
+	    bpf_probe_read_user(&coro, sizeof(coro), (const void *)(task + sc->cfg.task_coro)) ||
+	    bpf_probe_read_user(&aw, sizeof(aw), (const void *)(task + sc->cfg.task_awaited_by)) ||
+	    bpf_probe_read_user(&is_set, 1, (const void *)(task + sc->cfg.task_awaited_by_is_set))) {
+		tk->flags |= PYPROF_TF_FAULT;
+		return 1;
+	}
+	if (!is_task) {
+		/* A future (or a task of another kind): the chain ends. */
+		if (n)
+			tk->flags |= PYPROF_TF_FUTURE;
+		return 1;
+	}
+	link = &tk->tasks[n & (PYPROF_MAX_TASKS - 1)];
+	link->task = task;
+	link->coro = coro;
+	link->nawaiters = aw ? 1 : 0;
+	tk->ntasks = n + 1;
+	sc->task_next = 0;
+	if (!aw)
+		return 1;
+	if (!is_set) {
+		sc->task_next = aw;
+		return 0;
+	}
+	if (bpf_probe_read_user(&used, sizeof(used), (const void *)(aw + sc->cfg.set_used)) ||
+	    bpf_probe_read_user(&mask, sizeof(mask), (const void *)(aw + sc->cfg.set_mask)) ||
+	    bpf_probe_read_user(&table, sizeof(table), (const void *)(aw + sc->cfg.set_table)) ||
+	    !table) {
+		tk->flags |= PYPROF_TF_FAULT;
+		return 1;
+	}
+	link->nawaiters = (__u32)used;
+	cnt = mask + 1 > PYPROF_SET_SCAN ? PYPROF_SET_SCAN : (__u32)mask + 1;
+	if (mask + 1 > PYPROF_SET_SCAN)
+		tk->flags |= PYPROF_TF_SET_CUT;
+	len = cnt * 16;
+	if (len > sizeof(sc->set_buf))
+		len = sizeof(sc->set_buf);
+	if (!len || bpf_probe_read_user(sc->set_buf, len, (const void *)table)) {
+		tk->flags |= PYPROF_TF_FAULT;
+		return 1;
+	}
+	for (__u32 k = 0; k < PYPROF_SET_SCAN; k++) {
+		__u64 key, hash;
+
+		if (k >= cnt)
+			break;
+		key = sc->set_buf[2 * k];
+		hash = sc->set_buf[2 * k + 1];
+		/* Empty (NULL) and deleted (dummy key, hash -1) entries. */
+		if (!key || hash == (__u64)-1)
+			continue;
+		if (!best || key < best)
+			best = key;
+	}
+	sc->task_next = best;
+	return best ? 0 : 1;
+}
+
+/* --async: send the running task of @tstate's thread and its awaiters
+ * before the sample. */
+static __always_inline void send_tasks(struct scratch *sc, struct pyprof_sample *s, __u64 tstate)
+{
+	struct pyprof_tasks *tk = &sc->tk;
+	struct loop_ctx lc = { .sc = sc };
+	__u64 task = 0;
+	__u32 n;
+
+	if (bpf_probe_read_user(&task, sizeof(task),
+				(const void *)(tstate + sc->cfg.async_running_task)) || !task)
+		return;
+	tk->kind = PYPROF_REC_TASKS;
+	tk->tid = s->tid;
+	tk->ntasks = 0;
+	tk->flags = 0;
+	sc->task_next = task;
+	bpf_loop(PYPROF_MAX_TASKS + 1, task_step, &lc, 0);
+	n = tk->ntasks;
+	if (!n)
+		return;
+	if (n > PYPROF_MAX_TASKS)
+		n = PYPROF_MAX_TASKS;
+	if (bpf_ringbuf_output(&samples, tk, PYPROF_TASKS_SIZE(n), BPF_RB_NO_WAKEUP)) {
+		count(PYPROF_CNT_LOST);
+		return;
+	}
+	s->flags |= PYPROF_SF_TASKS;
+}
+
+/*
  * Sample the current thread: a tick (@switch_out false), or its leaving the
  * CPU (off-CPU modes; the thread is prev of a sched_switch, still current).
  * Returns 1 when a sample record was sent, 2 when a switch-out's record
@@ -1049,6 +1170,8 @@ static __always_inline int take_sample(bool switch_out)
 		th->last_seq = s->cache_seq;
 	}
 	gil_gc(sc, s, tstate);
+	if (sc->cfg.async_running_task && !switch_out)
+		send_tasks(sc, s, tstate);
 	if (th) {
 		/* What the next switch-out compares with (see above). */
 		th->last_walk_ns = s->ts_ns;

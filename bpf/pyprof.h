@@ -112,6 +112,9 @@ enum {
 	 * (a tick or a switch-out): not walked, no frames; the thread's last
 	 * stack stands for it (userspace keeps it). */
 	PYPROF_SF_REUSE = 1 << 15,
+	/* --async: a struct pyprof_tasks came before this sample (same CPU):
+	 * the running task of the thread and the tasks awaiting it. */
+	PYPROF_SF_TASKS = 1 << 16,
 };
 
 /* pyprof_frame.flags */
@@ -293,6 +296,24 @@ struct pyprof_config {
 	 * What a thread handing the GIL over thousands of times a second
 	 * costs the scheduler's critical path. */
 	__u64 offcpu_walk_ns;
+
+	/*
+	 * --async (3.14+, from the .AsyncioDebug table): every sample of a
+	 * thread running a task also sends that task and the chain of tasks
+	 * awaiting it (struct pyprof_tasks). running_task: offset in the
+	 * thread state of its running task (0: off). Per task object: what
+	 * awaits it (NULL, a task or future, or a set of them), the byte
+	 * saying that is a set, the byte saying the object is a Task, its
+	 * coroutine. Sets: used, mask, table (entries: key, hash).
+	 */
+	__u64 async_running_task;
+	__u64 task_awaited_by;
+	__u64 task_awaited_by_is_set;
+	__u64 task_is_task;
+	__u64 task_coro;
+	__u64 set_used;
+	__u64 set_mask;
+	__u64 set_table;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -422,7 +443,43 @@ enum pyprof_rec_kind {
 	/* --native: a tick's user registers and the top of its user stack,
 	 * before its sample (struct pyprof_ustack). */
 	PYPROF_REC_USTACK = 7,
+	/* --async: a sample's running task and its awaiters, before the
+	 * sample (struct pyprof_tasks). */
+	PYPROF_REC_TASKS = 8,
 };
+
+/* Tasks of one chain at most (the running one, its awaiter, ...). */
+#define PYPROF_MAX_TASKS	32
+/* Entries of an awaited_by set scanned for its lowest awaiter. */
+#define PYPROF_SET_SCAN		128
+
+/* pyprof_tasks.flags */
+enum {
+	PYPROF_TF_CUT = 1 << 0,		/* longer than PYPROF_MAX_TASKS */
+	PYPROF_TF_CYCLE = 1 << 1,	/* a task met again: not followed */
+	PYPROF_TF_FAULT = 1 << 2,	/* a read failed: the chain ends there */
+	PYPROF_TF_SET_CUT = 1 << 3,	/* a set larger than PYPROF_SET_SCAN: the
+					 * lowest of the entries scanned */
+	PYPROF_TF_FUTURE = 1 << 4,	/* the last awaits a future, not a task */
+};
+
+struct pyprof_task_link {
+	__u64 task;			/* the task object (its id) */
+	__u64 coro;			/* its coroutine */
+	__u32 nawaiters;		/* tasks or futures awaiting it */
+	__u32 pad;
+};
+
+struct pyprof_tasks {
+	__u32 kind;			/* PYPROF_REC_TASKS */
+	__u32 tid;			/* host tid of the sample it comes before */
+	__u32 ntasks;			/* the running task first, then its awaiters */
+	__u32 flags;			/* PYPROF_TF_* */
+	struct pyprof_task_link tasks[PYPROF_MAX_TASKS];
+};
+
+#define PYPROF_TASKS_SIZE(n)	(__builtin_offsetof(struct pyprof_tasks, tasks) + \
+				 (unsigned long)(n) * sizeof(struct pyprof_task_link))
 
 /*
  * Off-CPU modes. A thread of a target leaving the CPU blocked (or

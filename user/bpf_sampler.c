@@ -124,6 +124,12 @@ _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_THREAD_EXIT == (int)SAMPLE_THREAD_EXIT &&
 	       (int)PYPROF_EVAL_ENTRY == (int)SAMPLE_EVAL_ENTRY,
 	       "one status vocabulary");
+_Static_assert((int)PYPROF_TF_CUT == (int)SAMPLE_TF_CUT &&
+	       (int)PYPROF_TF_CYCLE == (int)SAMPLE_TF_CYCLE &&
+	       (int)PYPROF_TF_FAULT == (int)SAMPLE_TF_FAULT &&
+	       (int)PYPROF_TF_SET_CUT == (int)SAMPLE_TF_SET_CUT &&
+	       (int)PYPROF_TF_FUTURE == (int)SAMPLE_TF_FUTURE &&
+	       PYPROF_MAX_TASKS == SAMPLE_MAX_TASKS, "one task-chain vocabulary");
 
 enum thread_kind {
 	THREAD_OWN,		/* has (or is to get) an event we opened */
@@ -232,6 +238,12 @@ struct bpf_sampler {
 		uint64_t regs[PYPROF_NREGS];
 		uint8_t *stack;		/* native_stack bytes, made at first use */
 	} ust[64];
+	/* --async: ticks' task chains, the same way. */
+	struct tick_tasks {
+		pid_t tid;		/* 0: free */
+		uint32_t n, flags;
+		struct sample_task t[SAMPLE_MAX_TASKS];
+	} tks[64];
 };
 
 static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_config *c);
@@ -1028,6 +1040,21 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 	return ret;
 }
 
+int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
+{
+	struct pyprof_config *c = &s->main_cfg;
+
+	c->async_running_task = a->running_task;
+	c->task_awaited_by = a->task_awaited_by;
+	c->task_awaited_by_is_set = a->task_awaited_by_is_set;
+	c->task_is_task = a->task_is_task;
+	c->task_coro = a->task_coro;
+	c->set_used = a->set_used;
+	c->set_mask = a->set_mask;
+	c->set_table = a->set_table;
+	return write_proc(s, s->pid, c);
+}
+
 int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid)
 {
 	return write_proc(s, pid, NULL);
@@ -1146,6 +1173,37 @@ static const struct tick_kstack *take_tick_kstack(struct bpf_sampler *s, pid_t t
 	return t;
 }
 
+/* --async: a tick's task chain, kept for its sample (as kernel stacks are). */
+static void on_tick_tasks(struct bpf_sampler *s, const struct pyprof_tasks *e, size_t size)
+{
+	size_t nslots = sizeof(s->tks) / sizeof(s->tks[0]);
+	struct tick_tasks *t = &s->tks[e->tid % nslots];
+	uint32_t n = e->ntasks < PYPROF_MAX_TASKS ? e->ntasks : PYPROF_MAX_TASKS;
+
+	if (size < PYPROF_TASKS_SIZE(n)) {
+		s->errors++;
+		return;
+	}
+	t->tid = (pid_t)e->tid;
+	t->n = n;
+	t->flags = e->flags;
+	for (uint32_t i = 0; i < n; i++) {
+		t->t[i].task = e->tasks[i].task;
+		t->t[i].coro = e->tasks[i].coro;
+		t->t[i].nawaiters = e->tasks[i].nawaiters;
+	}
+}
+
+static const struct tick_tasks *take_tick_tasks(struct bpf_sampler *s, pid_t tid)
+{
+	struct tick_tasks *t = &s->tks[(uint32_t)tid % (sizeof(s->tks) / sizeof(s->tks[0]))];
+
+	if (t->tid != tid)
+		return NULL;
+	t->tid = 0;
+	return t;
+}
+
 static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
 {
 	size_t nslots = sizeof(s->ust) / sizeof(s->ust[0]);
@@ -1254,6 +1312,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct raw_sample rs;
 	const struct tick_kstack *kst;
 	const struct tick_ustack *ust;
+	const struct tick_tasks *tks;
 	int ret;
 
 	if (size >= sizeof(__u32) && r->kind == PYPROF_REC_CODE) {
@@ -1280,6 +1339,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	if (size >= sizeof(struct pyprof_ustack) && r->kind == PYPROF_REC_USTACK) {
 		on_tick_ustack(s, data);
+		return 0;
+	}
+	if (size >= PYPROF_TASKS_SIZE(0) && r->kind == PYPROF_REC_TASKS) {
+		on_tick_tasks(s, data, size);
 		return 0;
 	}
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
@@ -1337,6 +1400,12 @@ deliver:
 		rs.uregs = ust->regs;
 		rs.ustack = ust->stack;
 		rs.ustack_len = ust->len;
+	}
+	tks = r->flags & PYPROF_SF_TASKS ? take_tick_tasks(s, (pid_t)r->tid) : NULL;
+	if (tks) {
+		rs.ntasks = tks->n;
+		rs.tasks_flags = tks->flags;	/* SAMPLE_TF_* are PYPROF_TF_* */
+		rs.tasks = tks->t;
 	}
 	rs.pid = r->pid;
 	rs.tid = r->tid;

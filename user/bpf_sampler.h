@@ -126,6 +126,10 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 /* Follow @pid's execs (sampler_opts.exec_events) and children
  * (sampler_opts.follow_children) without sampling it: a process that runs
  * no Python, or none yet. 0 or -errno. */
+/* --async: the main target's samples carry its running task and the tasks
+ * awaiting it from now on (raw_sample.tasks). 0 or -errno. */
+int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a);
+
 int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid);
 /* Stop sampling @pid (not the main target); its samples still in the ring
  * are delivered. */

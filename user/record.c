@@ -24,6 +24,7 @@
 #include "pyproc.h"
 #include "rawrec.h"
 #include "offcpu/leaf.h"
+#include "asyncio/task_stacks.h"
 #include "native/merge.h"
 #include "native/unwind.h"
 #include "record.h"
@@ -68,6 +69,7 @@ struct record_env {
 	long native_stack;		/* --native: bytes of user stack; 0: off */
 	long stack_size;		/* --stack-size */
 	const struct record_sink *sink;	/* `top`: samples go there (record.h) */
+	int async;			/* --async */
 };
 
 /* --native: one unwinder per process, and what merging a sample takes. */
@@ -136,6 +138,11 @@ struct record_ctx {
 	struct native_work *nw;		/* NULL without --native */
 	/* Off-CPU time clipped off at -d, or by the end of the recording. */
 	uint64_t clipped_ns;
+	/* --async: the main target's task-aware stacks, once its asyncio
+	 * tables are found (3.14: once it imports asyncio). */
+	struct task_stacks *tasks;
+	struct proc_entry *async_proc;
+	int async_waiting;		/* asyncio not imported yet: said once */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -226,6 +233,7 @@ enum {
 	OPT_KERNEL,
 	OPT_NATIVE,
 	OPT_STACK_SIZE,
+	OPT_ASYNC,
 };
 
 static const struct argp_option record_options[] = {
@@ -256,6 +264,9 @@ static const struct argp_option record_options[] = {
 	  "libdw, no frame pointers needed", 0 },
 	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "--native: user stack copied per sample "
 	  "(default and most 32768)", 0 },
+	{ "async", OPT_ASYNC, "all", OPTION_ARG_OPTIONAL, "BPF, CPython 3.14+: task-aware "
+	  "stacks: a thread running an asyncio task shows that task's frames, then <task NAME>, "
+	  "then the frames of the task awaiting it, and so on to the root task", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -354,6 +365,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				   PYPROF_USTACK_MAX, arg);
 		env->stack_size = v;
 		break;
+	case OPT_ASYNC:
+		if (arg)
+			argp_error(state, "--async=%s: only running tasks are sampled so far "
+				   "(--async); pending tasks (--async=all) are not", arg);
+		env->async = 1;
+		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
 			argp_error(state, "invalid depth (1 to 65536): %s", arg);
@@ -400,6 +417,19 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--native is for the BPF backend");
 		if (env->native_stack && env->mode == SAMPLER_MODE_OFFCPU)
 			argp_error(state, "--native unwinds samples on a CPU: not with --mode off-cpu");
+		if (env->async && env->backend == BACKEND_REMOTE)
+			argp_error(state, "--async is for the BPF backend: the running task is "
+				   "read with the stack, in the kernel");
+		if (env->async && (env->subprocesses || env->npids > 1))
+			argp_error(state, "--async samples one process: not with --subprocesses "
+				   "or several -p targets");
+		if (env->async && env->native_stack)
+			argp_error(state, "--async and --native do not combine yet");
+		if (env->async && env->mode == SAMPLER_MODE_OFFCPU)
+			argp_error(state, "--async reads the running task of a tick: not with "
+				   "--mode off-cpu");
+		if (env->async && (env->raw || rawrec__wanted(env->out.format, env->out.output)))
+			argp_error(state, "--async: a raw recording does not keep tasks yet");
 		if (env->kernel && env->backend == BACKEND_REMOTE)
 			argp_error(state, "--kernel is for the BPF backend");
 		if (env->mode == SAMPLER_MODE_OFFCPU && env->events)
@@ -966,6 +996,14 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		return emit_interval(c, &s, r);
 	if (c->nw && r->uregs)
 		merge_native(c, r, &s);
+	if (c->tasks && r->ntasks && e == c->async_proc) {
+		rc = task_stacks__splice(c->tasks, r, clock_ns(CLOCK_MONOTONIC), &s.frames,
+					 &s.kinds, &s.nframes);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			s.unchanged = 0;
+	}
 	if (c->leaf) {
 		s.nleaf = leaf_names__frames(c->leaf, r, LEAF_CPU,
 					     c->env->mode == SAMPLER_MODE_GIL, leaf);
@@ -1015,6 +1053,59 @@ static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, dou
 	fprintf(stderr, "\r\033[K%.0f s: %llu samples, %llu lost, %llu truncated, %llu errors",
 		elapsed, (unsigned long long)st.samples, (unsigned long long)st.lost,
 		(unsigned long long)st.truncated, (unsigned long long)st.errors);
+}
+
+/*
+ * --async: find the main target's asyncio tables and have the program read
+ * each sample's running task and its awaiters. 0 when done or to be tried
+ * again later (3.14 maps its _asyncio module when asyncio is imported);
+ * -errno with @err for a target that cannot have it.
+ */
+static int async_enable(struct record_ctx *c, char *err, size_t errlen)
+{
+	struct proc_entry *e = c->async_proc;
+	struct asyncio_offsets ao;
+	struct sampler_async sa;
+	int rc;
+
+	if (c->tasks || !e || !c->bs)
+		return 0;
+	rc = asyncio_offsets__load(e->p, &ao, err, errlen);
+	if (rc == -ENOENT) {
+		if (!c->async_waiting)
+			fprintf(stderr, "pyprof-bpf: --async: asyncio is not imported yet; its "
+				"tasks are shown once it is\n");
+		c->async_waiting = 1;
+		return 0;
+	}
+	if (rc == -ENOTSUP)
+		snprintf(err, errlen, "--async: process %d runs Python %s: task-aware stacks need "
+			 "CPython 3.14 or later (its .AsyncioDebug table, see README)", (int)e->pid,
+			 e->version);
+	if (rc)
+		return rc;
+	rc = task_stacks__new(e->p, e->sym, &ao, &c->tasks);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	sa = (struct sampler_async){
+		.running_task = ao.tstate_running_task,
+		.task_awaited_by = ao.task_awaited_by,
+		.task_awaited_by_is_set = ao.task_awaited_by_is_set,
+		.task_is_task = ao.task_is_task,
+		.task_coro = ao.task_coro,
+		.set_used = ao.set_used,
+		.set_mask = ao.set_mask,
+		.set_table = ao.set_table,
+	};
+	rc = bpf_sampler__set_async(c->bs, &sa);
+	if (rc)
+		snprintf(err, errlen, "--async: cannot configure the BPF program: %s",
+			 strerror(-rc));
+	else if (c->async_waiting)
+		fprintf(stderr, "pyprof-bpf: --async: asyncio imported; sampling its tasks\n");
+	return rc;
 }
 
 /* A sample while a command is launched: no process is configured then, so
@@ -1396,6 +1487,18 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			goto fail;
 		}
 	}
+	if (env.async) {
+		if (!bs) {
+			rc = -ENOTSUP;
+			snprintf(err, sizeof(err), "--async needs the BPF backend (root, or "
+				 "CAP_BPF and CAP_PERFMON)");
+			goto fail;
+		}
+		ctx.async_proc = main_proc;
+		rc = async_enable(&ctx, err, sizeof(err));
+		if (rc)
+			goto fail;
+	}
 	/* Recording to a file from a terminal: end with the hottest functions. */
 	if (progress && ctx.out && env.out.output && strcmp(env.out.output, "-") &&
 	    !(env.out.format && strcmp(env.out.format, "top") == 0)) {
@@ -1478,6 +1581,9 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			    (bpf_sampler__unknown_tid(bs) && t >= next_refresh - 0.08)) {
 				next_refresh = t + 0.1;
 				retry_pending(&ctx);
+				if (env.async && !ctx.tasks &&
+				    (rc = async_enable(&ctx, err, sizeof(err))))
+					break;
 				if (multi ? !any_alive(&ctx) : !procfs__alive(env.pid)) {
 					ended = multi ? "every process exited" : "the target exited";
 					break;
@@ -1626,6 +1732,18 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			"or merged to their end (cut at [unwind-failed])%s\n",
 			(unsigned long long)ctx.nw->unwind_failed, (unsigned long long)ctx.nw->samples,
 			ctx.nw->no_unwinder ? "; some processes could not be opened for unwinding" : "");
+	if (ctx.tasks) {
+		struct task_stacks_stats ts;
+
+		task_stacks__stats(ctx.tasks, &ts);
+		fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; %llu awaiters not "
+			"read (<task [unread]>), %llu chains cut or torn, %llu snapshots%s\n",
+			(unsigned long long)ts.samples, (unsigned long long)ts.unknown,
+			(unsigned long long)ts.cut, (unsigned long long)ts.snapshots,
+			ts.snapshot_errors ? " (some failed)" : "");
+	} else if (env.async && !rc) {
+		fprintf(stderr, "pyprof-bpf: --async: the target never imported asyncio\n");
+	}
 	if (ctx.clipped_ns)
 		fprintf(stderr, "pyprof-bpf: %.3f s of off-CPU time after the %g s duration "
 			"was left out\n", ctx.clipped_ns / 1e9, env.duration);
@@ -1687,6 +1805,7 @@ out:
 	free(ctx.runs);
 	free(ctx.entries);
 	native_work__free(ctx.nw);
+	task_stacks__free(ctx.tasks);
 	procset__free(ctx.procs);
 	free(ctx.names);
 	pyproc__free(p);

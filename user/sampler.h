@@ -72,6 +72,38 @@ struct raw_sample {
 	const uint64_t *uregs;
 	const uint8_t *ustack;
 	uint32_t ustack_len;
+	/* --async (BPF): the task the thread was running, then the task
+	 * awaiting it, and so on, read with the stack (ntasks 0: none). */
+	uint32_t ntasks;
+	uint32_t tasks_flags;		/* SAMPLE_TF_* */
+	const struct sample_task *tasks;
+};
+
+/* Tasks of one chain at most (PYPROF_MAX_TASKS). */
+#define SAMPLE_MAX_TASKS 32
+
+/* One task of raw_sample.tasks. */
+struct sample_task {
+	uint64_t task;			/* the task object: its id */
+	uint64_t coro;			/* its coroutine */
+	uint32_t nawaiters;		/* tasks or futures awaiting it */
+};
+
+/* raw_sample.tasks_flags: how the chain of tasks ended early. */
+enum {
+	SAMPLE_TF_CUT = 1 << 0,		/* longer than the limit */
+	SAMPLE_TF_CYCLE = 1 << 1,	/* a task met again */
+	SAMPLE_TF_FAULT = 1 << 2,	/* a read failed */
+	SAMPLE_TF_SET_CUT = 1 << 3,	/* a big awaiter set, partly scanned */
+	SAMPLE_TF_FUTURE = 1 << 4,	/* the last task awaits a future */
+};
+
+/* --async: where a thread's running task and a task's awaiters are
+ * (offsets, from the 3.14+ .AsyncioDebug and _Py_DebugOffsets tables). */
+struct sampler_async {
+	uint64_t running_task;		/* in the thread state */
+	uint64_t task_awaited_by, task_awaited_by_is_set, task_is_task, task_coro;
+	uint64_t set_used, set_mask, set_table;
 };
 
 #define SAMPLE_NREGS 17

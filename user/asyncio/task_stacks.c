@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio/task_stacks.c - task-aware stacks for `record --async` (see
+ * task_stacks.h). The running task's part is the sample's own stack, as
+ * consistent as the stack; the awaiters' names and frames come from the last
+ * asyncio snapshot of the process, taken again (rate-limited) when a task
+ * the sample names is not in it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "asyncio/task_stacks.h"
+#include "output.h"
+#include "pyproc.h"
+
+/* Marker text of one task: "<task NAME>" or "<task NAME (N awaiters)>". */
+#define MARKER_MAX 192
+
+struct task_stacks {
+	struct pyproc *p;
+	struct symbolizer *sym;
+	struct asyncio_offsets ao;
+	struct asyncio_snapshot snap;	/* the last one (n == 0: none yet) */
+	struct asyncio_index *ix;
+	uint64_t snap_ns;		/* when it was taken; 0: never */
+	/* The spliced stack being built, and its markers' texts (each
+	 * MARKER_MAX bytes, one per task). */
+	struct py_sym out[TASK_STACKS_MAX];
+	uint8_t kinds[TASK_STACKS_MAX];
+	char markers[SAMPLE_MAX_TASKS + 1][MARKER_MAX];
+	struct task_stacks_stats st;
+};
+
+int task_stacks__new(struct pyproc *p, struct symbolizer *sym, const struct asyncio_offsets *ao,
+		     struct task_stacks **out)
+{
+	struct task_stacks *ts = calloc(1, sizeof(*ts));
+
+	if (!ts)
+		return -ENOMEM;
+	ts->p = p;
+	ts->sym = sym;
+	ts->ao = *ao;
+	*out = ts;
+	return 0;
+}
+
+static void drop_snapshot(struct task_stacks *ts)
+{
+	asyncio_index__free(ts->ix);
+	ts->ix = NULL;
+	asyncio_snapshot__free(&ts->snap);
+	memset(&ts->snap, 0, sizeof(ts->snap));
+}
+
+void task_stacks__free(struct task_stacks *ts)
+{
+	if (!ts)
+		return;
+	drop_snapshot(ts);
+	free(ts);
+}
+
+/* The task @id of the last snapshot, taking a new one when it is missing
+ * and the last is old enough. NULL: not known. */
+static const struct asyncio_task *find_task(struct task_stacks *ts, uint64_t id, uint64_t now_ns)
+{
+	char err[256];
+	long k;
+
+	k = ts->ix ? asyncio_index__find(ts->ix, id) : -1;
+	if (k >= 0)
+		return &ts->snap.tasks[k];
+	if (ts->snap_ns && now_ns - ts->snap_ns < TASK_STACKS_MIN_GAP_NS)
+		return NULL;
+	drop_snapshot(ts);
+	ts->snap_ns = now_ns;
+	ts->st.snapshots++;
+	if (asyncio_snapshot__take(ts->p, ts->sym, &ts->ao, &ts->snap, err, sizeof(err)) ||
+	    asyncio_index__new(&ts->snap, &ts->ix)) {
+		ts->st.snapshot_errors++;
+		drop_snapshot(ts);
+		return NULL;
+	}
+	k = asyncio_index__find(ts->ix, id);
+	return k >= 0 ? &ts->snap.tasks[k] : NULL;
+}
+
+/* Append one frame; false when the stack is full. */
+static bool push(struct task_stacks *ts, uint32_t *n, const struct py_sym *f, uint8_t kind)
+{
+	if (*n >= TASK_STACKS_MAX)
+		return false;
+	ts->out[*n] = *f;
+	ts->kinds[*n] = kind;
+	(*n)++;
+	return true;
+}
+
+static bool push_marker(struct task_stacks *ts, uint32_t *n, uint32_t i, const char *text)
+{
+	struct py_sym m = { .function = ts->markers[i], .file = "", .line = 0 };
+
+	snprintf(ts->markers[i], MARKER_MAX, "%s", text);
+	return push(ts, n, &m, OUT_FRAME_STATUS);
+}
+
+int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
+			const struct py_sym **frames, const uint8_t **kinds, uint32_t *nout)
+{
+	uint64_t frame = r->tasks[0].coro + ts->ao.gen_iframe;
+	uint32_t cut = UINT32_MAX, n = 0, ntasks = r->ntasks;
+	char text[MARKER_MAX];
+
+	if (ntasks > SAMPLE_MAX_TASKS)
+		ntasks = SAMPLE_MAX_TASKS;
+	/* The running task's coroutine frame: where its part of the stack
+	 * ends. Not there: the loop runs between two of its steps. */
+	for (uint32_t i = 0; i < r->nframes; i++) {
+		if (r->frames[i].frame == frame) {
+			cut = i;
+			break;
+		}
+	}
+	if (cut == UINT32_MAX || !r->tasks[0].coro) {
+		ts->st.not_in_stack++;
+		return 0;
+	}
+	symbolizer__next_sample(ts->sym);
+	for (uint32_t i = 0; i <= cut; i++) {
+		struct py_sym s;
+
+		if (r->frames[i].reserved & SAMPLE_FF_INTERP)
+			continue;
+		if (symbolizer__resolve(ts->sym, &r->frames[i], &s) == -ENOENT)
+			continue;
+		if (!s.function) {
+			s.function = "<unknown>";
+			s.file = "<unknown>";
+			s.line = -1;
+		}
+		if (!push(ts, &n, &s, OUT_FRAME_PYTHON))
+			break;
+	}
+	for (uint32_t t = 0; t < ntasks; t++) {
+		const struct asyncio_task *k = find_task(ts, r->tasks[t].task, now_ns);
+		const char *name = k && k->name ? k->name : NULL;
+
+		if (t && k) {
+			/* A suspended awaiter: its coroutine frames. */
+			for (size_t j = 0; j < k->nframes; j++)
+				if (!push(ts, &n, &k->frames[j], OUT_FRAME_PYTHON))
+					break;
+		}
+		if (!k)
+			ts->st.unknown++;
+		if (r->tasks[t].nawaiters > 1)
+			snprintf(text, sizeof(text), "<task %s (%u awaiters)>",
+				 name ? name : "[unread]", r->tasks[t].nawaiters);
+		else
+			snprintf(text, sizeof(text), "<task %s>", name ? name : "[unread]");
+		if (!push_marker(ts, &n, t, text))
+			break;
+	}
+	if (r->tasks_flags & (SAMPLE_TF_CUT | SAMPLE_TF_CYCLE | SAMPLE_TF_FAULT)) {
+		ts->st.cut++;
+		push_marker(ts, &n, ntasks,
+			    r->tasks_flags & SAMPLE_TF_CYCLE ? "[task-cycle]" :
+			    r->tasks_flags & SAMPLE_TF_CUT ? "[tasks-truncated]" : "[torn]");
+	}
+	ts->st.samples++;
+	*frames = ts->out;
+	*kinds = ts->kinds;
+	*nout = n;
+	return 1;
+}
+
+void task_stacks__stats(const struct task_stacks *ts, struct task_stacks_stats *st)
+{
+	*st = ts->st;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio/task_stacks.h - `record --async`: a sample of a thread running an
+ * asyncio task, told as that task's frames, then `<task NAME>`, then the
+ * frames of the task awaiting it and its marker, and so on to the root task.
+ *
+ * Which task runs and which tasks await it come with the sample (the BPF
+ * program reads them with the stack: raw_sample.tasks). The running task's
+ * frames are the sample's own, cut at its coroutine's frame (the event
+ * loop's frames below it are left out). The awaiting tasks are suspended:
+ * their names and coroutine frames are read from the target (an asyncio
+ * snapshot, taken again when a task is missing from the last one, at most
+ * every TASK_STACKS_MIN_GAP_NS).
+ */
+#ifndef PYPROF_ASYNCIO_TASK_STACKS_H
+#define PYPROF_ASYNCIO_TASK_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "asyncio/asyncio.h"
+#include "sampler.h"
+#include "symbolizer.h"
+
+#define TASK_STACKS_MIN_GAP_NS (100 * 1000000ULL)
+/* Frames of one spliced stack at most (markers included). */
+#define TASK_STACKS_MAX 4096
+
+struct task_stacks;
+
+struct task_stacks_stats {
+	uint64_t samples;	/* samples spliced */
+	uint64_t not_in_stack;	/* a task running whose frame the stack lacked */
+	uint64_t unknown;	/* awaiters not in any snapshot: marked */
+	uint64_t snapshots;	/* snapshots taken */
+	uint64_t snapshot_errors;
+	uint64_t cut;		/* chains the program cut, looped or could not read */
+};
+
+int task_stacks__new(struct pyproc *p, struct symbolizer *sym, const struct asyncio_offsets *ao,
+		     struct task_stacks **out);
+void task_stacks__free(struct task_stacks *ts);
+
+/*
+ * The task-aware stack of @r (which has r->ntasks > 0): frames innermost
+ * first into *frames (valid until the next call), each with its kind
+ * (OUT_FRAME_PYTHON or OUT_FRAME_STATUS for markers) in *kinds. Returns 1
+ * when spliced, 0 when the sample is to be shown as it is (its running
+ * task's frame is not in its stack: between two steps of the loop), or
+ * -ENOMEM.
+ */
+int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
+			const struct py_sym **frames, const uint8_t **kinds, uint32_t *n);
+
+void task_stacks__stats(const struct task_stacks *ts, struct task_stacks_stats *st);
+
+#endif
