@@ -9,7 +9,9 @@ with the stack; the awaiters' names and suspended frames from the target.
 
 a. test_task_tree (3.14, 3.15): tests/targets/async_rec_tree.py's fixed tree
    (a TaskGroup under a named task, gather of unnamed tasks, wait_for inside
-   a named task, all under the renamed main task): of the samples in burn(),
+   a named task, a task awaited by two (followed through the one of lower
+   id, marked "(2 awaiters)"), all under the renamed main task): of the
+   samples in burn(),
    >= 97% carry exactly the chain of markers and frames of their task (known
    by construction), each worker kind present; no sample names a task the
    program does not have (names checked against the target's own list).
@@ -23,11 +25,9 @@ c. test_asyncio_imported_late (3.14): the target imports asyncio only after
 d. test_refused_before_3_14 (3.11, 3.12, 3.13): a clear error, exit 1.
 """
 import collections
-import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -96,12 +96,15 @@ def tasks_of(frames):
 # --------------------------------------------------------------------------
 # a. a fixed tree
 
-def expected_tail(kind, k):
+def expected_tail(kind, k, low=None):
     """The stack (outermost first, function names and markers) from the
     root task down to burn, for a leaf task of kind."""
     if kind == "tg":
         return ["<task main>", "main", "<task parent>", "parent", "TaskGroup.__aexit__",
                 "TaskGroup._aexit", f"<task tg-{k}>", "tg_worker", "leaf", "burn"]
+    if kind == "shared":
+        return ["<task main>", "main", f"<task {low}>", "awaiting",
+                "<task shared (2 awaiters)>", "shared_fn", "leaf", "burn"]
     if kind == "gather":
         return ["<task main>", "main", None, "gather_child", "leaf", "burn"]
     return ["<task main>", "main", "<task waiter>", "waiter", "wait_for", "spin_for",
@@ -113,8 +116,9 @@ def test_task_tree(interp, procs, tmp_path):
     seen, host = out_path(interp, procs, tmp_path, "tree.ready")
     p, script = start(interp, procs, tmp_path, "async_rec_tree.py", [seen], "tree")
     wait_file(p, host, f"async_rec_tree.py on {interp.label}")
-    names = set(open(host).read().split())
-    assert {"main", "parent", "tg-0", "tg-1", "waiter"} <= names, names
+    lines = open(host).read().split("\n")
+    names, low = set(lines[0].split()), lines[1]
+    assert {"main", "parent", "tg-0", "tg-1", "waiter", "sa", "sb", "shared"} <= names, names
     rec, stacks = record(procs, tmp_path, pyenvs.leaf_pid(p.pid))
     assert "--async:" in rec.stderr, rec.stderr
 
@@ -133,10 +137,12 @@ def test_task_tree(interp, procs, tmp_path):
             kind, k = "gather", None
         elif "spin_for" in fs:
             kind, k = "waiter", None
+        elif "shared_fn" in fs:
+            kind, k = "shared", None
         else:
             bad.append(fs)
             continue
-        want = expected_tail(kind, k)
+        want = expected_tail(kind, k, low)
         ok = len(fs) == len(want) and all(
             (x is None and y.startswith("<task Task-")) or x == y for x, y in zip(want, fs))
         if ok:
@@ -149,7 +155,7 @@ def test_task_tree(interp, procs, tmp_path):
     assert total >= 300 * PERIOD, f"only {total} samples in burn\n{rec.stderr}"
     assert good >= 0.97 * total, (f"{total - good} of {total} samples in burn without their "
                                   f"task's exact chain; e.g. {bad[:3]}\n{rec.stderr}")
-    assert set(kinds) == {"tg", "gather", "waiter"}, kinds
+    assert set(kinds) == {"tg", "gather", "waiter", "shared"}, kinds
 
 
 # --------------------------------------------------------------------------

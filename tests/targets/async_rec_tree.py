@@ -7,7 +7,10 @@ asyncio tasks, every leaf task burning CPU in burn() between yields.
     parent   (named)  -> a TaskGroup of tg-0, tg-1 (named): tg_worker
     Task-N x 2 (unnamed, made by gather from coroutines): gather_child
     waiter   (named)  -> asyncio.wait_for(spin_for()): runs in waiter itself
-READY_FILE gets the tasks' names once all of them run.
+    sa, sb   (named)  -> both await one task, shared (named): shared_fn
+READY_FILE gets the tasks' names once all of them run, then a line naming
+whichever of sa and sb has the lower id() (its address: the awaiter a
+profiler follows when several await one task).
 """
 import asyncio
 import os
@@ -51,11 +54,20 @@ async def waiter():
     await asyncio.wait_for(spin_for(), timeout=1e6)
 
 
-async def announce():
+async def shared_fn():
+    await leaf("shared")
+
+
+async def awaiting(t):
+    await t
+
+
+async def announce(sa, sb):
     await asyncio.sleep(0.2)
     names = sorted(t.get_name() for t in asyncio.all_tasks())
     with open(READY + ".tmp", "w") as f:
         f.write(" ".join(names) + "\n")
+        f.write(("sa" if id(sa) < id(sb) else "sb") + "\n")
     os.rename(READY + ".tmp", READY)
 
 
@@ -63,8 +75,11 @@ async def main():
     asyncio.current_task().set_name("main")
     p = asyncio.create_task(parent(), name="parent")
     w = asyncio.create_task(waiter(), name="waiter")
-    asyncio.create_task(announce(), name="announce")
-    await asyncio.gather(p, gather_child(0), gather_child(1), w)
+    shared = asyncio.create_task(shared_fn(), name="shared")
+    sa = asyncio.create_task(awaiting(shared), name="sa")
+    sb = asyncio.create_task(awaiting(shared), name="sb")
+    asyncio.create_task(announce(sa, sb), name="announce")
+    await asyncio.gather(p, gather_child(0), gather_child(1), w, sa, sb)
 
 
 asyncio.run(main())
