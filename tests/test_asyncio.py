@@ -91,7 +91,8 @@ def start(interp, procs, tmp_path, script, *args, pidns=False):
 
 
 def check_shape(doc, pid, interp):
-    assert set(doc) == {"pid", "python", "torn", "finished_during_dump", "tasks"}, doc.keys()
+    assert set(doc) == {"pid", "python", "torn", "finished_during_dump", "lists_truncated",
+                        "lists_torn", "tasks"}, doc.keys()
     assert doc["pid"] == pid
     assert doc["python"] == interp.version_str
     for t in doc["tasks"]:
@@ -390,6 +391,7 @@ def test_hundred_thousand_tasks(label, procs, tmp_path):
     doc = json.loads(proc.stdout)
     assert len(doc["tasks"]) == 65536
     assert b"longer than 65536" in proc.stderr, proc.stderr
+    assert doc["lists_truncated"] == 1
     print(f"{label}: 100,001 tasks, 65,536 shown in {took:.2f} s")
 
 
@@ -475,7 +477,9 @@ def test_hostile_memory(label, procs, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert took < BOUND
     assert b"kept changing" in proc.stderr, proc.stderr
-    names = [t["name"] for t in json.loads(proc.stdout)["tasks"]]
+    doc = json.loads(proc.stdout)
+    assert doc["lists_torn"] == 1
+    names = [t["name"] for t in doc["tasks"]]
     assert "waiter" in names and "orphan" in names
     print(f"{label}: a self-linked task list walked in {took:.2f} s")
 

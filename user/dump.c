@@ -125,8 +125,9 @@ static void print_async_json(FILE *out, struct pyproc *p, const struct asyncio_s
 {
 	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
 	json_write_string(out, pyproc__version(p));
-	fprintf(out, ", \"torn\": %zu, \"finished_during_dump\": %zu, \"tasks\": [",
-		s->torn, s->finished);
+	fprintf(out, ", \"torn\": %zu, \"finished_during_dump\": %zu, \"lists_truncated\": %zu, "
+		"\"lists_torn\": %zu, \"tasks\": [", s->torn, s->finished, s->lists_cut,
+		s->lists_torn);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct asyncio_task *t = &s->tasks[i];
 
