@@ -270,7 +270,85 @@ static uint64_t perf_address(const struct out_addr *a)
 struct perf_state {
 	uint64_t last_ts;
 	const char *event;
+	/* By frame id: the frame's whole line (Python and marker frames, and
+	 * frames with no address), or " (dso)\n" (native and kernel frames,
+	 * whose address and offset change per sample); built on first use. */
+	char **lines;
+	uint32_t *lens;
+	uint32_t nlines, cap;
+	char *buf;		/* the sample's text, written with one fwrite */
+	size_t buf_cap;
 };
+
+/* @v as perf's "%16lx": lower-case hex, right-aligned in 16 columns. */
+static size_t put_hex16(char *p, uint64_t v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = hex[v & 15];
+		v >>= 4;
+	} while (v);
+	memset(p, ' ', 16 - (size_t)n);
+	for (int i = 0; i < n; i++)
+		p[16 - 1 - i] = tmp[i];
+	return 16;
+}
+
+/* "+0x<v>" */
+static size_t put_off(char *p, uint64_t v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[16];
+	size_t n = 0, k = 0;
+
+	do {
+		tmp[n++] = hex[v & 15];
+		v >>= 4;
+	} while (v);
+	p[k++] = '+';
+	p[k++] = '0';
+	p[k++] = 'x';
+	while (n)
+		p[k++] = tmp[--n];
+	return k;
+}
+
+/* The cached text of frame @id (see struct perf_state); NULL: ENOMEM. */
+static const char *frame_line(struct perf_state *st, const struct out_frame *fr, uint32_t id,
+			      int addressed, uint32_t *len)
+{
+	size_t n;
+	char *l;
+
+	if (id >= st->nlines) {
+		uint32_t cap = st->cap, old = st->nlines;
+
+		if (out_grow((void **)&st->lines, &cap, (uint64_t)id + 1, sizeof(*st->lines)) ||
+		    out_grow((void **)&st->lens, &st->cap, (uint64_t)id + 1, sizeof(*st->lens)))
+			return NULL;
+		st->nlines = st->cap < cap ? st->cap : cap;
+		memset(st->lines + old, 0, (st->nlines - old) * sizeof(*st->lines));
+	}
+	if (st->lines[id]) {
+		*len = st->lens[id];
+		return st->lines[id];
+	}
+	n = strlen(fr->text) + strlen(fr->dso) + 24;
+	l = malloc(n);
+	if (!l)
+		return NULL;
+	if (addressed)
+		n = (size_t)snprintf(l, n, " (%s)\n", fr->dso);
+	else
+		n = (size_t)snprintf(l, n, "\t%16" PRIx64 " %s (%s)\n", fr->addr, fr->text, fr->dso);
+	st->lines[id] = l;
+	st->lens[id] = (uint32_t)n;
+	*len = (uint32_t)n;
+	return l;
+}
 
 static int perf_add(struct output *o, const struct out_sample *s, uint32_t thread,
 		    const uint32_t *stack, uint32_t n)
@@ -279,6 +357,8 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 	const struct out_thread *t = &o->m.threads[thread];
 	char ts[32];
 	uint64_t when;
+	size_t pos, need;
+	int hl;
 
 	if (!st) {
 		st = calloc(1, sizeof(*st));
@@ -290,12 +370,33 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 	when = s->ts_ns / 1000 < st->last_ts ? st->last_ts : s->ts_ns / 1000;
 	st->last_ts = when;
 	snprintf(ts, sizeof(ts), "%" PRIu64 ".%06" PRIu64, when / 1000000, when % 1000000);
-	fprintf(o->f, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm, (int)s->pid,
-		(int)s->tid, s->cpu, ts, out_weight(s), s->event ? s->event : st->event);
+	hl = snprintf(NULL, 0, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm,
+		      (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
+		      s->event ? s->event : st->event);
+	need = (size_t)hl + 2;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct out_frame *fr = &o->m.frames[stack[i]];
+
+		need += strlen(fr->text) + strlen(fr->dso) + 48;
+	}
+	if (need > st->buf_cap) {
+		char *b = realloc(st->buf, need);
+
+		if (!b)
+			return -ENOMEM;
+		st->buf = b;
+		st->buf_cap = need;
+	}
+	snprintf(st->buf, need, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm,
+		 (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
+		 s->event ? s->event : st->event);
+	pos = (size_t)hl;
 	for (uint32_t i = n; i-- > 0;) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
 		const struct out_addr *a = NULL;
 		struct out_addr ka;
+		const char *line;
+		uint32_t len;
 
 		/* Native frames (s->frames, reversed) and leaf frames (last)
 		 * carry their addresses. */
@@ -312,22 +413,40 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 			if (!a->pc)
 				a = NULL;
 		}
-		if (!a) {
-			fprintf(o->f, "\t%16" PRIx64 " %s (%s)\n", fr->addr, fr->text, fr->dso);
-			continue;
+		line = frame_line(st, fr, stack[i], a != NULL, &len);
+		if (!line)
+			return -ENOMEM;
+		if (a) {
+			size_t tl = strlen(fr->text);
+
+			st->buf[pos++] = '\t';
+			pos += put_hex16(st->buf + pos, perf_address(a));
+			st->buf[pos++] = ' ';
+			memcpy(st->buf + pos, fr->text, tl);
+			pos += tl;
+			if (strcmp(fr->text, "[unknown]"))
+				pos += put_off(st->buf + pos, a->symoff);
 		}
-		fprintf(o->f, "\t%16" PRIx64 " %s", perf_address(a), fr->text);
-		if (strcmp(fr->text, "[unknown]"))
-			fprintf(o->f, "+0x%" PRIx64, a->symoff);
-		fprintf(o->f, " (%s)\n", fr->dso);
+		memcpy(st->buf + pos, line, len);
+		pos += len;
 	}
-	fputc('\n', o->f);
+	st->buf[pos++] = '\n';
+	fwrite(st->buf, 1, pos, o->f);
 	return output__check_io(o);
 }
 
 static void perf_free(struct output *o)
 {
-	free(o->priv);
+	struct perf_state *st = o->priv;
+
+	if (st) {
+		for (uint32_t i = 0; i < st->nlines; i++)
+			free(st->lines[i]);
+		free(st->lines);
+		free(st->lens);
+		free(st->buf);
+		free(st);
+	}
 	o->priv = NULL;
 }
 
