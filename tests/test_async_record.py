@@ -20,6 +20,11 @@ b. test_echo_server (3.14, 3.15): asyncio.start_server echo service driven by
    work(), >= 97% have a per-connection handler task as their root
    (`<task Task-N>` outermost, handle() right under it), and at least 4
    distinct handler tasks show.
+c2. test_pending_tasks (3.14, 3.15): --async=all -F 99 on three tasks that
+   sleep in a loop and one that burns CPU: each sleeper's weight (its own
+   stack: <task main>, main, <task sleeper-K>, nap, sleep) within 10% of the
+   recording's length, in that exact stack for >= 95% of it; the main task,
+   pending in gather, the same; the burner's CPU samples still there.
 c. test_asyncio_imported_late (3.14): the target imports asyncio only after
    recording started: pyprof-bpf says it waits for it, then its task shows.
 d. test_refused_before_3_14 (3.11, 3.12, 3.13): a clear error, exit 1.
@@ -212,6 +217,49 @@ def test_echo_server(interp, procs, tmp_path):
     assert total >= 200 * PERIOD, f"only {total // PERIOD} samples in work()\n{rec.stderr}"
     assert rooted >= 0.97 * total, f"not rooted at their handler task: {bad[:3]}"
     assert len(roots) >= 4, f"handler tasks seen: {sorted(roots)}"
+
+
+# --------------------------------------------------------------------------
+# c2. every pending task (--async=all)
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_pending_tasks(interp, procs, tmp_path):
+    seen, host = out_path(interp, procs, tmp_path, "sleepers.ready")
+    p, script = start(interp, procs, tmp_path, "async_rec_sleepers.py", [seen], "sleepers")
+    wait_file(p, host, f"async_rec_sleepers.py on {interp.label}")
+    out = str(tmp_path / "all.folded")
+    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+              ["-F", 99, "-d", 3, "--async=all", "--format", "collapsed", "-o", out]
+              ).wait_started()
+    rec.finish(3)
+    secs = rec.summary["secs"]
+    assert "stacks of pending tasks" in rec.stderr, rec.stderr
+    stacks = parse(out)
+    total, exact = collections.Counter(), collections.Counter()
+    burner = 0
+    for frames, w in stacks:
+        fs = funcs(frames)
+        ts = tasks_of(frames)
+        if not ts:
+            continue
+        owner = ts[-1][len("<task "):-1]
+        total[owner] += w
+        if owner.startswith("sleeper-"):
+            want = ["<task main>", "main", f"<task {owner}>", "nap", "sleep"]
+            if fs == want and frames[-1][1].endswith("asyncio/tasks.py"):
+                exact[owner] += w
+        elif owner == "main" and fs == ["<task main>", "main"]:
+            exact[owner] += w
+        elif owner == "burner" and fs[-1] == "burn":
+            burner += w
+    print(f"\nASYNC pending {interp.label} " + " ".join(
+        f"{k}={v / 1e9:.3f}s({exact[k] / max(v, 1):.0%})" for k, v in sorted(total.items()))
+        + f" burner-cpu={burner / 1e9:.3f}s over {secs}s")
+    for k in ["main", "sleeper-0", "sleeper-1", "sleeper-2"]:
+        assert abs(total[k] / 1e9 - secs) <= 0.1 * secs, (
+            f"{k}: {total[k] / 1e9:.3f} s of pending stacks in a {secs} s recording")
+        assert exact[k] >= 0.95 * total[k], f"{k}: {exact[k]} of {total[k]} in its exact stack"
+    assert burner > 0, "no CPU sample of the burner"
 
 
 # --------------------------------------------------------------------------

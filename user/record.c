@@ -69,7 +69,7 @@ struct record_env {
 	long native_stack;		/* --native: bytes of user stack; 0: off */
 	long stack_size;		/* --stack-size */
 	const struct record_sink *sink;	/* `top`: samples go there (record.h) */
-	int async;			/* --async */
+	int async;			/* --async: 1; --async=all: 2 */
 };
 
 /* --native: one unwinder per process, and what merging a sample takes. */
@@ -143,6 +143,8 @@ struct record_ctx {
 	struct task_stacks *tasks;
 	struct proc_entry *async_proc;
 	int async_waiting;		/* asyncio not imported yet: said once */
+	uint64_t pending_ns;		/* --async=all: the last pending tasks' time */
+	uint64_t pending_weight;	/* and the weight of this round's */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -266,7 +268,9 @@ static const struct argp_option record_options[] = {
 	  "(default and most 32768)", 0 },
 	{ "async", OPT_ASYNC, "all", OPTION_ARG_OPTIONAL, "BPF, CPython 3.14+: task-aware "
 	  "stacks: a thread running an asyncio task shows that task's frames, then <task NAME>, "
-	  "then the frames of the task awaiting it, and so on to the root task", 0 },
+	  "then the frames of the task awaiting it, and so on to the root task; =all: also "
+	  "every pending task at each tick, read from outside, weighing the wall time since "
+	  "the last (event task-wait)", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -366,10 +370,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		env->stack_size = v;
 		break;
 	case OPT_ASYNC:
-		if (arg)
-			argp_error(state, "--async=%s: only running tasks are sampled so far "
-				   "(--async); pending tasks (--async=all) are not", arg);
-		env->async = 1;
+		if (arg && strcmp(arg, "all"))
+			argp_error(state, "invalid --async=%s (--async, or --async=all)", arg);
+		env->async = arg ? 2 : 1;
 		break;
 	case OPT_MAX_DEPTH:
 		if (parse_long(arg, 1, 65536, &v))
@@ -1108,6 +1111,56 @@ static int async_enable(struct record_ctx *c, char *err, size_t errlen)
 	return rc;
 }
 
+/* --async=all: one pending task's stack, weighing the time since the last. */
+static int on_pending_task(void *ctx, const struct asyncio_task *t, const struct py_sym *frames,
+			   const uint8_t *kinds, uint32_t n)
+{
+	struct record_ctx *c = ctx;
+	struct proc_entry *e = c->async_proc;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	pid_t tid = t->tid ? t->tid : e->pid;
+	struct out_sample s = {
+		.comm = e->comm,
+		.pid = e->pid,
+		.tid = tid,
+		.thread_name = thread_name(c, e->pid, tid, e->comm),
+		.ts_ns = now,
+		.period_ns = c->pending_weight,
+		.status = SAMPLE_COMPLETE,
+		.frames = frames,
+		.kinds = kinds,
+		.nframes = n,
+		.event = "task-wait",
+	};
+
+	return emit(c, &s);
+}
+
+/* --async=all: every pending task, once a period; the weight is the time
+ * since the last time (a snapshot of many tasks takes a while). */
+static int emit_pending(struct record_ctx *c)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	int rc;
+
+	if (!c->tasks)
+		return 0;
+	if (!c->pending_ns) {
+		c->pending_ns = now;
+		return 0;
+	}
+	if (now - c->pending_ns < c->period_ns)
+		return 0;
+	if (c->deadline_ns && now > c->deadline_ns)
+		now = c->deadline_ns;
+	c->pending_weight = now - c->pending_ns;
+	rc = task_stacks__pending(c->tasks, now, on_pending_task, c);
+	c->pending_ns = now;
+	/* A snapshot that failed (the target changing, or gone) costs this
+	 * round: counted in the summary. */
+	return rc == -ENOMEM || c->out_err ? rc : 0;
+}
+
 /* A sample while a command is launched: no process is configured then, so
  * none should come; one that does is counted as unreadable, not shown. */
 static int drop_sample(void *ctx, const struct raw_sample *r)
@@ -1575,6 +1628,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			rc = 0;
 			if (ctx.past_deadline)
 				break;
+			if (env.async == 2 && (rc = emit_pending(&ctx)))
+				break;
 			/* A new thread's state is wanted soon: until then its
 			 * samples have no stack. */
 			if (t >= next_refresh ||
@@ -1737,10 +1792,13 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 
 		task_stacks__stats(ctx.tasks, &ts);
 		fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; %llu awaiters not "
-			"read (<task [unread]>), %llu chains cut or torn, %llu snapshots%s\n",
+			"read (<task [unread]>), %llu chains cut or torn, %llu snapshots%s",
 			(unsigned long long)ts.samples, (unsigned long long)ts.unknown,
 			(unsigned long long)ts.cut, (unsigned long long)ts.snapshots,
 			ts.snapshot_errors ? " (some failed)" : "");
+		if (env.async == 2)
+			fprintf(stderr, "; %llu stacks of pending tasks", (unsigned long long)ts.pending);
+		fputc('\n', stderr);
 	} else if (env.async && !rc) {
 		fprintf(stderr, "pyprof-bpf: --async: the target never imported asyncio\n");
 	}

@@ -64,9 +64,10 @@ void task_stacks__free(struct task_stacks *ts)
 
 /* The task @id of the last snapshot, taking a new one when it is missing
  * and the last is old enough. NULL: not known. */
+static int take_snapshot(struct task_stacks *ts, uint64_t now_ns);
+
 static const struct asyncio_task *find_task(struct task_stacks *ts, uint64_t id, uint64_t now_ns)
 {
-	char err[256];
 	long k;
 
 	k = ts->ix ? asyncio_index__find(ts->ix, id) : -1;
@@ -74,15 +75,8 @@ static const struct asyncio_task *find_task(struct task_stacks *ts, uint64_t id,
 		return &ts->snap.tasks[k];
 	if (ts->snap_ns && now_ns - ts->snap_ns < TASK_STACKS_MIN_GAP_NS)
 		return NULL;
-	drop_snapshot(ts);
-	ts->snap_ns = now_ns;
-	ts->st.snapshots++;
-	if (asyncio_snapshot__take(ts->p, ts->sym, &ts->ao, &ts->snap, err, sizeof(err)) ||
-	    asyncio_index__new(&ts->snap, &ts->ix)) {
-		ts->st.snapshot_errors++;
-		drop_snapshot(ts);
+	if (take_snapshot(ts, now_ns))
 		return NULL;
-	}
 	k = asyncio_index__find(ts->ix, id);
 	return k >= 0 ? &ts->snap.tasks[k] : NULL;
 }
@@ -174,6 +168,89 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 	*kinds = ts->kinds;
 	*nout = n;
 	return 1;
+}
+
+/* Take a snapshot now (the splice's cache too). 0 or -errno. */
+static int take_snapshot(struct task_stacks *ts, uint64_t now_ns)
+{
+	char err[256];
+	int rc;
+
+	drop_snapshot(ts);
+	ts->snap_ns = now_ns;
+	ts->st.snapshots++;
+	rc = asyncio_snapshot__take(ts->p, ts->sym, &ts->ao, &ts->snap, err, sizeof(err));
+	if (!rc)
+		rc = asyncio_index__new(&ts->snap, &ts->ix);
+	if (rc) {
+		ts->st.snapshot_errors++;
+		drop_snapshot(ts);
+	}
+	return rc;
+}
+
+/* The awaiter a chain follows: the lowest id of @t's awaiters that is a
+ * task of the snapshot; -1 when none is. */
+static long awaiter_of(const struct task_stacks *ts, const struct asyncio_task *t)
+{
+	long best = -1;
+
+	for (size_t i = 0; i < t->nawaited; i++) {
+		long k = asyncio_index__find(ts->ix, t->awaited_by[i]);
+
+		if (k >= 0 && (best < 0 || ts->snap.tasks[k].addr < ts->snap.tasks[best].addr))
+			best = k;
+	}
+	return best;
+}
+
+int task_stacks__pending(struct task_stacks *ts, uint64_t now_ns, task_stack_fn fn, void *ctx)
+{
+	char text[MARKER_MAX];
+	int rc;
+
+	rc = take_snapshot(ts, now_ns);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < ts->snap.n; i++) {
+		const struct asyncio_task *t = &ts->snap.tasks[i];
+		long seen[SAMPLE_MAX_TASKS];
+		uint32_t n = 0, depth = 0;
+		long k = (long)i;
+
+		if (t->state != ASYNCIO_TASK_PENDING && t->state != ASYNCIO_TASK_CREATED)
+			continue;
+		while (k >= 0) {
+			const struct asyncio_task *a = &ts->snap.tasks[k];
+			bool cycle = false;
+
+			for (uint32_t j = 0; j < depth; j++)
+				cycle |= seen[j] == k;
+			if (cycle || depth == SAMPLE_MAX_TASKS) {
+				push_marker(ts, &n, depth < SAMPLE_MAX_TASKS ? depth : SAMPLE_MAX_TASKS,
+					    cycle ? "[task-cycle]" : "[tasks-truncated]");
+				break;
+			}
+			seen[depth] = k;
+			for (size_t j = 0; j < a->nframes; j++)
+				if (!push(ts, &n, &a->frames[j], OUT_FRAME_PYTHON))
+					break;
+			if (a->nawaited > 1)
+				snprintf(text, sizeof(text), "<task %s (%zu awaiters)>", a->name,
+					 a->nawaited);
+			else
+				snprintf(text, sizeof(text), "<task %s>", a->name);
+			if (!push_marker(ts, &n, depth, text))
+				break;
+			depth++;
+			k = awaiter_of(ts, a);
+		}
+		ts->st.pending++;
+		rc = fn(ctx, t, ts->out, ts->kinds, n);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 void task_stacks__stats(const struct task_stacks *ts, struct task_stacks_stats *st)

@@ -34,6 +34,7 @@ struct task_stacks_stats {
 	uint64_t snapshots;	/* snapshots taken */
 	uint64_t snapshot_errors;
 	uint64_t cut;		/* chains the program cut, looped or could not read */
+	uint64_t pending;	/* stacks of pending tasks given (--async=all) */
 };
 
 int task_stacks__new(struct pyproc *p, struct symbolizer *sym, const struct asyncio_offsets *ao,
@@ -50,6 +51,18 @@ void task_stacks__free(struct task_stacks *ts);
  */
 int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
 			const struct py_sym **frames, const uint8_t **kinds, uint32_t *n);
+
+/*
+ * --async=all: every task of the process that is not running (pending, or
+ * not started), from a snapshot taken now: @fn gets each one's stack, its
+ * suspended frames (innermost: what it awaits), its marker, then its
+ * awaiters' frames and markers as in task_stacks__splice(). A non-zero
+ * return of @fn stops and is returned; else 0 or -errno (the snapshot
+ * failed: nothing this time, counted).
+ */
+typedef int (*task_stack_fn)(void *ctx, const struct asyncio_task *t, const struct py_sym *frames,
+			     const uint8_t *kinds, uint32_t n);
+int task_stacks__pending(struct task_stacks *ts, uint64_t now_ns, task_stack_fn fn, void *ctx);
 
 void task_stacks__stats(const struct task_stacks *ts, struct task_stacks_stats *st);
 
