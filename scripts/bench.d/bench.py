@@ -52,6 +52,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import builds                     # noqa: E402
 import modes                      # noqa: E402
+import native                     # noqa: E402
 import peers                      # noqa: E402
 import procstat                   # noqa: E402
 import report                     # noqa: E402
@@ -789,6 +790,14 @@ def main_bench(args):
                 % (",".join(args.modes), modes.estimate_s(args.modes)))
             mode_results = modes.Modes(ctx, BENCH_DIR, shlex.split(args.pyprof_args),
                                        log).run(args.modes)
+        # Issue #11's --native cost cells (native.py), last.
+        if args.native and not args.modes_only:
+            log("bench: issue #11's --native cells: %s (about %.0f s)"
+                % (",".join(args.native), native.estimate_s(args.native, args.native_long)))
+            nres = native.run(ctx, peers.SID, args.native, args.native_long, log)
+            ntext = native.save(ctx.outdir, nres)
+            publish(ctx.outdir, [(os.path.join(ctx.outdir, "native.md"), "latest-native.md")])
+            print(ntext)
     finally:
         cleanup(ctx)
     meta["elapsed_s"] = time.monotonic() - t0
@@ -957,6 +966,29 @@ def main_soak(args):
     return 0
 
 
+def main_native(args):
+    """Issue #11's cells alone: --native against perf --call-graph dwarf."""
+    ctx = prepare(args)
+    log("bench: issue #11's --native cells: %s (about %.0f s); results in %s"
+        % (",".join(args.native), native.estimate_s(args.native, args.native_long), ctx.outdir))
+    try:
+        res = native.run(ctx, peers.SID, args.native, args.native_long, log)
+    finally:
+        cleanup(ctx)
+    res["git"] = ctx.git
+    res["version"] = ctx.version
+    res["started"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    res["loadavg_end"] = os.getloadavg()
+    text = native.save(ctx.outdir, res)
+    published = publish(ctx.outdir, [(os.path.join(ctx.outdir, "native.md"), "latest-native.md"),
+                                     (os.path.join(ctx.outdir, "native.json"),
+                                      "latest-native.json")])
+    print(text)
+    log("bench: %s/native.md%s" % (ctx.outdir, " (also %s/latest-native.md)" % BENCH_DIR
+                                   if published else ""))
+    return 0
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="scripts/bench",
@@ -1007,6 +1039,20 @@ def parse_args(argv):
     ap.add_argument("--modes-only", action="store_true",
                     help="run only the --modes cells (no profiler cells, no baseline build); "
                          "the report goes to latest-modes.md")
+    ap.add_argument("--native", type=lambda s: [k for k in s.split(",") if k],
+                    default=["cost"], metavar="CELLS",
+                    help="issue #11's cells, after the rest: cost, the CPU per sample of "
+                         "--native at 99 Hz and 999 Hz beside perf record --call-graph dwarf "
+                         "+ perf script on the same target (~%.0f min); long, --native --kernel "
+                         "-F 999 for --native-long minutes, its RSS (default: cost; '' for "
+                         "none)" % (native.estimate_s(["cost"]) / 60))
+    ap.add_argument("--native-only", action="store_true",
+                    help="run only the --native cells (no profiler cells, no baseline build); "
+                         "the report goes to latest-native.md")
+    ap.add_argument("--long", "--native-long", dest="native_long", type=float, nargs="?",
+                    const=10.0, default=None, metavar="MINUTES",
+                    help="add the long cell (--native --kernel -F 999 for MINUTES, default "
+                         "10: its RSS after them, issue #11's <= 64 MB)")
     ap.add_argument("--rev", metavar="REV",
                     help="measure a clean build of REV (built once, like the baseline) "
                          "instead of the tree's ./pyprof-bpf")
@@ -1038,6 +1084,20 @@ def parse_args(argv):
         if args.soak is not None or args.report:
             ap.error("--modes-only excludes --soak and --report")
         args.baseline_rev = None
+    if args.native_long is not None and "long" not in args.native:
+        args.native = args.native + ["long"]
+    if args.native_long is None:
+        args.native_long = 10.0
+    bad = set(args.native) - set(native.CELLS)
+    if bad:
+        ap.error("--native: unknown cells %s (known: %s)" % (",".join(sorted(bad)),
+                                                             ",".join(native.CELLS)))
+    if args.native_only:
+        if not args.native:
+            ap.error("--native-only with no --native cells")
+        if args.soak is not None or args.report or args.modes_only:
+            ap.error("--native-only excludes --soak, --report and --modes-only")
+        args.baseline_rev = None
     if args.rev and args.binary:
         ap.error("--rev and --binary exclude each other")
     if args.duration < 2:
@@ -1054,6 +1114,8 @@ def main(argv):
     try:
         if args.report:
             return main_report(args)
+        if args.native_only:
+            return main_native(args)
         return main_soak(args) if args.soak is not None else main_bench(args)
     except BenchError as e:
         log("bench: ERROR: %s" % e)
