@@ -35,15 +35,16 @@ static int parse_long(const char *s, long min, long max, long *out)
 /* ---- dump ---- */
 
 static const char dump_doc[] =
-"Print every thread's Python stack of a running process, now.\n"
+"Print every thread's Python stack of a running process, now (with --async: its\n"
+"asyncio tasks, Python 3.14+).\n"
 "\n"
 "USAGE: pyprof-bpf dump [--async] -p PID [--json]\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread\n"
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
-"    pyprof-bpf dump --async -p 1234   # asyncio tasks as an await tree (Python 3.14+)\n"
-"    pyprof-bpf dump --async -p 1234 --json   # every task: id, name, frames, awaited_by\n";
+"    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
+"    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
 
 enum { OPT_JSON = 1000, OPT_ASYNC };
 
