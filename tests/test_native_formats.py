@@ -11,6 +11,8 @@ from the raw recording. On sid 3.14 and pyenv 3.12.1 (a shared libpython):
       value of a symbol of that name in the DSO (readelf -sW), for every
       distinct (DSO, symbol, address) the DSO's table names; each kernel
       frame's address - offset is its symbol's in /proc/kallsyms;
+  (a') `report` of the raw recording writes the very same perf-script text
+      (the 'M' and 'A' records keep the addresses);
   (b) the perf-script text through stackcollapse-perf.pl --kernel's rules
       (test_formats.stackcollapse_perf) is our collapsed output, byte for
       byte, but for our marker frames, which get no _[k]; kernel frames end
@@ -42,6 +44,7 @@ import urllib.parse
 import pytest
 
 import test_formats as tf
+import test_report
 from test_dump import by_label, run_tool  # noqa: F401
 from test_dump import procs  # noqa: F401  (a fixture)
 from test_formats import node, node_env, speedscope_import  # noqa: F401  (fixtures)
@@ -195,6 +198,16 @@ def test_perf_script_addresses(label, procs, tmp_path, recordings):
           f"{dict(checked)}, unnamed native frames {unnamed}")
     assert checked["kernel"] > 0 and sum(checked.values()) - checked["kernel"] > 20, checked
     assert not problems, f"{len(problems)} wrong addresses:\n  " + "\n  ".join(problems[:10])
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_report_same_text(label, procs, tmp_path, recordings):
+    """The raw recording keeps the addresses: report writes the same text."""
+    data, samples, raw, d = recorded(label, procs, tmp_path, recordings)
+    again = read_file(report(raw, "perf-script", str(tmp_path / "again.perf")))
+    assert again == data, "report of the raw recording differs from the recorded perf-script"
+    hdr, rs, complete = test_report.decode(raw)
+    assert complete and len(rs) == len(samples)
 
 
 @pytest.mark.parametrize("label", LABELS)

@@ -174,6 +174,22 @@ def decode(path):
                 file, p = uvarint(data, p, e)
                 assert p == e and kind in (1, 5)
                 frames.append((strs[fn] or "", strs[file] or "", 0, 0))
+            elif typ == ord("M"):
+                # --native: a DSO's mapping (start, end, base, build id bytes).
+                for _ in range(3):
+                    _, p = uvarint(data, p, e)
+                n, p = uvarint(data, p, e)
+                assert p + n == e and n <= 64
+            elif typ == ord("A"):
+                # --native: the next sample's native frames' (pc, offset,
+                # mapping) and leaf frames' (address, offset).
+                n, p = uvarint(data, p, e)
+                for _ in range(3 * n):
+                    _, p = uvarint(data, p, e)
+                n, p = uvarint(data, p, e)
+                for _ in range(2 * n):
+                    _, p = uvarint(data, p, e)
+                assert p == e
             elif typ == ord("X"):
                 # The next sample's event and leaf frames (kind 1: a marker,
                 # 4: a kernel function), outermost first.
