@@ -15,6 +15,16 @@
  * signal trampolines, realigned stacks) is marked complex and left to
  * libdwfl to apply.
  *
+ * What is decoded once, for a module: its Dwarf_CFI (dwfl_module_eh_cfi and
+ * dwfl_module_dwarf_cfi keep it in the Dwfl_Module, which the unwinder keeps
+ * across samples and across refreshes while the file stays mapped; libdw
+ * parses a CIE or FDE once and keeps it in the CFI's search trees); for a pc:
+ * its row, here (up to the unwinder's MAX_ROWS, 16,384 rows of ~200 bytes;
+ * when full the cache starts again). A steady profile decodes nothing: the
+ * live tests (tests/unit/test_native_live.c) keep 63-77 rows for ~130
+ * samples of 13-18 frames, and a replayed unwind costs 1.3-2 us against
+ * 20-26 us for the first, cold one.
+ *
  * The cache belongs to one process's modules and must be cleared whenever
  * they change. Not thread-safe.
  */
