@@ -795,6 +795,7 @@ static long task_step(__u32 i, void *arg)
 	struct pyprof_tasks *tk = &sc->tk;
 	struct pyprof_task_link *link;
 	__u64 task = sc->task_next, aw = 0, coro = 0, best = 0, used = 0, mask = 0, table = 0;
+	__u64 name = 0;
 	__u32 n = tk->ntasks, cnt, len;
 	__u8 is_task = 0, is_set = 0;
 
@@ -829,6 +830,18 @@ static long task_step(__u32 i, void *arg)
 	link->task = task;
 	link->coro = coro;
 	link->nawaiters = aw ? 1 : 0;
+	/* Its name, copied now: a task may end before userspace reads it. */
+	link->name_len = 0;
+	link->name_type_flags = 0;
+	if (sc->cfg.task_name &&
+	    !bpf_probe_read_user(&name, sizeof(name), (const void *)(task + sc->cfg.task_name)) &&
+	    name && !bpf_probe_read_user(link->name, sizeof(link->name), (const void *)name)) {
+		__u64 type = *(const __u64 *)(link->name + 8);	/* ob_type */
+
+		if (!bpf_probe_read_user(&link->name_type_flags, sizeof(link->name_type_flags),
+					 (const void *)(type + sc->cfg.type_flags)))
+			link->name_len = sizeof(link->name);
+	}
 	tk->ntasks = n + 1;
 	sc->task_next = 0;
 	if (!aw)

@@ -314,6 +314,10 @@ struct pyprof_config {
 	__u64 set_used;
 	__u64 set_mask;
 	__u64 set_table;
+	/* The task's name object (a str, or an int: "Task-N"), and where a
+	 * type object keeps tp_flags. */
+	__u64 task_name;
+	__u64 type_flags;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -463,11 +467,17 @@ enum {
 	PYPROF_TF_FUTURE = 1 << 4,	/* the last awaits a future, not a task */
 };
 
+/* Bytes of a task's name object copied (a str's header and payload, or an
+ * int's): the name of a task that ends before userspace could read it. */
+#define PYPROF_TASK_NAME_MAX	96
+
 struct pyprof_task_link {
 	__u64 task;			/* the task object (its id) */
 	__u64 coro;			/* its coroutine */
 	__u32 nawaiters;		/* tasks or futures awaiting it */
-	__u32 pad;
+	__u32 name_len;			/* bytes in name; 0: not read */
+	__u64 name_type_flags;		/* tp_flags of the name's type */
+	__u8 name[PYPROF_TASK_NAME_MAX];	/* the name object's first bytes */
 };
 
 struct pyprof_tasks {

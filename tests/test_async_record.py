@@ -20,6 +20,13 @@ b. test_echo_server (3.14, 3.15): asyncio.start_server echo service driven by
    work(), >= 97% have a per-connection handler task as their root
    (`<task Task-N>` outermost, handle() right under it), and at least 4
    distinct handler tasks show.
+b2. test_aiohttp (3.14, 3.15): a real program, an aiohttp web application
+   (Debian's python3-aiohttp) under 4 client threads making a new
+   connection per request: of the samples in the handler, >= 97% are rooted
+   at their request's task, named (`<task Task-N>`: the name copied with
+   the sample, as the task is gone before any snapshot could see it), with
+   aiohttp's own frames (RequestHandler._handle_request) between it and
+   the handler; at most 0.5% of all task markers unread.
 c2. test_pending_tasks (3.14, 3.15): --async=all -F 99 on three tasks that
    sleep in a loop and one that burns CPU: each sleeper's weight (its own
    stack: <task main>, main, <task sleeper-K>, nap, sleep) within 10% of the
@@ -217,6 +224,68 @@ def test_echo_server(interp, procs, tmp_path):
     assert total >= 200 * PERIOD, f"only {total // PERIOD} samples in work()\n{rec.stderr}"
     assert rooted >= 0.97 * total, f"not rooted at their handler task: {bad[:3]}"
     assert len(roots) >= 4, f"handler tasks seen: {sorted(roots)}"
+
+
+# --------------------------------------------------------------------------
+# b2. a real program: aiohttp
+
+def drive_http(port, conns, stop, counts):
+    import urllib.request
+
+    def one(i):
+        while not stop.is_set():
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/2000", timeout=10).read()
+                counts[i] += 1
+            except OSError:
+                if not stop.is_set():
+                    raise
+    ts = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(conns)]
+    for t in ts:
+        t.start()
+    return ts
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_aiohttp(interp, procs, tmp_path):
+    probe = subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True, text=True)
+    assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
+                                   f"python3-aiohttp in the sid root): {probe.stderr}")
+    seen, host = out_path(interp, procs, tmp_path, "aiohttp.port")
+    p, script = start(interp, procs, tmp_path, "async_rec_aiohttp.py", [seen], "aiohttp")
+    wait_file(p, host, f"async_rec_aiohttp.py on {interp.label}")
+    port = int(open(host).read())
+    stop, counts = threading.Event(), [0] * 4
+    clients = drive_http(port, 4, stop, counts)
+    try:
+        time.sleep(0.5)
+        rec, stacks = record(procs, tmp_path, pyenvs.leaf_pid(p.pid))
+    finally:
+        stop.set()
+        for t in clients:
+            t.join(timeout=15)
+    total, rooted, roots, markers, unread, bad = 0, 0, set(), 0, 0, []
+    for frames, w in stacks:
+        fs = funcs(frames)
+        for t in tasks_of(frames):
+            markers += w
+            unread += w if "[unread]" in t else 0
+        if "handle" not in fs:
+            continue
+        total += w
+        if (re.fullmatch(r"<task Task-\d+>", fs[0]) and len(tasks_of(frames)) == 1
+                and "RequestHandler._handle_request" in fs[1:fs.index("handle")]):
+            rooted += w
+            roots.add(fs[0])
+        else:
+            bad.append(fs)
+    print(f"\nASYNC aiohttp {interp.label} handler samples={total // PERIOD} "
+          f"rooted={rooted // PERIOD} request tasks={len(roots)} requests={sum(counts)} "
+          f"unread markers={unread // PERIOD} of {markers // PERIOD}")
+    assert total >= 100 * PERIOD, f"only {total // PERIOD} samples in the handler\n{rec.stderr}"
+    assert rooted >= 0.97 * total, f"not rooted at a named request task: {bad[:3]}"
+    assert len(roots) >= 20, f"request tasks seen: {len(roots)}"
+    assert unread <= 0.005 * markers, f"{unread // PERIOD} unread of {markers // PERIOD}"
 
 
 # --------------------------------------------------------------------------

@@ -129,7 +129,8 @@ _Static_assert((int)PYPROF_TF_CUT == (int)SAMPLE_TF_CUT &&
 	       (int)PYPROF_TF_FAULT == (int)SAMPLE_TF_FAULT &&
 	       (int)PYPROF_TF_SET_CUT == (int)SAMPLE_TF_SET_CUT &&
 	       (int)PYPROF_TF_FUTURE == (int)SAMPLE_TF_FUTURE &&
-	       PYPROF_MAX_TASKS == SAMPLE_MAX_TASKS, "one task-chain vocabulary");
+	       PYPROF_MAX_TASKS == SAMPLE_MAX_TASKS &&
+	       PYPROF_TASK_NAME_MAX == SAMPLE_TASK_NAME_MAX, "one task-chain vocabulary");
 
 enum thread_kind {
 	THREAD_OWN,		/* has (or is to get) an event we opened */
@@ -243,6 +244,7 @@ struct bpf_sampler {
 		pid_t tid;		/* 0: free */
 		uint32_t n, flags;
 		struct sample_task t[SAMPLE_MAX_TASKS];
+		uint8_t names[SAMPLE_MAX_TASKS][SAMPLE_TASK_NAME_MAX];
 	} tks[64];
 };
 
@@ -1052,6 +1054,8 @@ int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
 	c->set_used = a->set_used;
 	c->set_mask = a->set_mask;
 	c->set_table = a->set_table;
+	c->task_name = a->task_name;
+	c->type_flags = a->type_flags;
 	return write_proc(s, s->pid, c);
 }
 
@@ -1191,6 +1195,11 @@ static void on_tick_tasks(struct bpf_sampler *s, const struct pyprof_tasks *e, s
 		t->t[i].task = e->tasks[i].task;
 		t->t[i].coro = e->tasks[i].coro;
 		t->t[i].nawaiters = e->tasks[i].nawaiters;
+		t->t[i].name_len = e->tasks[i].name_len < SAMPLE_TASK_NAME_MAX ?
+				   e->tasks[i].name_len : SAMPLE_TASK_NAME_MAX;
+		t->t[i].name_type_flags = e->tasks[i].name_type_flags;
+		memcpy(t->names[i], e->tasks[i].name, t->t[i].name_len);
+		t->t[i].name = t->names[i];
 	}
 }
 

@@ -1101,6 +1101,10 @@ static int async_enable(struct record_ctx *c, char *err, size_t errlen)
 		.set_used = ao.set_used,
 		.set_mask = ao.set_mask,
 		.set_table = ao.set_table,
+		/* The program copies names from ob_type at 8, as every
+		 * build here has it. */
+		.task_name = pyproc__offsets(e->p)->ob_type == 8 ? ao.task_name : 0,
+		.type_flags = ao.type_flags,
 	};
 	rc = bpf_sampler__set_async(c->bs, &sa);
 	if (rc)
@@ -1791,8 +1795,9 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		struct task_stacks_stats ts;
 
 		task_stacks__stats(ctx.tasks, &ts);
-		fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; %llu awaiters not "
-			"read (<task [unread]>), %llu chains cut or torn, %llu snapshots%s",
+		fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; %llu tasks whose "
+			"name or frames could not be read ([unread], [task-frames-unread]), %llu "
+			"chains cut or torn, %llu snapshots%s",
 			(unsigned long long)ts.samples, (unsigned long long)ts.unknown,
 			(unsigned long long)ts.cut, (unsigned long long)ts.snapshots,
 			ts.snapshot_errors ? " (some failed)" : "");

@@ -87,7 +87,16 @@ struct sample_task {
 	uint64_t task;			/* the task object: its id */
 	uint64_t coro;			/* its coroutine */
 	uint32_t nawaiters;		/* tasks or futures awaiting it */
+	/* The first bytes of its name object (a str, or an int for
+	 * "Task-N") and the tp_flags of its type, copied with the sample;
+	 * name_len 0: not read. */
+	uint32_t name_len;
+	uint64_t name_type_flags;
+	const uint8_t *name;
 };
+
+/* Bytes of a task's name object a sample carries at most. */
+#define SAMPLE_TASK_NAME_MAX 96
 
 /* raw_sample.tasks_flags: how the chain of tasks ended early. */
 enum {
@@ -104,6 +113,7 @@ struct sampler_async {
 	uint64_t running_task;		/* in the thread state */
 	uint64_t task_awaited_by, task_awaited_by_is_set, task_is_task, task_coro;
 	uint64_t set_used, set_mask, set_table;
+	uint64_t task_name, type_flags;		/* 0: names not copied */
 };
 
 #define SAMPLE_NREGS 17

@@ -10,9 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 #include "asyncio/task_stacks.h"
 #include "output.h"
+#include "py_offsets.h"
 #include "pyproc.h"
+#include "unicode.h"
+
+#define TPFLAGS_LONG_SUBCLASS (1ul << 24)
+#define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)
 
 /* Marker text of one task: "<task NAME>" or "<task NAME (N awaiters)>". */
 #define MARKER_MAX 192
@@ -92,12 +98,73 @@ static bool push(struct task_stacks *ts, uint32_t *n, const struct py_sym *f, ui
 	return true;
 }
 
+static bool push_status(struct task_stacks *ts, uint32_t *n, const char *text)
+{
+	struct py_sym m = { .function = text, .file = "", .line = 0 };
+
+	return push(ts, n, &m, OUT_FRAME_STATUS);
+}
+
 static bool push_marker(struct task_stacks *ts, uint32_t *n, uint32_t i, const char *text)
 {
 	struct py_sym m = { .function = ts->markers[i], .file = "", .line = 0 };
 
 	snprintf(ts->markers[i], MARKER_MAX, "%s", text);
 	return push(ts, n, &m, OUT_FRAME_STATUS);
+}
+
+/*
+ * The name a sample copied of task @t: a compact str's text, or an int's
+ * "Task-N" (the C Task names itself by number until asked). 0, or -EINVAL
+ * when the copy says neither (not read, cut, or not a name).
+ */
+static int copied_name(const struct task_stacks *ts, const struct sample_task *t, char *out,
+		       size_t outsz)
+{
+	const struct py_offsets *po = pyproc__offsets(ts->p);
+	const uint8_t *b = t->name;
+	size_t n = t->name_len, got;
+
+	if (!n || !b)
+		return -EINVAL;
+	if (t->name_type_flags & TPFLAGS_UNICODE_SUBCLASS) {
+		uint32_t state;
+		uint64_t length, data;
+		unsigned int kind;
+		int compact, ascii;
+
+		if (po->unicode_state + 4 > n || po->unicode_length + 8 > n)
+			return -EINVAL;
+		memcpy(&state, b + po->unicode_state, 4);
+		memcpy(&length, b + po->unicode_length, 8);
+		if (pyunicode__state_decode(state, &kind, &compact, &ascii) || !compact)
+			return -EINVAL;
+		data = ascii ? po->unicode_ascii_data : po->unicode_compact_data;
+		if (data > n || length > (n - data) / kind)
+			return -EINVAL;		/* longer than copied */
+		return pyunicode__to_utf8(kind, ascii, b + data, length, out, outsz, &got);
+	}
+	if (t->name_type_flags & TPFLAGS_LONG_SUBCLASS) {
+		uint64_t tag, nd;
+		uint32_t d[2] = { 0, 0 };
+
+		if (ts->ao.long_lv_tag + 8 > n || ts->ao.long_digit + 8 > n)
+			return -EINVAL;
+		memcpy(&tag, b + ts->ao.long_lv_tag, 8);
+		/* lv_tag: digit count << 3, sign in the low bits (0 +, 1 zero, 2 -) */
+		nd = tag >> 3;
+		if ((tag & 3) == 1) {
+			snprintf(out, outsz, "Task-0");
+			return 0;
+		}
+		if (nd == 0 || nd > 2)
+			return -EINVAL;
+		memcpy(d, b + ts->ao.long_digit, nd * 4);
+		snprintf(out, outsz, "Task-%s%" PRIu64, (tag & 3) == 2 ? "-" : "",
+			 (uint64_t)d[0] | ((uint64_t)(nd > 1 ? d[1] : 0) << 30));
+		return 0;
+	}
+	return -EINVAL;
 }
 
 int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
@@ -138,8 +205,13 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 			break;
 	}
 	for (uint32_t t = 0; t < ntasks; t++) {
-		const struct asyncio_task *k = find_task(ts, r->tasks[t].task, now_ns);
-		const char *name = k && k->name ? k->name : NULL;
+		char copied[MARKER_MAX - 32];
+		bool have = !copied_name(ts, &r->tasks[t], copied, sizeof(copied));
+		/* The running task's frames are the sample's: its name is
+		 * enough, and a short-lived task is gone before any snapshot. */
+		const struct asyncio_task *k = t || !have ? find_task(ts, r->tasks[t].task, now_ns) :
+					       NULL;
+		const char *name = have ? copied : k && k->name ? k->name : NULL;
 
 		if (t && k) {
 			/* A suspended awaiter: its coroutine frames. */
@@ -147,8 +219,12 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 				if (!push(ts, &n, &k->frames[j], OUT_FRAME_PYTHON))
 					break;
 		}
-		if (!k)
+		if (!name || (t && !k))
 			ts->st.unknown++;
+		/* An awaiter no snapshot had: its name, but not where it is
+		 * suspended. Said, not left out silently. */
+		if (t && !k && !push_status(ts, &n, "[task-frames-unread]"))
+			break;
 		if (r->tasks[t].nawaiters > 1)
 			snprintf(text, sizeof(text), "<task %s (%u awaiters)>",
 				 name ? name : "[unread]", r->tasks[t].nawaiters);
