@@ -19,6 +19,7 @@
 #define DEFAULT_INTERVAL 1.0
 #define DEFAULT_WINDOW 5.0
 #define DEFAULT_PLAIN_ROWS 20
+#define EARLY_DRAW 0.25
 
 struct top_opts {
 	double interval;	/* --interval */
@@ -36,6 +37,11 @@ struct top {
 	char comm[32], version[32], mode[16], backend[16];
 	struct record_status status;
 	double next_refresh;
+	/* Until a draw has rows, the screen is drawn every EARLY_DRAW s
+	 * (the buckets still turn once an interval): the first samples show
+	 * at once. */
+	double next_early;
+	size_t drawn_rows;
 	int paused;
 	unsigned int buckets;
 };
@@ -157,6 +163,7 @@ static int render(struct top *t, double now, const struct top_view *view)
 		return rc;
 	if (t->live) {
 		top_screen__draw(t->scr, &snap, NULL);
+		t->drawn_rows = snap.nrows;
 		return 0;
 	}
 	rc = top_plain__print(stdout, &snap, (size_t)t->o.rows);
@@ -257,6 +264,7 @@ static int top_start(void *ctx, const struct record_info *info, char *err, size_
 	t->next_refresh = now_s();
 	top_agg__rotate(t->agg, t->next_refresh);
 	t->next_refresh += t->o.interval;
+	t->next_early = now_s() + EARLY_DRAW;
 	return t->live ? render(t, now_s(), &t->view) : 0;
 }
 
@@ -275,25 +283,35 @@ static int top_wait(void *ctx, double until, const struct record_status *st)
 
 	t->status = *st;
 	for (;;) {
+		double stop;
+
 		now = now_s();
 		if (now >= t->next_refresh) {
 			rc = top_refresh(t, now);
 			if (rc)
 				return rc;
 		}
+		if (t->live && !t->drawn_rows && now >= t->next_early) {
+			t->next_early = now + EARLY_DRAW;
+			rc = render(t, now, &t->view);
+			if (rc)
+				return rc;
+		}
 		if (now >= until)
 			return 0;
-		if (!t->live) {
-			double stop = until < t->next_refresh ? until : t->next_refresh;
+		stop = until < t->next_refresh ? until : t->next_refresh;
+		if (t->live && !t->drawn_rows && t->next_early < stop)
+			stop = t->next_early;
+		/* No key before stop: sleep up to it (keys from a file that
+		 * ended come back at once). */
+		key = t->live ? top_screen__key(t->scr, stop) : -1;
+		if (key < 0) {
 			struct timespec ts = { .tv_sec = (time_t)stop,
 					       .tv_nsec = (long)((stop - (time_t)stop) * 1e9) };
 
 			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 			continue;
 		}
-		key = top_screen__key(t->scr, until < t->next_refresh ? until : t->next_refresh);
-		if (key < 0)
-			continue;
 		if (on_key(t, key))
 			return 1;
 		rc = render(t, now_s(), &t->view);
