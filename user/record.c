@@ -1818,7 +1818,7 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		(unsigned long long)st.errors, ctx.symbol_errors,
 		env.mode == SAMPLER_MODE_CPU ? "" : "; ", env.mode == SAMPLER_MODE_CPU ? "" :
 		mode_name(env.mode), env.mode == SAMPLER_MODE_CPU ? "" :
-		env.mode == SAMPLER_MODE_OFFCPU || !bs ? " mode" :
+		env.mode != SAMPLER_MODE_WALL || !bs ? " mode" :
 		" mode (an off-CPU interval counts as one sample)");
 	exit_code = 0;
 	if (sink && cmd && launch__poll(cmd) == 0) {
