@@ -22,7 +22,8 @@ own share near 0; with --thread a thread named "side" runs side_leaf().
    whole path again.
 4. test_terminal_restored: q, Ctrl-C and SIGTERM each leave the terminal as
    it was: `stty -a` before and after are the same, the shell's lines from
-   before are on the screen again, the exit status is 0.
+   before are on the screen again, the exit status is 0; so do an error while
+   the screen is up (said after it), and a terminal it cannot use.
 5. test_target_exits: the target (-p) or the command (-- CMD) exiting ends
    top with a message, the terminal restored.
 6. test_plain_snapshots: standard output not a terminal: a text snapshot
@@ -439,6 +440,37 @@ def test_terminal_restored(how, procs, tmux):
     assert "BEFORE-TOP-42" in s and not is_top(s), s
     assert "pyprof-bpf:" in s and " samples in " in s, s
     assert t.poll() is None, "the target (-p) must go on running"
+    stty_same(marker)
+
+
+def test_error_restores_terminal(procs, tmux):
+    """An error while the screen is up (--raw's writes failing: /dev/full)
+    gives the terminal back, then says what failed; exit status 1."""
+    binary()
+    interp = by_label(KEYS_INTERP)
+    t = start_hot(procs, interp)
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line(top_cmd(f"-p {t.pid} -F 999 --raw /dev/full", marker))
+    term.wait_for(is_top, 20, "top's screen")
+    s = term.wait_for(lambda s: exit_status(s) is not None, 60, "top's exit")
+    assert "pyprof-bpf: writing /dev/full: No space left on device" in s, s
+    assert exit_status(s) == 1 and not is_top(s), s
+    stty_same(marker)
+
+
+def test_terminal_unusable(procs, tmux):
+    """A terminal without a terminfo entry: one line says so, exit 1."""
+    binary()
+    interp = by_label(KEYS_INTERP)
+    t = start_hot(procs, interp)
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    term.line(top_cmd(f"-p {t.pid}", marker).replace(
+        f"{shlex.quote(BINARY)} top", f"TERM=no-such-term {shlex.quote(BINARY)} top"))
+    s = term.wait_for(lambda s: exit_status(s) is not None, 30, "top's exit")
+    assert "pyprof-bpf: cannot use the terminal (TERM=no-such-term)" in s, s
+    assert exit_status(s) == 1, s
     stty_same(marker)
 
 
