@@ -173,38 +173,59 @@ def test_task_tree(interp, procs, tmp_path):
 # --------------------------------------------------------------------------
 # b. a real server
 
-def drive(port, conns, stop, counts):
-    def one(i):
-        s = socket.create_connection(("127.0.0.1", port))
-        f = s.makefile("rwb")
-        while not stop.is_set():
-            f.write(b"20000\n")
-            f.flush()
-            if not f.readline():
-                break
+def echo_client(port, stop, counts, i):
+    """One connection, a request after the other."""
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rwb")
+    while not stop.is_set():
+        f.write(b"20000\n")
+        f.flush()
+        if not f.readline():
+            break
+        counts[i] += 1
+    s.close()
+
+
+def http_client(port, stop, counts, i):
+    """A new connection per request."""
+    import urllib.request
+
+    while not stop.is_set():
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/2000", timeout=10).read()
             counts[i] += 1
-        s.close()
-    ts = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(conns)]
-    for t in ts:
-        t.start()
-    return ts
+        except OSError:
+            if not stop.is_set():
+                raise
 
 
-@pytest.mark.parametrize("interp", ASYNC)
-def test_echo_server(interp, procs, tmp_path):
-    seen, host = out_path(interp, procs, tmp_path, "echo.port")
-    p, script = start(interp, procs, tmp_path, "async_rec_echo.py", [seen], "echo")
-    wait_file(p, host, f"async_rec_echo.py on {interp.label}")
+def record_server(interp, procs, tmp_path, target, client, conns=4):
+    """Starts the server target (it writes its port), drives it with conns
+    client threads, records 3 s with --async: (rec, stacks, requests)."""
+    name = target.split(".")[0]
+    seen, host = out_path(interp, procs, tmp_path, f"{name}.port")
+    p, script = start(interp, procs, tmp_path, target, [seen], name)
+    wait_file(p, host, f"{target} on {interp.label}")
     port = int(open(host).read())
-    stop, counts = threading.Event(), [0] * 4
-    clients = drive(port, 4, stop, counts)
+    stop, counts = threading.Event(), [0] * conns
+    clients = [threading.Thread(target=client, args=(port, stop, counts, i), daemon=True)
+               for i in range(conns)]
+    for t in clients:
+        t.start()
     try:
-        time.sleep(0.3)
+        time.sleep(0.5)
         rec, stacks = record(procs, tmp_path, pyenvs.leaf_pid(p.pid))
     finally:
         stop.set()
         for t in clients:
-            t.join(timeout=5)
+            t.join(timeout=15)
+    return rec, stacks, sum(counts)
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_echo_server(interp, procs, tmp_path):
+    rec, stacks, requests = record_server(interp, procs, tmp_path, "async_rec_echo.py",
+                                          echo_client)
     total, rooted, roots = 0, 0, set()
     bad = []
     for frames, w in stacks:
@@ -220,7 +241,7 @@ def test_echo_server(interp, procs, tmp_path):
             bad.append(fs)
     print(f"\nASYNC echo {interp.label} work samples={total // PERIOD} "
           f"rooted={rooted // PERIOD} "
-          f"handler tasks={len(roots)} requests={sum(counts)}")
+          f"handler tasks={len(roots)} requests={requests}")
     assert total >= 200 * PERIOD, f"only {total // PERIOD} samples in work()\n{rec.stderr}"
     assert rooted >= 0.97 * total, f"not rooted at their handler task: {bad[:3]}"
     assert len(roots) >= 4, f"handler tasks seen: {sorted(roots)}"
@@ -229,41 +250,13 @@ def test_echo_server(interp, procs, tmp_path):
 # --------------------------------------------------------------------------
 # b2. a real program: aiohttp
 
-def drive_http(port, conns, stop, counts):
-    import urllib.request
-
-    def one(i):
-        while not stop.is_set():
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/2000", timeout=10).read()
-                counts[i] += 1
-            except OSError:
-                if not stop.is_set():
-                    raise
-    ts = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(conns)]
-    for t in ts:
-        t.start()
-    return ts
-
-
 @pytest.mark.parametrize("interp", ASYNC)
 def test_aiohttp(interp, procs, tmp_path):
     probe = subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True, text=True)
     assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
                                    f"python3-aiohttp in the sid root): {probe.stderr}")
-    seen, host = out_path(interp, procs, tmp_path, "aiohttp.port")
-    p, script = start(interp, procs, tmp_path, "async_rec_aiohttp.py", [seen], "aiohttp")
-    wait_file(p, host, f"async_rec_aiohttp.py on {interp.label}")
-    port = int(open(host).read())
-    stop, counts = threading.Event(), [0] * 4
-    clients = drive_http(port, 4, stop, counts)
-    try:
-        time.sleep(0.5)
-        rec, stacks = record(procs, tmp_path, pyenvs.leaf_pid(p.pid))
-    finally:
-        stop.set()
-        for t in clients:
-            t.join(timeout=15)
+    rec, stacks, requests = record_server(interp, procs, tmp_path, "async_rec_aiohttp.py",
+                                          http_client)
     total, rooted, roots, markers, unread, bad = 0, 0, set(), 0, 0, []
     for frames, w in stacks:
         fs = funcs(frames)
@@ -280,7 +273,7 @@ def test_aiohttp(interp, procs, tmp_path):
         else:
             bad.append(fs)
     print(f"\nASYNC aiohttp {interp.label} handler samples={total // PERIOD} "
-          f"rooted={rooted // PERIOD} request tasks={len(roots)} requests={sum(counts)} "
+          f"rooted={rooted // PERIOD} request tasks={len(roots)} requests={requests} "
           f"unread markers={unread // PERIOD} of {markers // PERIOD}")
     assert total >= 100 * PERIOD, f"only {total // PERIOD} samples in the handler\n{rec.stderr}"
     assert rooted >= 0.97 * total, f"not rooted at a named request task: {bad[:3]}"
