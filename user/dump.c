@@ -170,7 +170,8 @@ static void print_async_notes(FILE *f, const struct asyncio_snapshot *s)
 			s->lists_cut == 1 ? " is" : "s are", ASYNCIO_MAX_LIST);
 	if (s->lists_torn)
 		fprintf(f, "%zu task list%s kept changing: read as far as %s held\n",
-			s->lists_torn, s->lists_torn == 1 ? "" : "s", s->lists_torn == 1 ? "it" : "they");
+			s->lists_torn, s->lists_torn == 1 ? "" : "s",
+			s->lists_torn == 1 ? "it" : "they");
 }
 
 static int dump_async(const struct dump_opts *o, FILE *out, char *err, size_t errlen)

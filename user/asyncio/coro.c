@@ -124,8 +124,8 @@ int coro_chain__verify(pid_t pid, const struct py_offsets *po, const struct asyn
 		if (rc)
 			return rc == -EFAULT ? -ESTALE : rc;
 		if (decode(po, ao, b, lv[i].gen, &now) || now.type != lv[i].type ||
-		    now.state != lv[i].state || now.code != lv[i].code || now.instr != lv[i].instr ||
-		    now.sp != lv[i].sp)
+		    now.state != lv[i].state || now.code != lv[i].code ||
+		    now.instr != lv[i].instr || now.sp != lv[i].sp)
 			return -ESTALE;
 		if (lv[i].awaited) {
 			rc = remote_read_u64(pid, lv[i].sp - 8 * ao->awaited_slot, &awaited);

@@ -123,8 +123,8 @@ static int find_table(pid_t pid, uint64_t *table, char *err, size_t errlen)
 		if (frc)
 			continue;
 		if (size != ASYNCIO_DEBUG_SIZE) {
-			snprintf(err, errlen, "process %d: %s's %s section has %llu bytes, expected %d",
-				 (int)pid, m->path, ASYNCIO_DEBUG_SECTION, (unsigned long long)size,
+			snprintf(err, errlen,
+				 "process %d: %s's %s section has %llu bytes, expected %d", (int)pid, m->path, ASYNCIO_DEBUG_SECTION, (unsigned long long)size,
 				 ASYNCIO_DEBUG_SIZE);
 			rc = -EPROTO;
 			break;
@@ -165,8 +165,8 @@ int asyncio_offsets__load(struct pyproc *p, struct asyncio_offsets *out, char *e
 	int rc;
 
 	if (minor < 14) {
-		snprintf(err, errlen, "process %d runs Python %s: `dump --async` reads asyncio tasks "
-			 "of Python 3.14 and later only (through CPython's .AsyncioDebug table; "
+		snprintf(err, errlen, "process %d runs Python %s: asyncio tasks are read on "
+			 "Python 3.14 and later only (through CPython's .AsyncioDebug table; "
 			 "3.11 to 3.13 keep their tasks in weak sets, see README)", (int)pid,
 			 pyproc__version(p));
 		return -ENOTSUP;

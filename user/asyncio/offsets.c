@@ -76,7 +76,8 @@ static int check_disjoint(const uint64_t *v, const struct span *sp, size_t n, ch
 			uint64_t a = v[sp[i].field], b = v[sp[k].field];
 
 			if (a < b + sp[k].width && b < a + sp[i].width) {
-				snprintf(err, errlen, ".AsyncioDebug: %s (%llu) and %s (%llu) overlap",
+				snprintf(err, errlen,
+					 ".AsyncioDebug: %s (%llu) and %s (%llu) overlap",
 					 field_names[sp[i].field], (unsigned long long)a,
 					 field_names[sp[k].field], (unsigned long long)b);
 				return -EPROTO;
@@ -231,7 +232,8 @@ int asyncio_offsets__bind_debug(const void *dbg, size_t len, struct asyncio_offs
 	if (out->gen_iframe < PYOBJECT_HEAD || out->gen_frame_state < PYOBJECT_HEAD ||
 	    out->gen_iframe > MAX_TASK_SIZE) {
 		snprintf(err, errlen, "_Py_DebugOffsets: gen_object.gi_iframe (%llu) or "
-			 "gi_frame_state (%llu) is implausible", (unsigned long long)out->gen_iframe,
+			 "gi_frame_state (%llu) is implausible",
+			 (unsigned long long)out->gen_iframe,
 			 (unsigned long long)out->gen_frame_state);
 		return -EPROTO;
 	}

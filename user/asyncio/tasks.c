@@ -155,7 +155,8 @@ static int list__read(struct walk *w, uint64_t head)
 			rc = remote_read(w->pid, task, tb, ao->task_size);
 			if (rc == -ESRCH)
 				return rc;
-			if (!rc && get_u64(tb, ao->task_node + ao->llist_prev) == list__last_node(w, head)) {
+			if (!rc && get_u64(tb, ao->task_node + ao->llist_prev) ==
+				   list__last_node(w, head)) {
 				rc = list__push(w, task, tb);
 				if (rc)
 					return rc;
@@ -263,7 +264,8 @@ static int set__head(struct walk *w, uint64_t set, struct set_head *h)
 	h->table = get_u64(b, ao->set_table);
 	h->mask = get_u64(b, ao->set_mask);
 	/* a table of mask + 1 entries, a power of two; used fits in it */
-	if (!h->table || h->mask >= (1ull << 30) || ((h->mask + 1) & h->mask) || h->used > h->mask + 1)
+	if (!h->table || h->mask >= (1ull << 30) || ((h->mask + 1) & h->mask) ||
+	    h->used > h->mask + 1)
 		return -ESTALE;
 	return 0;
 }
@@ -628,8 +630,8 @@ int asyncio_snapshot__take(struct pyproc *p, struct symbolizer *sym,
 
 	memset(out, 0, sizeof(*out));
 	w.chain = calloc(ASYNCIO_MAX_CHAIN, sizeof(*w.chain));
-	w.raw = calloc(MAX_THREAD_FRAMES > ASYNCIO_MAX_CHAIN ? MAX_THREAD_FRAMES : ASYNCIO_MAX_CHAIN,
-		       sizeof(*w.raw));
+	w.raw = calloc(MAX_THREAD_FRAMES > ASYNCIO_MAX_CHAIN ? MAX_THREAD_FRAMES :
+		       ASYNCIO_MAX_CHAIN, sizeof(*w.raw));
 	w.setbuf = malloc(MAX_SET_ENTRIES * 16);
 	w.aw = malloc(ASYNCIO_MAX_AWAITERS * sizeof(*w.aw));
 	if (!w.chain || !w.raw || !w.setbuf || !w.aw)

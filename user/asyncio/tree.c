@@ -148,30 +148,29 @@ static long cycles__print(FILE *out, struct graph *g)
 		pos[r] = sp++;
 		color[r] = 1;
 		while (sp) {
-			size_t v = path[sp - 1];
+			size_t v = path[sp - 1], w;
 
 			if (next[sp - 1] == nkids(g, v)) {
 				color[v] = 2;
 				sp--;
 				continue;
 			}
-			{
-				size_t w = g->kids[g->first[v] + next[sp - 1]++];
-
-				if (color[w] == 1) {
-					if (found == 0)
-						fputs("The await graph has cycles: they are shown once "
-						      "and not followed.\n", out);
-					if (found < TREE_MAX_CYCLES)
-						print_cycle(out, g->s, path, pos[w], sp - 1);
-					found++;
-				} else if (color[w] == 0) {
-					path[sp] = w;
-					next[sp] = 0;
-					pos[w] = sp++;
-					color[w] = 1;
-				}
+			w = g->kids[g->first[v] + next[sp - 1]++];
+			if (color[w] == 0) {
+				path[sp] = w;
+				next[sp] = 0;
+				pos[w] = sp++;
+				color[w] = 1;
+				continue;
 			}
+			if (color[w] == 2)
+				continue;
+			if (found == 0)
+				fputs("The await graph has cycles: they are shown once and not "
+				      "followed.\n", out);
+			if (found < TREE_MAX_CYCLES)
+				print_cycle(out, g->s, path, pos[w], sp - 1);
+			found++;
 		}
 	}
 	if (found > TREE_MAX_CYCLES)
@@ -281,7 +280,8 @@ static void tree__from(FILE *out, struct graph *g, size_t r, struct node *st, un
 		}
 		child = g->kids[g->first[top->task] + top->next - 1];
 		if (g->onpath[child]) {
-			print_task(out, &s->tasks[child], " (cycle: awaits a task above, not followed)");
+			print_task(out, &s->tasks[child],
+				   " (cycle: awaits a task above, not followed)");
 			continue;
 		}
 		if (g->expanded[child]) {
