@@ -697,6 +697,7 @@ static int emit(struct record_ctx *c, const struct out_sample *s)
 		rc = c->env->sink->sample(c->env->sink->ctx, s);
 		if (rc) {
 			c->out_err = rc;
+			c->out_err_file = "the live view";
 			return rc;
 		}
 	}
