@@ -496,7 +496,7 @@ static int model_thread(struct out_model *m, const struct out_sample *s, uint32_
 	return 0;
 }
 
-static const char *status_name(uint32_t status, char *buf, size_t len)
+const char *output__status_name(uint32_t status, char *buf, size_t len)
 {
 	switch (status) {
 	case SAMPLE_TRUNCATED:
@@ -564,7 +564,7 @@ static int sample_stack(struct output *o, const struct out_sample *s, uint32_t t
 	t->ids_name = t->name;
 	if (s->status != SAMPLE_COMPLETE || !s->nframes) {
 		const char *st = s->status == SAMPLE_COMPLETE ? "[no-python-frames]" :
-				 status_name(s->status, buf, sizeof(buf));
+				 output__status_name(s->status, buf, sizeof(buf));
 
 		err = model_frame(m, OUT_FRAME_STATUS, st, "", 0, 0, &id);
 		if (err)

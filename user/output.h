@@ -143,6 +143,10 @@ void output__free(struct output *o);
 
 /* How titles name the mode: "CPU", "off-CPU", "wall-clock", "GIL". */
 const char *output__mode_label(const struct output_opts *opts);
+/* The status frame of a sample that is not a whole Python stack (enum
+ * sample_status): "[truncated]", "[no-python-state]"...; an unknown one is
+ * written into @buf ("[status-N]"). */
+const char *output__status_name(uint32_t status, char *buf, size_t len);
 /* Name of the format @o writes ("perf-script", ...). */
 const char *output__format(const struct output *o);
 /* "perf-script, collapsed, speedscope, pprof, flamegraph, top", for --help. */

@@ -3,7 +3,7 @@
  * test_top_aggregate.c - user/top/aggregate.c, the counts behind `top`: own
  * and total per function and per line (a recursion counted once per
  * sample), the window's buckets falling out as it rotates while the
- * cumulative figures stay, one thread's view, sample-less statuses, the sort
+ * cumulative figures stay, one thread's view, status rows, the sort
  * orders, and format.c's row text cut to a width. Runs under ASan/UBSan.
  */
 #include <setjmp.h>
@@ -206,6 +206,36 @@ static void test_threads(void **state)
 	top_agg__free(a);
 }
 
+/* A truncated stack: its frames, and [truncated] as a total-only row. */
+static void test_truncated(void **state)
+{
+	struct py_sym f[] = { { "deep", "a.py", 3, 2 }, { "deep", "a.py", 4, 2 } };
+	struct out_sample s = { .comm = "python3", .pid = 1, .tid = 1, .period_ns = 5,
+				.status = SAMPLE_TRUNCATED, .nframes = 2, .frames = f };
+	struct top_view v = { .recent = 1, .thread = TOP_ALL_THREADS, .sort = TOP_SORT_OWN };
+	struct top_agg *a;
+	const struct top_row *r;
+	struct top_totals t;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(top_agg__new(1, &a), 0);
+	top_agg__rotate(a, 0.0);
+	assert_int_equal(top_agg__add(a, &s), 0);
+	assert_int_equal(top_agg__rows(a, &v, 1.0, &r, &n, &t), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(r[0].function, "deep");
+	assert_int_equal(r[0].own, 5);
+	assert_string_equal(r[1].function, "[truncated]");
+	assert_int_equal(r[1].own, 0);
+	assert_int_equal(r[1].total, 5);
+	v.lines = 1;
+	assert_int_equal(top_agg__rows(a, &v, 1.0, &r, &n, &t), 0);
+	assert_int_equal(n, 3);
+	assert_non_null(find(r, n, "[truncated]", -1));
+	top_agg__free(a);
+}
+
 /* A row's text at a width: the file keeps its end, the line stays. */
 static void test_format_row(void **state)
 {
@@ -240,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_recursion),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_format_row),
 	};
 

@@ -247,24 +247,6 @@ static int count_key(struct top_agg *a, int64_t thread, uint32_t key, uint64_t w
 	return 0;
 }
 
-static const char *status_row(uint32_t status)
-{
-	switch (status) {
-	case SAMPLE_NO_PYSTATE:
-		return "[no-python-state]";
-	case SAMPLE_READ_FAULT:
-		return "[read-fault]";
-	case SAMPLE_THREAD_YOUNG:
-		return "[thread-start/exit]";
-	case SAMPLE_THREAD_EXIT:
-		return "[thread-exit]";
-	case SAMPLE_EVAL_ENTRY:
-		return "[interpreter-entry]";
-	default:
-		return "[no-python-frames]";
-	}
-}
-
 int top_agg__add(struct top_agg *a, const struct out_sample *s)
 {
 	uint64_t w = out_weight(s);
@@ -277,12 +259,20 @@ int top_agg__add(struct top_agg *a, const struct out_sample *s)
 	    (rc = out_map__put(&a->proc_map, (uint64_t)s->pid, 0, 1)))
 		return rc;
 	a->stamp++;
-	if (!s->nframes) {
-		int64_t k = key_of(a, status_row(s->status), "", 0, 0);
+	/* As the outputs show it: a status frame outermost ([truncated]), the
+	 * whole stack when there is no frame ([no-python-state]). */
+	if (s->status != SAMPLE_COMPLETE || !s->nframes) {
+		char buf[32];
+		const char *st = s->status == SAMPLE_COMPLETE ? "[no-python-frames]" :
+				 output__status_name(s->status, buf, sizeof(buf));
+		int64_t k = key_of(a, st, "", 0, 0);
+		int64_t lk = k < 0 ? k : key_of(a, st, "", 0, 1);
 
-		if (k < 0)
-			return (int)k;
-		rc = count_key(a, t, (uint32_t)k, w, 1);
+		if (lk < 0)
+			return (int)lk;
+		rc = count_key(a, t, (uint32_t)k, w, !s->nframes);
+		if (!rc)
+			rc = count_key(a, t, (uint32_t)lk, w, !s->nframes);
 		if (rc)
 			return rc;
 	}

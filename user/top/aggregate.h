@@ -67,8 +67,9 @@ struct top_totals {
 int top_agg__new(unsigned int buckets, struct top_agg **out);
 void top_agg__free(struct top_agg *a);	/* accepts NULL */
 
-/* Count one sample (its Python and native frames; a sample without any is
- * counted under a "[status]" row). 0 or -ENOMEM. */
+/* Count one sample: its Python and native frames, and a sample that is not
+ * a whole stack under its status frame too, as the outputs show it
+ * ("[truncated]", "[no-python-state]": output__status_name()). 0 or -ENOMEM. */
 int top_agg__add(struct top_agg *a, const struct out_sample *s);
 
 /* Start the next bucket of the window, @now_s (any clock) being its start. */
