@@ -72,7 +72,7 @@ static void test_pstree_shape(void **state)
 	add_task(&s, "main", 2);	/* 0 */
 	add_task(&s, "a", 1);		/* 1 */
 	add_task(&s, "b", 0);		/* 2 */
-	add_task(&s, "lone", 1);	/* 3 */
+	add_task(&s, "lo\nne", 1);	/* 3: a newline stays inside its line */
 	awaits(&s, 0, 1);
 	awaits(&s, 0, 2);
 	out = render(&s);
@@ -83,7 +83,7 @@ static void test_pstree_shape(void **state)
 		"            ├── (T) a [0x2000]\n"
 		"            │   └──  f0 f.py:10\n"
 		"            └── (T) b [0x3000]\n"
-		"└── (T) lone [0x4000]\n"
+		"└── (T) lo?ne [0x4000]\n"
 		"    └──  f0 f.py:10\n");
 	free(out);
 	asyncio_snapshot__free(&s);

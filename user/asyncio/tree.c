@@ -31,6 +31,14 @@ struct graph {
 	unsigned char *has_parent, *expanded, *onpath;
 };
 
+/* A name from the target, control characters (a newline would break the
+ * tree) written as '?'. */
+static void put_clean(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+}
+
 static void graph__free(struct graph *g)
 {
 	free(g->first);
@@ -121,9 +129,12 @@ static void print_cycle(FILE *out, const struct asyncio_snapshot *s, const size_
 			size_t from, size_t to)
 {
 	fputs("cycle: ", out);
-	for (size_t k = from; k <= to; k++)
-		fprintf(out, "%s → ", s->tasks[path[k]].name);
-	fprintf(out, "%s\n", s->tasks[path[from]].name);
+	for (size_t k = from; k <= to; k++) {
+		put_clean(out, s->tasks[path[k]].name);
+		fputs(" → ", out);
+	}
+	put_clean(out, s->tasks[path[from]].name);
+	fputc('\n', out);
 }
 
 /* Back edges of a depth-first search over the task graph, each printed as a
@@ -216,17 +227,22 @@ static void print_frame(FILE *out, const struct asyncio_task *t, long level)
 		idx = nf - 1 - level;
 	}
 	f = &t->frames[idx];
+	fputc(' ', out);
+	put_clean(out, f->function);
+	if (f->file[0]) {
+		fputc(' ', out);
+		put_clean(out, f->file);
+	}
 	if (f->line >= 0)
-		fprintf(out, " %s %s:%d\n", f->function, f->file, f->line);
-	else if (f->file[0])
-		fprintf(out, " %s %s\n", f->function, f->file);
-	else
-		fprintf(out, " %s\n", f->function);
+		fprintf(out, ":%d", f->line);
+	fputc('\n', out);
 }
 
 static void print_task(FILE *out, const struct asyncio_task *t, const char *why)
 {
-	fprintf(out, "(T) %s [0x%llx%s%s]%s\n", t->name, (unsigned long long)t->addr,
+	fputs("(T) ", out);
+	put_clean(out, t->name);
+	fprintf(out, " [0x%llx%s%s]%s\n", (unsigned long long)t->addr,
 		t->state == ASYNCIO_TASK_RUNNING ? ", running" : "", t->torn ? ", torn" : "", why);
 }
 
