@@ -34,7 +34,7 @@ from test_dump import (by_label, procs, run_tool, stage_unique, stderr_of,  # no
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 ASYNC_LABELS = ["sid-3.14", "sid-3.15", "sid-3.14d"]
-REFUSED_LABELS = ["pyenv-3.11.7", "pyenv-3.12.1", "pyenv-3.13.0", "sid-3.13"]
+REFUSED_LABELS = ["pyenv-3.11.7", "pyenv-3.12.1", "pyenv-3.13.0", "sid-3.13", "system-3.11"]
 # A hang or a walk that does not end is what these catch, not slowness.
 BOUND = 30
 
@@ -279,6 +279,24 @@ def test_deep_task_chain(label, procs, tmp_path):
     assert set(shown) == {t["name"] for t in doc["tasks"]}
     assert "(continued below)" in text
     print(f"{label}: 2,002 tasks in {took:.2f} s")
+
+
+@pytest.mark.parametrize("label", interps(["sid-3.15"]))
+def test_ten_thousand_deep_chain(label, procs, tmp_path):
+    """10,001 tasks each awaiting the next: every link right, the text tree
+    bounded (no recursion, indentation capped)."""
+    target = start(by_label(label), procs, tmp_path, "async_chain.py", "tasks", 10000)
+    doc, took = target.dump()
+    byname = {t["name"]: t for t in doc["tasks"]}
+    assert len(doc["tasks"]) == 10002
+    for i in range(1, 10001):
+        assert byname[f"link-{i}"]["awaited_by"] == [byname[f"link-{i - 1}"]["id"]], i
+    text, took_text = target.dump(json_out=False)
+    shown = set(re.findall(r"\(T\) (\S+) \[0x[0-9a-f]+\]$", text, re.M))
+    assert shown == set(byname)
+    assert max(len(line) for line in text.splitlines()) < 2000
+    print(f"{label}: a 10,001-task chain: --json {took:.2f} s, text {took_text:.2f} s "
+          f"({len(text) >> 20} MB)")
 
 
 @pytest.mark.parametrize("label", interps(ASYNC_LABELS))
