@@ -7,6 +7,7 @@
  * the chain.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "asyncio/asyncio.h"
 #include "py_offsets.h"
@@ -69,7 +70,7 @@ int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asynci
 {
 	unsigned char b[PY_MAX_STRUCT_COPY];
 	uint64_t span = span_of(po, ao), gen = coro;
-	int rc;
+	int rc, have = 0;	/* have: b holds gen already */
 
 	*n = 0;
 	*cut = 0;
@@ -83,9 +84,12 @@ int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asynci
 			*cut = 1;
 			break;
 		}
-		rc = remote_read(pid, gen, b, span);
-		if (rc)
-			return *n ? 0 : rc;	/* the chain ends where it cannot be read */
+		if (!have) {
+			rc = remote_read(pid, gen, b, span);
+			if (rc)
+				return *n ? 0 : rc;	/* the chain ends where it cannot be read */
+		}
+		have = 0;
 		lv = &out[*n];
 		if (decode(po, ao, b, gen, lv) || lv->state == ao->state_cleared)
 			break;
@@ -97,8 +101,16 @@ int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asynci
 		if (rc)
 			break;
 		awaited &= ~STACKREF_TAGS;
-		if (!awaited || remote_read_u64(pid, awaited + po->ob_type, &type))
+		if (!awaited)
 			break;
+		/* Read it as the next level (its type is in there); a small object
+		 * at the end of a mapping: its type alone. */
+		if (remote_read(pid, awaited, b, span) == 0) {
+			type = get_u64(b, po->ob_type);
+			have = 1;
+		} else if (remote_read_u64(pid, awaited + po->ob_type, &type)) {
+			break;
+		}
 		lv->awaited = awaited;
 		/* Only a coroutine of the same type is followed: an iterator (a
 		 * future's) ends the chain. */
@@ -112,26 +124,54 @@ int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asynci
 int coro_chain__verify(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
 		       const struct coro_level *lv, size_t n)
 {
-	unsigned char b[PY_MAX_STRUCT_COPY];
-	uint64_t span = span_of(po, ao);
-	int rc;
+	unsigned char local[PY_MAX_STRUCT_COPY], *buf = local;
+	uint64_t span = span_of(po, ao), local_aw[8], *awaited = local_aw;
+	struct remote_iov local_iov[16], *iov = local_iov;
+	size_t k = 0;
+	int rc = -ENOMEM;
 
+	if (!n)
+		return 0;
+	if (span > PY_MAX_STRUCT_COPY)
+		return -EPROTO;
+	/* Every level and what it awaits, again, in one process_vm_readv. */
+	if (n * span > sizeof(local) || n > 8) {
+		buf = malloc(n * span);
+		awaited = malloc(n * sizeof(*awaited));
+		iov = malloc(2 * n * sizeof(*iov));
+		if (!buf || !awaited || !iov)
+			goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		iov[k++] = (struct remote_iov){ lv[i].gen, buf + i * span, span };
+		awaited[i] = 0;
+		if (lv[i].awaited)
+			iov[k++] = (struct remote_iov){ lv[i].sp - 8 * ao->awaited_slot,
+							&awaited[i], 8 };
+	}
+	rc = remote_readv(pid, iov, k);
+	if (rc) {
+		rc = rc == -EFAULT ? -ESTALE : rc;
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct coro_level now;
-		uint64_t awaited = 0;
 
-		rc = remote_read(pid, lv[i].gen, b, span);
-		if (rc)
-			return rc == -EFAULT ? -ESTALE : rc;
-		if (decode(po, ao, b, lv[i].gen, &now) || now.type != lv[i].type ||
+		if (decode(po, ao, buf + i * span, lv[i].gen, &now) || now.type != lv[i].type ||
 		    now.state != lv[i].state || now.code != lv[i].code ||
-		    now.instr != lv[i].instr || now.sp != lv[i].sp)
-			return -ESTALE;
-		if (lv[i].awaited) {
-			rc = remote_read_u64(pid, lv[i].sp - 8 * ao->awaited_slot, &awaited);
-			if (rc || (awaited & ~STACKREF_TAGS) != lv[i].awaited)
-				return -ESTALE;
+		    now.instr != lv[i].instr || now.sp != lv[i].sp ||
+		    (lv[i].awaited && (awaited[i] & ~STACKREF_TAGS) != lv[i].awaited)) {
+			rc = -ESTALE;
+			goto out;
 		}
 	}
-	return 0;
+	rc = 0;
+out:
+	if (buf != local)
+		free(buf);
+	if (awaited != local_aw)
+		free(awaited);
+	if (iov != local_iov)
+		free(iov);
+	return rc;
 }

@@ -31,6 +31,9 @@
 #define TPFLAGS_LONG_SUBCLASS (1ul << 24)
 #define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)
 #define MAX_TASK_BYTES 4096
+/* Resumes of one list walk: in a row at one place, in all. */
+#define LIST_MAX_STUCK 64
+#define LIST_MAX_RESUMES 4096
 
 struct list_entry {
 	uint64_t task;
@@ -55,6 +58,7 @@ struct walk {
 	struct asyncio_snapshot *s;
 	struct list_entry *list;
 	size_t nlist, caplist;
+	unsigned char *copies;		/* the list walk's copy of each task object */
 	struct coro_level *chain;
 	struct py_rawframe *raw;
 	unsigned char *setbuf;
@@ -78,12 +82,18 @@ static int list__push(struct walk *w, uint64_t task, const unsigned char *tb)
 	if (w->nlist == w->caplist) {
 		size_t cap = w->caplist ? w->caplist * 2 : 256;
 		struct list_entry *n = realloc(w->list, cap * sizeof(*n));
+		unsigned char *c;
 
 		if (!n)
 			return -ENOMEM;
 		w->list = n;
+		c = realloc(w->copies, cap * w->ao->task_size);
+		if (!c)
+			return -ENOMEM;
+		w->copies = c;
 		w->caplist = cap;
 	}
+	memcpy(w->copies + w->nlist * w->ao->task_size, tb, w->ao->task_size);
 	w->list[w->nlist++] = (struct list_entry){ task, get_u64(tb, w->ao->task_coro),
 						   get_u64(tb, w->po->ob_type) };
 	return 0;
@@ -126,13 +136,13 @@ static int list__resume(struct walk *w, uint64_t head, uint64_t *next)
 	}
 }
 
-/* The tasks of the list at @head into w->list (object copies are not kept:
- * each task is read again whole when it is processed). */
+/* The tasks of the list at @head into w->list, with a copy of each task
+ * object (the first read of task__read()). */
 static int list__read(struct walk *w, uint64_t head)
 {
 	const struct asyncio_offsets *ao = w->ao;
 	unsigned char tb[MAX_TASK_BYTES];
-	size_t steps = 0;
+	size_t steps = 0, stuck = 0, resumes = 0;
 	uint64_t next;
 	int rc;
 
@@ -161,10 +171,17 @@ static int list__read(struct walk *w, uint64_t head)
 				if (rc)
 					return rc;
 				next = get_u64(tb, ao->task_node + ao->llist_next);
+				stuck = 0;
 				continue;
 			}
 		}
-		/* Not linked after the last node: the list changed under us. */
+		/* Not linked after the last node: the list changed under us. A
+		 * list that keeps failing at one place (corrupt: a node leading
+		 * back into the list) is read as far as it held. */
+		if (++stuck > LIST_MAX_STUCK || ++resumes > LIST_MAX_RESUMES) {
+			w->s->lists_torn++;
+			break;
+		}
 		rc = list__resume(w, head, &next);
 		if (rc == -EPROTO || rc == -EFAULT) {
 			w->s->lists_torn++;
@@ -390,7 +407,7 @@ static int task__same(const struct walk *w, const unsigned char *tb, const struc
  * meanwhile, 0 when read (t->torn set when it kept changing), -errno.
  */
 static int task__read(struct walk *w, const struct thread_ctx *th, const struct list_entry *e,
-		      struct asyncio_task *t)
+		      const unsigned char *copy, struct asyncio_task *t)
 {
 	const uint64_t addr = e->task;
 	const struct asyncio_offsets *ao = w->ao;
@@ -409,7 +426,12 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 
 		task__clear(t);
 		nraw = 0;
-		rc = remote_read(w->pid, addr, tb, ao->task_size);
+		rc = 0;
+		/* the list walk's copy first: read again below in any case */
+		if (attempt == 0)
+			memcpy(tb, copy, ao->task_size);
+		else
+			rc = remote_read(w->pid, addr, tb, ao->task_size);
 		if (rc == -EFAULT)
 			return 1;	/* freed and unmapped */
 		if (rc)
@@ -517,7 +539,7 @@ static int list__tasks(struct walk *w, const struct thread_ctx *th, uint64_t hea
 		rc = snapshot__push(w->s, &t);
 		if (rc)
 			return rc;
-		rc = task__read(w, th, &w->list[i], t);
+		rc = task__read(w, th, &w->list[i], w->copies + i * w->ao->task_size, t);
 		if (rc < 0) {
 			task__clear(t);
 			return rc;
@@ -643,6 +665,7 @@ int asyncio_snapshot__take(struct pyproc *p, struct symbolizer *sym,
 	free(w.setbuf);
 	free(w.aw);
 	free(w.list);
+	free(w.copies);
 	if (rc)
 		asyncio_snapshot__free(out);
 	return rc;
