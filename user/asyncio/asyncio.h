@@ -134,11 +134,12 @@ struct asyncio_task {
 	pid_t tid;		/* that thread's tid in our namespace (0: unknown/finished) */
 	char *name;		/* owned; "Task-N" for a task named by number */
 	enum asyncio_task_state state;
-	struct py_sym *frames;	/* innermost first */
+	struct py_sym *frames;	/* innermost first; a cut chain starts with [truncated] */
 	size_t nframes;
 	uint64_t *awaited_by;	/* ids of the tasks or futures awaiting it */
 	size_t nawaited;
-	unsigned int torn:1;		/* kept changing while read: frames end in [torn] */
+	/* kept changing while read: frames end in [torn], no awaiters kept */
+	unsigned int torn:1;
 	unsigned int chain_cut:1;	/* coroutine chain longer than ASYNCIO_MAX_CHAIN */
 	unsigned int awaiters_cut:1;	/* more than ASYNCIO_MAX_AWAITERS awaiters */
 };

@@ -494,8 +494,14 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 		t->name = strdup("<unknown>");
 	if (!t->name)
 		return -ENOMEM;
-	if (!ok)
+	if (!ok) {
+		/* what it awaits and who awaits it did not hold still: its
+		 * awaiters are left out rather than shown maybe wrong */
 		t->torn = 1;
+		free(t->awaited_by);
+		t->awaited_by = NULL;
+		t->nawaited = 0;
+	}
 	t->chain_cut = cut;
 	if (!nraw) {
 		/* the chain, outermost first, as frames innermost first */
