@@ -236,6 +236,40 @@ static void test_truncated(void **state)
 	top_agg__free(a);
 }
 
+/* Leaf frames are the innermost: own goes to them, total to the rest. */
+static void test_leaf(void **state)
+{
+	struct py_sym f[] = { { "wait", "a.py", 3, 2 }, { "main", "a.py", 9, 9 } };
+	struct out_leaf leaf[] = { { OUT_FRAME_STATUS, "[syscall] read" },
+				   { OUT_FRAME_KERNEL, "do_sys_poll" } };
+	struct out_sample s = { .comm = "python3", .pid = 1, .tid = 1, .period_ns = 2,
+				.status = SAMPLE_COMPLETE, .nframes = 2, .frames = f,
+				.leaf = leaf, .nleaf = 2 };
+	struct top_view v = { .recent = 1, .thread = TOP_ALL_THREADS, .sort = TOP_SORT_OWN };
+	struct top_agg *a;
+	const struct top_row *r;
+	struct top_totals t;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(top_agg__new(1, &a), 0);
+	top_agg__rotate(a, 0.0);
+	assert_int_equal(top_agg__add(a, &s), 0);
+	s.nleaf = 0;	/* a CPU sample of the same stack */
+	assert_int_equal(top_agg__add(a, &s), 0);
+	assert_int_equal(top_agg__rows(a, &v, 1.0, &r, &n, &t), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(r[0].function, "wait");	/* own 2 as do_sys_poll, total 4 */
+	assert_int_equal(r[0].own, 2);
+	assert_int_equal(r[0].total, 4);
+	assert_string_equal(r[1].function, "do_sys_poll");
+	assert_int_equal(r[1].own, 2);
+	assert_int_equal(r[1].total, 2);
+	assert_int_equal(find(r, n, "[syscall] read", -1)->own, 0);
+	assert_int_equal(find(r, n, "[syscall] read", -1)->total, 2);
+	top_agg__free(a);
+}
+
 /* A row's text at a width: the file keeps its end, the line stays. */
 static void test_format_row(void **state)
 {
@@ -261,6 +295,12 @@ static void test_format_row(void **state)
 	assert_int_equal(strlen(buf), 20);
 	top_fmt__header(&s, 2, buf, sizeof(buf), 0);
 	assert_string_equal(buf, "view: last 5 s, functions, all threads, sorted by own");
+	/* a name cannot drive the terminal; a cut path does not split a character */
+	row = (struct top_row){ "x\033[2J\x9b\xff", "/\xc3\xa9\xc3\xa9\xc3\xa9/m.py", 1, 0, 0, 0, 0 };
+	top_fmt__row(&s, 0, buf, sizeof(buf), 0);
+	assert_string_equal(buf, "    0.0     0.0     0.00s     0.00s  x?[2J?? (/\xc3\xa9\xc3\xa9\xc3\xa9/m.py:1)");
+	top_fmt__row(&s, 0, buf, sizeof(buf), 59);
+	assert_string_equal(buf, "    0.0     0.0     0.00s     0.00s  x?[2J?? (...\xc3\xa9/m.py:1)");
 }
 
 int main(void)
@@ -271,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_leaf),
 		cmocka_unit_test(test_format_row),
 	};
 

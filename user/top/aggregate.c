@@ -270,16 +270,20 @@ int top_agg__add(struct top_agg *a, const struct out_sample *s)
 
 		if (lk < 0)
 			return (int)lk;
-		rc = count_key(a, t, (uint32_t)k, w, !s->nframes);
+		rc = count_key(a, t, (uint32_t)k, w, !s->nframes && !s->nleaf);
 		if (!rc)
-			rc = count_key(a, t, (uint32_t)lk, w, !s->nframes);
+			rc = count_key(a, t, (uint32_t)lk, w, !s->nframes && !s->nleaf);
 		if (rc)
 			return rc;
 	}
-	for (uint32_t i = 0; i < s->nframes; i++) {
-		const struct py_sym *f = &s->frames[i];
-		int64_t fk = key_of(a, f->function, f->file, f->firstlineno, 0);
-		int64_t lk = fk < 0 ? fk : key_of(a, f->function, f->file, f->line, 1);
+	/* Innermost first: the leaf frames ([GIL wait], [syscall] read, kernel
+	 * functions: the thread was there), then the Python and native ones. */
+	for (uint32_t i = 0; i < s->nleaf + s->nframes; i++) {
+		const struct out_leaf *lf = i < s->nleaf ? &s->leaf[s->nleaf - 1 - i] : NULL;
+		const struct py_sym *f = lf ? NULL : &s->frames[i - s->nleaf];
+		const char *fn = lf ? lf->name : f->function, *file = lf ? "" : f->file;
+		int64_t fk = key_of(a, fn, file, lf ? 0 : f->firstlineno, 0);
+		int64_t lk = fk < 0 ? fk : key_of(a, fn, file, lf ? 0 : f->line, 1);
 
 		if (lk < 0)
 			return (int)lk;

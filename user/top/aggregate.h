@@ -67,8 +67,9 @@ struct top_totals {
 int top_agg__new(unsigned int buckets, struct top_agg **out);
 void top_agg__free(struct top_agg *a);	/* accepts NULL */
 
-/* Count one sample: its Python and native frames, and a sample that is not
- * a whole stack under its status frame too, as the outputs show it
+/* Count one sample as the outputs show it: its leaf frames innermost ([GIL
+ * wait], [syscall] NAME, kernel functions), its Python and native frames,
+ * and for a sample that is not a whole stack its status frame outermost
  * ("[truncated]", "[no-python-state]": output__status_name()). 0 or -ENOMEM. */
 int top_agg__add(struct top_agg *a, const struct out_sample *s);
 

@@ -11,7 +11,34 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "output.h"		/* out_utf8_seq() */
 #include "top/top.h"
+
+/*
+ * @s into @buf as the terminal may show it: control characters (C0, DEL,
+ * C1) and bytes that are not UTF-8 become '?', so that a name the target
+ * chose cannot drive the terminal (as output_top.c does).
+ */
+static const char *clean(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (*s && n + 5 < len) {
+		uint32_t cp;
+		int k = out_utf8_seq((const unsigned char *)s, &cp);
+
+		if (k <= 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+			buf[n++] = '?';
+			s += k > 0 ? k : 1;
+			continue;
+		}
+		memcpy(buf + n, s, (size_t)k);
+		n += (size_t)k;
+		s += k;
+	}
+	buf[n] = '\0';
+	return buf;
+}
 
 /* Cut @buf to @width columns (UTF-8: continuation bytes take none). */
 static void cut(char *buf, int width)
@@ -35,14 +62,14 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 	const struct record_info *in = s->info;
 	const struct record_status *st = s->status;
 	const struct top_view *v = s->view;
-	char more[48] = "", thr[80];
+	char more[48] = "", thr[80], name[128];
 
 	switch (i) {
 	case 0:
 		if (s->nprocs > 1)
 			snprintf(more, sizeof(more), " + %zu more processes", s->nprocs - 1);
 		snprintf(buf, len, "pyprof-bpf top: pid %d (%s)%s, Python %s, %s mode, %ld Hz, "
-			 "%s%s%s", (int)in->pid, in->comm, more, in->python_version, in->mode,
+			 "%s%s%s", (int)in->pid, clean(in->comm, name, sizeof(name)), more, in->python_version, in->mode,
 			 in->freq_hz, in->backend, strcmp(in->backend, "BPF") ? "" :
 			 in->per_cpu ? " per-CPU" : " per-thread", s->paused ? "  [PAUSED]" : "");
 		break;
@@ -57,7 +84,7 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 	default:
 		if (s->thread)
 			snprintf(thr, sizeof(thr), "thread %d (%s)", (int)s->thread->tid,
-				 s->thread->name);
+				 clean(s->thread->name, name, sizeof(name)));
 		else
 			snprintf(thr, sizeof(thr), "all threads");
 		if (v->recent)
@@ -82,14 +109,15 @@ void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len,
 {
 	const struct top_row *r = &s->rows[i];
 	double w = s->totals.weight ? (double)s->totals.weight : 1.0;
-	const char *file = r->file;
-	char line[16] = "";
+	char fn[1024], path[1024], line[16] = "";
+	const char *file = clean(r->file, path, sizeof(path));
 	int n, room;
 
 	if (r->line > 0)
 		snprintf(line, sizeof(line), ":%d", r->line);
 	n = snprintf(buf, len, "%7.1f %7.1f %8.2fs %8.2fs  %s", 100.0 * r->own / w,
-		     100.0 * r->total / w, r->own / 1e9, r->total / 1e9, r->function);
+		     100.0 * r->total / w, r->own / 1e9, r->total / 1e9,
+		     clean(r->function, fn, sizeof(fn)));
 	if (n < 0 || (size_t)n >= len)
 		goto done;
 	if (!*file)
@@ -100,8 +128,10 @@ void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len,
 		if (room < 8)
 			goto done;
 		file += strlen(file) - (size_t)(room - 3);
+		while (((unsigned char)*file & 0xc0) == 0x80)	/* not mid-character */
+			file++;
 	}
-	snprintf(buf + n, len - (size_t)n, " (%s%s%s)", file != r->file ? "..." : "", file, line);
+	snprintf(buf + n, len - (size_t)n, " (%s%s%s)", file != path ? "..." : "", file, line);
 done:
 	cut(buf, width);
 }
