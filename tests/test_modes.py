@@ -221,10 +221,18 @@ def parse_perf(data):
             m = FRAME.match(line)
             if not m:
                 pytest.fail(f"perf-script line {i}: expected a frame line, got {line!r}")
-            if int(m["addr"].strip(), 16) != fnv1a(m["sym"]):
+            sym = m["sym"]
+            if m["dso"] == "[kernel.kallsyms]":
+                # as perf prints a kernel frame: its address, sym+0xoff
+                km = re.fullmatch(r"(.+)\+0x[0-9a-f]+", sym)
+                if km:
+                    sym = km.group(1)
+                if km and int(m["addr"].strip(), 16) < 0xffff800000000000:
+                    pytest.fail(f"perf-script line {i}: not a kernel address: {line!r}")
+            elif int(m["addr"].strip(), 16) != fnv1a(sym):
                 pytest.fail(f"perf-script line {i}: address is not the FNV-1a of the "
                             f"symbol: {line!r}")
-            fr = Frame(m["sym"], m["dso"])
+            fr = Frame(sym, m["dso"])
             if fr.kind == "py" and fr.dso != tf.escape(fr.file, False):
                 pytest.fail(f"perf-script line {i}: dso {fr.dso!r} is not the file")
             if fr.kind == "kernel" and not re.fullmatch(r"[A-Za-z_][\w.$]*", fr.sym):
