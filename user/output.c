@@ -834,7 +834,8 @@ int output__new(const char *format, const char *path, const struct output_opts *
 			return ret;
 		}
 		o->close_f = 1;
-		/* perf-script streams ~2 KB a sample (--native): fewer writes */
+		/* perf-script streams ~2 KB a sample (--native): fewer writes (each
+		 * also updates the file's times) */
 		setvbuf(o->f, NULL, _IOFBF, 1 << 16);
 	}
 	*out = o;

@@ -355,7 +355,7 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 {
 	struct perf_state *st = o->priv;
 	const struct out_thread *t = &o->m.threads[thread];
-	char ts[32];
+	char ts[32], hdr[256];
 	uint64_t when;
 	size_t pos, need;
 	int hl;
@@ -370,9 +370,11 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 	when = s->ts_ns / 1000 < st->last_ts ? st->last_ts : s->ts_ns / 1000;
 	st->last_ts = when;
 	snprintf(ts, sizeof(ts), "%" PRIu64 ".%06" PRIu64, when / 1000000, when % 1000000);
-	hl = snprintf(NULL, 0, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm,
-		      (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
+	hl = snprintf(hdr, sizeof(hdr), "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n",
+		      t->comm, (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
 		      s->event ? s->event : st->event);
+	if (hl < 0)
+		return -EINVAL;
 	need = (size_t)hl + 2;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
@@ -387,9 +389,12 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 		st->buf = b;
 		st->buf_cap = need;
 	}
-	snprintf(st->buf, need, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm,
-		 (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
-		 s->event ? s->event : st->event);
+	if ((size_t)hl < sizeof(hdr))
+		memcpy(st->buf, hdr, (size_t)hl);
+	else
+		snprintf(st->buf, need, "%s %7d/%-7d [%03u] %12s: %10" PRIu64 " %s: \n", t->comm,
+			 (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
+			 s->event ? s->event : st->event);
 	pos = (size_t)hl;
 	for (uint32_t i = n; i-- > 0;) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
