@@ -17,6 +17,8 @@ from the raw recording. On sid 3.14 and pyenv 3.12.1 (a shared libpython):
       (test_formats.stackcollapse_perf) is our collapsed output, byte for
       byte, but for our marker frames, which get no _[k]; kernel frames end
       in _[k] (read_zero_[k] among them), libz frames are there;
+  (b') the Firefox Profiler's perf-script rules (test_formats.firefox_perf)
+      read every sample's frames: symbols without their +0x, the dso beside;
   (c) the flame graph (HTML) names read_zero_[k] as a kernel frame (kind 4)
       and libz frames as native ones (kind 5) with the DSO as their file;
   (d) pprof, read by `go tool pprof -raw` (Debian's golang-go, the reference
@@ -227,6 +229,13 @@ def test_collapsed_and_flamegraph(label, procs, tmp_path, recordings):
     # every kernel frame of the perf-script text is a _[k] frame here
     knames = {f.sym for s in samples for f in s.frames if f.kind == "kernel"}
     assert {k + "_[k]" for k in knames} <= kern
+    # the Firefox Profiler's perf-script rules read the same frames (symbols
+    # without +0x, the dso beside each) in every sample
+    ff = tf.firefox_perf(data.decode("utf-8"))
+    assert len(ff) == len(samples)
+    for x, smp in zip(ff, samples):
+        want = tuple((f.sym, f.dso) for f in reversed(smp.frames))
+        assert tuple(x["stack"]) == want, (x["stack"][-4:], want[-4:])
     html = read_file(report(raw, "flamegraph", str(tmp_path / "nk.html"))).decode("utf-8")
     m = re.search(r'<script type="application/json" id="fg-data">(.*?)</script>', html, re.S)
     assert m, "no flame graph data"
