@@ -274,7 +274,7 @@ struct perf_state {
 	 * frames with no address), or " (dso)\n" (native and kernel frames,
 	 * whose address and offset change per sample); built on first use. */
 	char **lines;
-	uint32_t *lens;
+	uint32_t *lens;		/* bit 31: the line is the " (dso)\n" form */
 	uint32_t nlines, cap;
 	char *buf;		/* the sample's text, written with one fwrite */
 	size_t buf_cap;
@@ -332,10 +332,14 @@ static const char *frame_line(struct perf_state *st, const struct out_frame *fr,
 		st->nlines = st->cap < cap ? st->cap : cap;
 		memset(st->lines + old, 0, (st->nlines - old) * sizeof(*st->lines));
 	}
-	if (st->lines[id]) {
-		*len = st->lens[id];
+	if (st->lines[id] && !(st->lens[id] >> 31) == !addressed) {
+		*len = st->lens[id] & ~(1u << 31);
 		return st->lines[id];
 	}
+	/* Not yet, or in the other form (a frame printed with and without an
+	 * address: cannot be in one recording, but costs nothing to get right). */
+	free(st->lines[id]);
+	st->lines[id] = NULL;
 	n = strlen(fr->text) + strlen(fr->dso) + 24;
 	l = malloc(n);
 	if (!l)
@@ -345,7 +349,7 @@ static const char *frame_line(struct perf_state *st, const struct out_frame *fr,
 	else
 		n = (size_t)snprintf(l, n, "\t%16" PRIx64 " %s (%s)\n", fr->addr, fr->text, fr->dso);
 	st->lines[id] = l;
-	st->lens[id] = (uint32_t)n;
+	st->lens[id] = (uint32_t)n | (addressed ? 1u << 31 : 0);
 	*len = (uint32_t)n;
 	return l;
 }

@@ -461,6 +461,27 @@ static void test_native_kernel(void **state)
 		"\t            1234 [unknown] ([unknown])\n"
 		"\n");
 	free(out);
+	/* the same frames without addresses (an older raw recording): FNV-1a
+	 * addresses, no offsets, whichever came first */
+	{
+		struct out_sample two[2] = { s, s };
+		char *p2;
+
+		two[1].addrs = NULL;
+		two[1].ts_ns++;
+		out = run_fmt("perf-script", NULL, two, 2, NULL);
+		p2 = strstr(out, "\n\n") + 2;
+		assert_non_null(strstr(out, "\t            1234 deflate+0x34 (/usr/lib/libz.so.1)\n"));
+		assert_null(strstr(p2, "deflate+0x"));
+		assert_non_null(strstr(p2, " deflate (/usr/lib/libz.so.1)\n"));
+		free(out);
+		two[0].addrs = NULL;
+		two[1].addrs = native_addrs;
+		out = run_fmt("perf-script", NULL, two, 2, NULL);
+		p2 = strstr(out, "\n\n") + 2;
+		assert_non_null(strstr(p2, "\t            1234 deflate+0x34 (/usr/lib/libz.so.1)\n"));
+		free(out);
+	}
 	out = run_fmt("collapsed", NULL, &s, 1, NULL);
 	assert_string_equal(out,
 		"python3;[unknown];py::Worker.hot:/app/work.py:42;__vdso_time_[k];"
