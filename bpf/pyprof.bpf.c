@@ -32,12 +32,22 @@
 #include <bpf/bpf_tracing.h>
 #include "pyprof.h"
 
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
 #define PF_EXITING 0x00000004	/* include/linux/sched.h */
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set by the loader before load: follow the targets' children. */
 const volatile __u32 follow_children = 0;
+/* -a: every process met on a CPU is announced to the loader once (but the
+ * loader's own), which configures the Pythons among them. */
+const volatile __u32 all_procs = 0;
+const volatile __u32 own_tgid = 0;
+/* What an announced process's entry starts as: unconfigured. */
+struct pyprof_proc unseen_proc;
 /* Set by the loader before load (--kernel): a tick interrupting the kernel
  * sends its kernel stack (PYPROF_REC_KSTACK) before its sample. */
 const volatile __u32 kernel_stacks = 0;
@@ -915,6 +925,33 @@ static __always_inline void send_tasks(struct scratch *sc, struct pyprof_sample 
 	s->flags |= PYPROF_SF_TASKS;
 }
 
+static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid);
+
+/*
+ * -a: a process with no entry met on a CPU: give it one (unconfigured, so
+ * its next ticks cost one lookup) and tell the loader. Kernel threads and
+ * the idle task have no address space to read.
+ */
+static __always_inline void note_new_proc(__u32 tgid)
+{
+	struct task_struct *task;
+	long err;
+
+	if (!tgid || tgid == own_tgid)
+		return;
+	task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return;
+	err = bpf_map_update_elem(&procs, &tgid, &unseen_proc, BPF_NOEXIST);
+	if (err) {
+		if (err != -EEXIST)
+			count(PYPROF_CNT_PROCS_FULL);
+		return;
+	}
+	count(PYPROF_CNT_PROCS_SEEN);
+	proc_event(PYPROF_PROC_SEEN, tgid, 0);
+}
+
 /*
  * Sample the current thread: a tick (@switch_out false), or its leaving the
  * CPU (off-CPU modes; the thread is prev of a sched_switch, still current).
@@ -944,6 +981,8 @@ static __always_inline int take_sample(bool switch_out)
 	}
 	pc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pc) {
+		if (all_procs && !switch_out)
+			note_new_proc(tgid);
 		count(PYPROF_CNT_FOREIGN);
 		return 0;
 	}

@@ -159,6 +159,8 @@ enum pyprof_counter {
 	PYPROF_CNT_UNCONFIGURED,
 	/* Children not followed: the procs map was full. */
 	PYPROF_CNT_PROCS_FULL,
+	/* -a: processes seen for the first time (PYPROF_PROC_SEEN sent). */
+	PYPROF_CNT_PROCS_SEEN,
 	/* 3.11/3.12 samples walked from the caller's frame
 	 * (PYPROF_SF_FROM_CALLER), and chains found cyclic. */
 	PYPROF_CNT_FROM_CALLER,
@@ -344,6 +346,9 @@ enum {
 	PYPROF_PROC_FORK = 1,		/* pid is a new child of ppid, followed */
 	PYPROF_PROC_EXEC = 2,		/* pid exec'd: unconfigured until told */
 	PYPROF_PROC_EXIT = 3,		/* pid's leader exited */
+	/* -a: pid was seen on a CPU for the first time; it has an entry now,
+	 * unconfigured (its ticks dropped) until the loader says otherwise. */
+	PYPROF_PROC_SEEN = 4,
 };
 
 struct pyprof_proc_event {

@@ -124,6 +124,10 @@ _Static_assert((int)PYPROF_COMPLETE == (int)SAMPLE_COMPLETE &&
 	       (int)PYPROF_THREAD_EXIT == (int)SAMPLE_THREAD_EXIT &&
 	       (int)PYPROF_EVAL_ENTRY == (int)SAMPLE_EVAL_ENTRY,
 	       "one status vocabulary");
+_Static_assert((int)PYPROF_PROC_FORK == (int)SAMPLER_PROC_FORK &&
+	       (int)PYPROF_PROC_EXEC == (int)SAMPLER_PROC_EXEC &&
+	       (int)PYPROF_PROC_EXIT == (int)SAMPLER_PROC_EXIT &&
+	       (int)PYPROF_PROC_SEEN == (int)SAMPLER_PROC_SEEN, "one process-event vocabulary");
 _Static_assert((int)PYPROF_TF_CUT == (int)SAMPLE_TF_CUT &&
 	       (int)PYPROF_TF_CYCLE == (int)SAMPLE_TF_CYCLE &&
 	       (int)PYPROF_TF_FAULT == (int)SAMPLE_TF_FAULT &&
@@ -1655,6 +1659,8 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	s->skel = skel;
 	s->max_frames = max_frames;
 	skel->rodata->follow_children = !!o->follow_children;
+	skel->rodata->all_procs = !!o->all_procs;
+	skel->rodata->own_tgid = (__u32)getpid();
 	skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	skel->rodata->native_stack = s->native_stack;
 	s->ncpus = libbpf_num_possible_cpus();

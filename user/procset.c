@@ -225,3 +225,27 @@ struct proc_entry *procset__at(struct procset *ps, size_t i)
 {
 	return i < ps->n ? ps->v[i] : NULL;
 }
+
+void procset__close(struct procset *ps, struct proc_entry *e)
+{
+	(void)ps;
+	if (e->state != PROC_PYTHON)
+		return;
+	close_image(e);
+	e->state = PROC_ENDED;
+}
+
+void procset__remove(struct procset *ps, struct proc_entry *e)
+{
+	bool found;
+	size_t i = slot(ps, e->pid, &found);
+
+	if (!found || ps->v[i] != e)
+		return;
+	if (ps->last == e)
+		ps->last = NULL;
+	memmove(ps->v + i, ps->v + i + 1, (ps->n - i - 1) * sizeof(*ps->v));
+	ps->n--;
+	close_image(e);
+	free(e);
+}

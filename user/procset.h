@@ -24,6 +24,8 @@ enum proc_state {
 	PROC_PENDING,		/* exec'd: its interpreter is looked for */
 	PROC_NOT_PYTHON,	/* exec'd something that is not a Python we support */
 	PROC_FAILED,		/* could not be opened (gone, or unreadable) */
+	PROC_ENDED,		/* was PROC_PYTHON; ended, its image closed */
+	PROC_NO_INTERP,		/* open, but no interpreter runs (yet): -a */
 };
 
 struct proc_entry {
@@ -69,6 +71,13 @@ int procset__open(struct procset *ps, struct proc_entry *e);
 void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns);
 
 size_t procset__count(const struct procset *ps);
+
+/* @e, a Python that ended: its image (reader, symbols, memo) is freed; the
+ * entry (name, version, counts) stays for the summary, as PROC_ENDED. */
+void procset__close(struct procset *ps, struct proc_entry *e);
+
+/* Remove @e (a process that never ran Python) and free it. */
+void procset__remove(struct procset *ps, struct proc_entry *e);
 struct proc_entry *procset__at(struct procset *ps, size_t i);
 
 #endif

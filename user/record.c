@@ -8,6 +8,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,9 @@ struct record_env {
 	long stack_size;		/* --stack-size */
 	const struct record_sink *sink;	/* `top`: samples go there (record.h) */
 	int async;			/* --async: 1; --async=all: 2 */
+	int all;			/* -a: every Python process */
+	const char *comm_re;		/* --comm REGEX (with -a) */
+	regex_t comm;
 };
 
 /* --native: one unwinder per process, and what merging a sample takes. */
@@ -145,6 +149,9 @@ struct record_ctx {
 	int async_waiting;		/* asyncio not imported yet: said once */
 	uint64_t pending_ns;		/* --async=all: the last pending tasks' time */
 	uint64_t pending_weight;	/* and the weight of this round's */
+	/* -a: processes met that ran no Python (or not --comm's), forgotten
+	 * once they ended; those still running. */
+	uint64_t others_ended;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -218,6 +225,8 @@ static const char record_doc[] =
 "    sudo pyprof-bpf -F 999 -o out.perf -- ./run.sh  # a script exec'ing python\n"
 "    sudo pyprof-bpf -p 1234 --subprocesses -o f.html  # and what it starts\n"
 "    sudo pyprof-bpf -p 1234,5678 -d 10 -o out.folded  # several at once\n"
+"    sudo pyprof-bpf -a -d 10 -o host.html        # every Python process here\n"
+"    sudo pyprof-bpf -a --comm '^gunicorn' -d 10  # those named like this\n"
 "    sudo pyprof-bpf -p 1234 --mode wall -d 10 -o wall.html  # on and off CPU\n"
 "    sudo pyprof-bpf -p 1234 --mode off-cpu -d 10 -o wait.folded  # why it waits\n"
 "    sudo pyprof-bpf -p 1234 --mode gil -d 10 -o gil.html  # who holds the GIL\n"
@@ -236,10 +245,16 @@ enum {
 	OPT_NATIVE,
 	OPT_STACK_SIZE,
 	OPT_ASYNC,
+	OPT_COMM,
 };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to profile", 0 },
+	{ "all", 'a', NULL, 0, "BPF: every Python process of the host and its containers, "
+	  "found from the samples themselves (each one's first tick), those that start "
+	  "during the recording too; one root per process", 0 },
+	{ "comm", OPT_COMM, "REGEX", 0, "With -a: only processes whose name (comm) matches "
+	  "this extended regular expression", 0 },
 	{ "subprocesses", OPT_SUBPROCESSES, NULL, 0, "BPF: also every process the targets "
 	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
 	  "its own pid; outputs get one root per process", 0 },
@@ -311,6 +326,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SUBPROCESSES:
 		env->subprocesses = 1;
+		break;
+	case 'a':
+		env->all = 1;
+		break;
+	case OPT_COMM:
+		env->comm_re = arg;
 		break;
 	case 'F':
 		if (parse_long(arg, 1, 100000, &v))
@@ -393,8 +414,32 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!env->pid && !env->argv)
-			argp_error(state, "a target is needed: -p PID, or -- COMMAND [ARGS...]");
+		if (env->all && (env->pid || env->argv))
+			argp_error(state, "-a takes every Python process: not with -p or a command");
+		if (env->comm_re && !env->all)
+			argp_error(state, "--comm narrows -a");
+		if (env->comm_re) {
+			int rc = regcomp(&env->comm, env->comm_re, REG_EXTENDED | REG_NOSUB);
+
+			if (rc) {
+				char msg[128];
+
+				regerror(rc, &env->comm, msg, sizeof(msg));
+				argp_error(state, "invalid --comm regular expression '%s': %s",
+					   env->comm_re, msg);
+			}
+		}
+		if (env->all && env->backend == BACKEND_REMOTE)
+			argp_error(state, "-a is for the BPF backend: processes are found from "
+				   "the kernel's samples");
+		if (env->all && env->events == SAMPLER_EVENTS_THREAD)
+			argp_error(state, "-a needs per-CPU events (--events cpu)");
+		if (env->all && (env->raw || rawrec__wanted(env->out.format, env->out.output)))
+			argp_error(state, "a raw recording holds one process: not with -a");
+		if (env->all && env->async)
+			argp_error(state, "--async samples one process: not with -a");
+		if (!env->pid && !env->argv && !env->all)
+			argp_error(state, "a target is needed: -p PID, -a, or -- COMMAND [ARGS...]");
 		if (env->pid && env->argv)
 			argp_error(state, "-p PID and a command exclude each other");
 		if (env->argv && !env->sink && (!env->out.output || strcmp(env->out.output, "-") == 0))
@@ -495,14 +540,41 @@ static void on_code(void *ctx, const struct raw_code *code)
 
 static uint64_t clock_ns(clockid_t clk);
 
+/* Has @e (open) an interpreter with a thread state? */
+static bool runs_python(struct proc_entry *e)
+{
+	struct py_thread t;
+	size_t n = 0;
+	int rc = pyproc__threads(e->p, &t, 1, &n);
+
+	return (!rc || rc == -E2BIG) && n > 0;
+}
+
 /* A followed process exec'd: the sampler drops its ticks until it is added
  * again, once its new image is found to be a Python. */
+static void proc_configure(struct record_ctx *c, struct proc_entry *e);
+
 static void proc_try_python(struct record_ctx *c, struct proc_entry *e)
+{
+	if (procset__open(c->procs, e))
+		return;
+	if (c->env->all && !runs_python(e)) {
+		/* -a: libpython loaded without an interpreter (perf links it
+		 * for its scripts), or one still starting (a loaded host may
+		 * take a second): kept open, and looked at again at each
+		 * refresh (one read) for as long as it runs. */
+		e->state = PROC_NO_INTERP;
+		snprintf(e->why, sizeof(e->why), "libpython is loaded, but no interpreter runs");
+		return;
+	}
+	proc_configure(c, e);
+}
+
+/* Configure @e (open, running Python) in the BPF program. */
+static void proc_configure(struct record_ctx *c, struct proc_entry *e)
 {
 	char err[PYPROF_ERRLEN];
 
-	if (procset__open(c->procs, e))
-		return;
 	if (bpf_sampler__add_process(c->bs, e->p, err, sizeof(err))) {
 		snprintf(e->why, sizeof(e->why), "%s", err);
 		e->state = PROC_FAILED;
@@ -511,6 +583,16 @@ static void proc_try_python(struct record_ctx *c, struct proc_entry *e)
 	if (c->env->verbose)
 		fprintf(stderr, "pyprof-bpf: following process %d (%s, Python %s)\n",
 			(int)e->pid, e->comm, e->version);
+}
+
+/* -a --comm: @e's name does not match (said as why it is not sampled). */
+static bool comm_excluded(struct record_ctx *c, struct proc_entry *e)
+{
+	if (!c->env->comm_re || !regexec(&c->env->comm, e->comm, 0, NULL, 0))
+		return false;
+	snprintf(e->why, sizeof(e->why), "its name does not match --comm");
+	e->state = PROC_NOT_PYTHON;
+	return true;
 }
 
 static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid,
@@ -526,7 +608,7 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 		}
 		return;
 	}
-	if (!c->env->subprocesses) {
+	if (!c->env->subprocesses && !c->env->all) {
 		/* Only a command started is tracked then (exec events): an
 		 * exec once it is sampled replaces the interpreter it was
 		 * configured for. The tracepoint unconfigured it already;
@@ -539,6 +621,19 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 		return;
 	}
 	switch (ev) {
+	case SAMPLER_PROC_SEEN:
+		/* -a: met on a CPU; looked at as an exec'd process is. */
+		e = procset__find(c->procs, pid);
+		if (!e && !(e = procset__add(c->procs, pid, 0, NULL)))
+			break;
+		if (e->state == PROC_PYTHON || e->state == PROC_PENDING ||
+		    e->state == PROC_NO_INTERP)
+			break;
+		e->state = PROC_PENDING;
+		e->pending_since_ns = clock_ns(CLOCK_MONOTONIC);
+		if (!comm_excluded(c, e))
+			proc_try_python(c, e);
+		break;
 	case SAMPLER_PROC_FORK:
 		if (!procset__add(c->procs, pid, ppid, NULL))
 			c->snapshot_errors++;
@@ -551,13 +646,23 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 		procfs__comm(pid, 0, e->comm, sizeof(e->comm));
 		/* A child of a command not sampled yet: its samples would
 		 * come before anything can take them (launch_done()). */
-		if (!c->launching)
+		if (!c->launching && !comm_excluded(c, e))
 			proc_try_python(c, e);
 		break;
 	case SAMPLER_PROC_EXIT:
 		e = procset__find(c->procs, pid);
 		if (e)
 			e->exited = true;
+		if (e && c->env->all) {
+			/* -a may meet thousands: what an ended process held is
+			 * freed; a Python keeps its line in the summary. */
+			if (e->state == PROC_PYTHON || e->state == PROC_ENDED) {
+				procset__close(c->procs, e);
+			} else {
+				procset__remove(c->procs, e);
+				c->others_ended++;
+			}
+		}
 		/* Its entry in the program's map is freed for the processes
 		 * to come (a long recording of a forking server). */
 		bpf_sampler__forget_process(c->bs, pid);
@@ -574,6 +679,12 @@ static void retry_pending(struct record_ctx *c)
 	for (size_t i = 0; i < procset__count(c->procs); i++) {
 		struct proc_entry *e = procset__at(c->procs, i);
 
+		if (e->state == PROC_NO_INTERP && !e->exited && runs_python(e)) {
+			e->state = PROC_PYTHON;
+			e->why[0] = '\0';
+			proc_configure(c, e);
+			continue;
+		}
 		if (e->state != PROC_PENDING)
 			continue;
 		if (e->exited || now - e->pending_since_ns > EXEC_PENDING_NS) {
@@ -632,10 +743,49 @@ static bool any_alive(struct record_ctx *c)
 }
 
 /* The end summary's list of processes, when there were several. */
+static int by_samples(const void *a, const void *b)
+{
+	const struct proc_entry *x = *(struct proc_entry *const *)a;
+	const struct proc_entry *y = *(struct proc_entry *const *)b;
+
+	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : x->pid - y->pid;
+}
+
+/* -a: the Pythons by samples (CPU), then how many others were met. */
+static void print_all(struct record_ctx *c)
+{
+	size_t n = procset__count(c->procs), np = 0, others = 0;
+	struct proc_entry **v = calloc(n ? n : 1, sizeof(*v));
+
+	for (size_t i = 0; i < n; i++) {
+		struct proc_entry *e = procset__at(c->procs, i);
+
+		if ((e->state == PROC_PYTHON || e->state == PROC_ENDED) && v)
+			v[np++] = e;
+		else
+			others++;
+	}
+	if (v)
+		qsort(v, np, sizeof(*v), by_samples);
+	fprintf(stderr, "pyprof-bpf: %zu Python processes:\n", np);
+	for (size_t i = 0; i < np; i++)
+		fprintf(stderr, "  %7d %-16s Python %-8s %8llu samples%s\n", (int)v[i]->pid,
+			v[i]->comm, v[i]->version, (unsigned long long)v[i]->samples,
+			v[i]->exited ? ", exited" : "");
+	fprintf(stderr, "pyprof-bpf: %llu other processes met on a CPU (no Python%s), %zu of "
+		"them still running\n", (unsigned long long)(others + c->others_ended),
+		c->env->comm_re ? ", or not matching --comm" : "", others);
+	free(v);
+}
+
 static void print_procs(struct record_ctx *c)
 {
 	size_t n = procset__count(c->procs);
 
+	if (c->env->all) {
+		print_all(c);
+		return;
+	}
 	if (n < 2)
 		return;
 	fprintf(stderr, "pyprof-bpf: %zu processes:\n", n);
@@ -1427,7 +1577,7 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	multi = env.subprocesses || env.npids > 1;
+	multi = env.subprocesses || env.npids > 1 || env.all;
 	env.out.oopts.process_roots = multi;
 	env.out.oopts.mode = mode_name(env.mode);
 	sopts = (struct sampler_opts){ .freq_hz = (unsigned int)env.freq,
@@ -1438,7 +1588,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				        * would pick for one */
 				       .events = multi && env.events == SAMPLER_EVENTS_AUTO ?
 						 SAMPLER_EVENTS_CPU : env.events,
-				       .follow_children = env.subprocesses,
+				       .follow_children = env.subprocesses || env.all,
+				       .all_procs = env.all,
 				       .exec_events = cmd != NULL,
 				       .mode = env.mode,
 				       .kernel_stacks = env.kernel,
@@ -1459,12 +1610,20 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				 strerror(-rc));
 		if (!rc)
 			rc = record__start_command(&ctx, cmd, &p, err, sizeof(err));
+	} else if (env.all) {
+		/* -a: the processes come from the samples (on_proc). */
+		rc = record__load_bpf(&ctx, &sopts, NULL, &bs, err, sizeof(err));
+		if (!rc && !bs) {
+			rc = -ENOTSUP;
+			snprintf(err, sizeof(err), "-a needs the BPF backend (root, or CAP_BPF, "
+				 "CAP_PERFMON and CAP_SYS_PTRACE)");
+		}
 	} else {
 		rc = pyproc__open(env.pid, &p, err, sizeof(err));
 	}
 	if (rc)
 		goto fail;
-	if (!(main_proc = procset__add(ctx.procs, env.pid, 0, p))) {
+	if (!env.all && !(main_proc = procset__add(ctx.procs, env.pid, 0, p))) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -1499,7 +1658,10 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
+	if (env.all)
+		snprintf(ctx.comm, sizeof(ctx.comm), "all");
+	else
+		procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
 	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
 	if (!ctx.names) {
 		rc = -ENOMEM;
@@ -1517,7 +1679,7 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	if (rc)
 		goto fail;
 
-	if (!cmd) {
+	if (!cmd && !env.all) {
 		rc = record__load_bpf(&ctx, &sopts, main_proc->p, &bs, err, sizeof(err));
 		if (rc)
 			goto fail;
@@ -1581,7 +1743,13 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		if (rc)
 			goto fail;
 	}
-	if (!sink) {
+	if (!sink && env.all) {
+		fprintf(stderr, "pyprof-bpf: sampling every Python process%s%s%s in %s mode at "
+			"%ld Hz with the BPF backend (per-CPU events)%s\n",
+			env.comm_re ? " named like '" : "", env.comm_re ? env.comm_re : "",
+			env.comm_re ? "'" : "", mode_name(env.mode), env.freq,
+			env.duration ? "" : "; Ctrl-C to stop");
+	} else if (!sink) {
 		fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) in %s mode at %ld Hz "
 			"with the %s backend%s%s\n", (int)env.pid, main_proc->version,
 			mode_name(env.mode), env.freq, bs ? "BPF" : "remote",
@@ -1593,7 +1761,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 
 	if (sink) {
 		struct record_info info = {
-			.pid = env.pid, .comm = ctx.comm, .python_version = main_proc->version,
+			.pid = env.pid, .comm = ctx.comm,
+			.python_version = main_proc ? main_proc->version : "",
 			.mode = mode_name(env.mode), .freq_hz = env.freq,
 			.backend = bs ? "BPF" : "remote", .per_cpu = bs && bpf_sampler__per_cpu(bs),
 			.command = cmd != NULL, .multi = multi,
@@ -1644,7 +1813,7 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				if (env.async && !ctx.tasks &&
 				    (rc = async_enable(&ctx, err, sizeof(err))))
 					break;
-				if (multi ? !any_alive(&ctx) : !procfs__alive(env.pid)) {
+				if (!env.all && (multi ? !any_alive(&ctx) : !procfs__alive(env.pid))) {
 					ended = multi ? "every process exited" : "the target exited";
 					break;
 				}
@@ -1874,5 +2043,7 @@ out:
 	free(ctx.names);
 	pyproc__free(p);
 	launch__free(cmd);
+	if (env.comm_re)
+		regfree(&env.comm);
 	return exit_code;
 }

@@ -172,6 +172,7 @@ enum sampler_proc_event {
 	SAMPLER_PROC_FORK = 1,	/* pid: a new child of ppid, followed */
 	SAMPLER_PROC_EXEC = 2,	/* pid exec'd: not sampled until added again */
 	SAMPLER_PROC_EXIT = 3,	/* pid ended */
+	SAMPLER_PROC_SEEN = 4,	/* pid met on a CPU for the first time (all_procs) */
 };
 
 /* Called for every process event, in order with the samples; @ts_ns is
@@ -216,6 +217,10 @@ struct sampler_opts {
 	/* BPF backend: follow the processes the targets start (fork, exec),
 	 * from their first instruction; needs per-CPU events. */
 	int follow_children;
+	/* BPF backend: every process met on a CPU is reported once
+	 * (SAMPLER_PROC_SEEN; configure the Pythons with
+	 * bpf_sampler__add_process); needs follow_children. */
+	int all_procs;
 	/* BPF backend: report the execs of tracked processes
 	 * (bpf_sampler__track_process) as SAMPLER_PROC_EXEC, without
 	 * follow_children: a command started is looked at as soon as it

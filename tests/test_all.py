@@ -1,0 +1,196 @@
+"""Issue #13 item 2: `record -a`, every Python process of the host, found
+from the samples themselves, with real BPF and real interpreters.
+
+test_all_processes: every test interpreter here (pyenv shared-libpython
+3.11/3.12/3.13, Debian's 3.11, the sid root's static 3.13/3.14/3.15 and the
+3.14 debug build, in a chroot), each twice, one of the two in its own PID
+namespace; half started before the recording, half during it; one that
+exits during it; a shell that execs Python during it; two non-Python busy
+processes (a shell loop, perl). `-a -F 499 -d 8 --format collapsed`:
+- every Python process of ours has samples under its own root
+  (`COMM (pid N)`, host pid), >= 70% of its weight exactly its frames
+  (<module> at the call, spin() in its loop), the rest the interpreter's own
+  start-up code (those started during the recording), never another
+  program's frames;
+- the non-Python processes have no root at all (Python processes that are
+  not ours, such as other tests', may have theirs);
+- the summary lists ours as Python processes with their versions and counts
+  the others;
+- `--comm` narrows it to the names matching.
+Refusals: -a with -p, with a command, with the remote backend, with a bad
+regular expression: a clear error, exit 64.
+"""
+import os
+import re
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+
+import pyenvs
+from test_dump import SUPPORTED, procs, stage_unique  # noqa: F401
+
+TARGET = os.path.join(os.path.dirname(__file__), "targets", "all_spin.py")
+MODULE_LINE, SPIN_LINES = 19, (13, 14, 15, 16)
+# Where an interpreter's own start-up and shutdown code lives.
+# ("<string>": the lines of .pth files site runs.)
+STDLIB = ("<frozen ", "<string>", "/usr/lib/python3", "/root/.pyenv/versions/")
+
+
+def roots_of(path):
+    """{pid: [(comm, frames)]} from collapsed output; frames innermost last,
+    a Python frame (func, file, line), anything else its text."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            m = re.fullmatch(r"(\S+) (\d+)\n", line)
+            assert m, f"{path}:{n}: {line!r}"
+            parts = m.group(1).split(";")
+            root = urllib.parse.unquote(parts[1])
+            r = re.fullmatch(r"(.*) \(pid (\d+)\)", root)
+            assert r, f"{path}:{n}: no process root: {root!r}"
+            frames = []
+            for t in parts[2:]:
+                if t.startswith("py::"):
+                    func, file, ln = urllib.parse.unquote(t[4:]).rsplit(":", 2)
+                    frames.append((func, file, int(ln)))
+                else:
+                    frames.append(urllib.parse.unquote(t))
+            out.setdefault(int(r.group(2)), []).append((r.group(1), frames, int(m.group(2))))
+    return out
+
+
+def start_python(interp, procs, tmp_path, name, pidns=False, args=()):
+    script = stage_unique(interp, TARGET, procs)
+    p = procs.start(interp.argv([script] + list(args), pidns=pidns),
+                    str(tmp_path / f"{name}.stderr"))
+    return p, script
+
+
+def python_pid(p):
+    """The host pid that runs Python (unshare's child with a PID namespace)."""
+    deadline = time.monotonic() + 10
+    while True:
+        pid = pyenvs.leaf_pid(p.pid)
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().startswith("python"):
+                    return pid
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"no python under {p.pid}"
+        time.sleep(0.02)
+
+
+def interps():
+    seen = {}
+    for i in SUPPORTED:
+        seen.setdefault(i.label, i)
+    return list(seen.values())
+
+
+def test_all_processes(procs, tmp_path):
+    ours = {}       # host pid -> (label, script)
+    ips = interps()
+    assert len(ips) >= 6, f"test interpreters: {[i.label for i in ips]}"
+    for k, interp in enumerate(ips):
+        p, script = start_python(interp, procs, tmp_path, f"before{k}", pidns=k % 2 == 1)
+        ours[python_pid(p)] = (interp.label, script)
+    busy = [procs.start(["sh", "-c", "while :; do :; done"], str(tmp_path / "sh.stderr")),
+            procs.start(["perl", "-e", "while (1) { $x++ }"], str(tmp_path / "perl.stderr"))]
+    time.sleep(0.3)
+    out = str(tmp_path / "all.folded")
+    err_path = str(tmp_path / "all.stderr")
+    with open(err_path, "wb") as ef:
+        rec = subprocess.Popen([pyenvs.BINARY, "-a", "-F", "499", "-d", "8", "--format",
+                                "collapsed", "-o", out], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=ef)
+    procs.items.append(rec)
+    deadline = time.monotonic() + 60
+    while "sampling every Python process" not in open(err_path).read():
+        assert rec.poll() is None and time.monotonic() < deadline, open(err_path).read()
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    # a shell that execs Python, and one that ends during the recording
+    interp = ips[0]
+    script = stage_unique(interp, TARGET, procs)
+    sh = procs.start(["sh", "-c", f"sleep 0.3; exec {' '.join(interp.argv([script]))}"],
+                     str(tmp_path / "exec.stderr"))
+    ours[sh.pid] = (interp.label, script)
+    p, script = start_python(interp, procs, tmp_path, "short", args=["1.5"])
+    short = python_pid(p)
+    ours[short] = (interp.label, script)
+    for k, interp in enumerate(ips):
+        p, script = start_python(interp, procs, tmp_path, f"during{k}", pidns=k % 2 == 0)
+        ours[python_pid(p)] = (interp.label, script)
+    started = time.monotonic() - t0
+    rec.wait(timeout=60)
+    err = open(err_path).read()
+    assert rec.returncode == 0, err
+    assert started < 6, f"the processes took {started:.1f} s to start: too late to be seen"
+
+    got = roots_of(out)
+    missing, wrong = [], []
+    for pid, (label, script) in ours.items():
+        if pid not in got:
+            missing.append((pid, label))
+            continue
+        exact = total = 0
+        for comm, frames, w in got[pid]:
+            py = [f for f in frames if isinstance(f, tuple)]
+            total += w
+            mine = [f for f in py if f[1] == script]
+            if (len(py) == 2 and py[0][:2] == ("<module>", script) and py[0][2] == MODULE_LINE
+                    and py[1][:2] == ("spin", script) and py[1][2] in SPIN_LINES
+                    and all(isinstance(f, tuple) or f == "<GC>" for f in frames)):
+                exact += w
+            elif mine or not all(f[1].startswith(STDLIB) for f in py):
+                # Start-up and shutdown run the interpreter's own code
+                # (site, importlib); anything else is not this program.
+                wrong.append((pid, label, frames))
+        if exact < 0.7 * total:
+            wrong.append((pid, label, f"{exact / total:.0%} of its weight in spin()"))
+    for b in busy:
+        assert b.pid not in got, f"a non-Python process has a root: {got[b.pid][:2]}"
+    print(f"\nALL processes={len(ours)} found={len(ours) - len(missing)} roots={len(got)}")
+    assert not missing, f"Python processes without samples: {missing}\n{err}"
+    assert not wrong, f"samples not exactly their process's frames: {wrong[:3]}"
+    assert short in got
+    m = re.search(r"pyprof-bpf: (\d+) Python processes:", err)
+    assert m and int(m.group(1)) >= len(ours), err
+    assert re.search(r"pyprof-bpf: \d+ other processes met on a CPU", err), err
+    assert "perl" not in err.split("other processes")[0], err
+
+
+def test_comm_filter(procs, tmp_path):
+    interp = next(i for i in SUPPORTED if i.version[:2] == (3, 14))
+    other = next(i for i in SUPPORTED if i.version[:2] == (3, 12))
+    p1, s1 = start_python(interp, procs, tmp_path, "a")
+    p2, s2 = start_python(other, procs, tmp_path, "b")
+    pid1, pid2 = python_pid(p1), python_pid(p2)
+    time.sleep(0.3)
+    out = str(tmp_path / "comm.folded")
+    r = subprocess.run([pyenvs.BINARY, "-a", "--comm", r"^python3\.14$", "-F", "499", "-d", "2",
+                        "--format", "collapsed", "-o", out], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = roots_of(out)
+    assert pid1 in got, r.stderr
+    assert pid2 not in got, f"--comm let python3 (3.12) in:\n{r.stderr}"
+    assert all(c == "python3.14" for v in got.values() for c, _, _ in v), sorted(got)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["-a", "-p", "1"], "not with -p"),
+    (["-a", "-o", "x.folded", "--", "true"], "not with -p or a command"),
+    (["-a", "--backend", "remote"], "BPF backend"),
+    (["-a", "--comm", "("], "invalid --comm regular expression"),
+    (["--comm", "x", "-p", "1"], "--comm narrows -a"),
+    (["-a", "--async"], "not with -a"),
+])
+def test_refusals(args, msg):
+    r = subprocess.run([pyenvs.BINARY] + args, stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 64, (r.returncode, r.stderr)
+    assert msg in r.stderr, r.stderr
