@@ -172,7 +172,11 @@ def is_top(screen):
 
 
 def first_is(name):
-    return lambda s: is_top(s) and rows(s) and rows(s)[0][2] == name
+    """The first row is name's, ahead of the second (not a tie of a few samples)."""
+    def pred(s):
+        r = rows(s) if is_top(s) else []
+        return r and r[0][2] == name and (len(r) == 1 or r[0][0] > r[1][0])
+    return pred
 
 
 def view_line(screen):
@@ -212,6 +216,13 @@ def top_cmd(args, marker):
             f"stty -a > /tmp/{marker}.after; echo TOP-EXIT=$rc")
 
 
+def run_top(term, args, marker):
+    """Start top in the pane and wait for its screen: sampling has begun (BPF
+    is loaded: 1-2.5 s here, more on a busy machine)."""
+    term.line(top_cmd(args, marker))
+    return term.wait_for(is_top, 30, "top's screen")
+
+
 def stty_same(marker):
     with open(f"/tmp/{marker}.before") as f:
         before = f.read()
@@ -249,10 +260,9 @@ def test_hot_function_first(interp, procs, tmux):
     term = tmux()
     marker = f"top-{uuid.uuid4().hex[:8]}"
     t0 = time.monotonic()
-    term.line(top_cmd(f"-p {t.pid}", marker))
     # top draws its screen when sampling begins (after loading BPF: 1-2.5 s
     # of verifier time on this machine, record's start-up too)
-    term.wait_for(is_top, 20, "top's screen")
+    run_top(term, f"-p {t.pid}", marker)
     t1 = time.monotonic()
     s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
     took = time.monotonic() - t1
@@ -288,9 +298,11 @@ def test_keys(procs, tmux):
     t = start_hot(procs, interp, "--thread")
     term = tmux(120, 40)
     marker = f"top-{uuid.uuid4().hex[:8]}"
-    term.line(top_cmd(f"-p {t.pid}", marker))
-    s = term.wait_for(lambda s: is_top(s) and "hot_leaf" in [r[2] for r in rows(s)], 10,
-                      "hot_leaf among the rows")
+    run_top(term, f"-p {t.pid}", marker)
+    # settled: both threads' functions, a few refreshes' worth of samples
+    want = {"hot_leaf", "warm_leaf", "driver", "side_leaf"}
+    s = term.wait_for(lambda s: want <= {r[2] for r in rows(s)} and samples(s) >= 100, 20,
+                      f"{sorted(want)} among the rows, 100 samples")
     assert "sorted by own" in view_line(s), s
     r = rows(s)
     assert [x[0] for x in r] == sorted((x[0] for x in r), reverse=True), s
@@ -337,12 +349,16 @@ def test_keys(procs, tmux):
 
     # one thread, then the other, then all
     main_fns, side_fns = {"hot_leaf", "warm_leaf", "driver"}, {"side_leaf", "side_loop"}
-    seen = set()
+    seen, tids = set(), []
+
+    def tid_shown(s):
+        m = re.search(r", thread (\d+) \((.*)\), sorted", view_line(s))
+        return m and int(m.group(1)) not in tids and m
     for _ in range(2):
         term.send("]")
-        s = term.wait_for(lambda s: re.search(r", thread \d+ \(", view_line(s)), 5,
-                          "one thread's view")
-        m = re.search(r", thread (\d+) \((.*)\), sorted", view_line(s))
+        s = term.wait_for(tid_shown, 5, "another thread's view")
+        m = tid_shown(s)
+        tids.append(int(m.group(1)))
         fns = {x[2] for x in rows(s)}
         if fns & side_fns:
             # (3.14+ names the OS thread after the Python one; 3.12 does not)
@@ -351,8 +367,6 @@ def test_keys(procs, tmux):
         else:
             assert fns & main_fns and int(m.group(1)) == t.pid, s
             seen.add("main")
-        # wait for the next refresh so the next ] is not confused with this one
-        time.sleep(0.3)
     assert seen == {"main", "side"}, seen
     term.send("a")
     s = term.wait_for(lambda s: ", all threads," in view_line(s), 5, "all threads")
@@ -387,7 +401,7 @@ def test_resize(procs, tmux):
     line = def_line("hot_leaf")
     term = tmux(120, 30)
     marker = f"top-{uuid.uuid4().hex[:8]}"
-    term.line(top_cmd(f"-p {t.pid}", marker))
+    run_top(term, f"-p {t.pid}", marker)
 
     def hot_row(s):
         for ln in s.splitlines():
@@ -431,7 +445,7 @@ def test_terminal_restored(how, procs, tmux):
     marker = f"top-{uuid.uuid4().hex[:8]}"
     term.line("echo BEFORE-TOP-$((6 * 7))")
     term.wait_for(lambda s: "BEFORE-TOP-42" in s, 5, "the line before top")
-    term.line(top_cmd(f"-p {t.pid}", marker))
+    run_top(term, f"-p {t.pid}", marker)
     s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
     assert "BEFORE-TOP-42" not in s, s
     if how == "SIGTERM":
@@ -457,8 +471,7 @@ def test_error_restores_terminal(procs, tmux):
     t = start_hot(procs, interp)
     term = tmux(100, 30)
     marker = f"top-{uuid.uuid4().hex[:8]}"
-    term.line(top_cmd(f"-p {t.pid} -F 999 --raw /dev/full", marker))
-    term.wait_for(is_top, 20, "top's screen")
+    run_top(term, f"-p {t.pid} -F 999 --raw /dev/full", marker)
     s = top_ended(term, 60)
     assert "pyprof-bpf: writing /dev/full: No space left on device" in s, s
     assert exit_status(s) == 1 and not is_top(s), s
@@ -490,7 +503,7 @@ def test_target_exits(procs, tmux):
     t = start_hot(procs, interp, "3")
     term = tmux(100, 30)
     marker = f"top-{uuid.uuid4().hex[:8]}"
-    term.line(top_cmd(f"-p {t.pid}", marker))
+    run_top(term, f"-p {t.pid}", marker)
     term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
     s = top_ended(term)
     assert t.poll() == 0, t.poll()
@@ -506,7 +519,7 @@ def test_command_exits(procs, tmux):
     term = tmux(100, 30)
     marker = f"top-{uuid.uuid4().hex[:8]}"
     cmd = shlex.join(interp.argv([HOT, ready, "3"]))
-    term.line(top_cmd(f"-- {cmd}", marker))
+    run_top(term, f"-- {cmd}", marker)
     s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
     s = top_ended(term)
     assert "pyprof-bpf: the command exited with status 0" in s and exit_status(s) == 0, s
@@ -520,7 +533,7 @@ def test_quit_kills_command(procs, tmux):
     procs.cleanup_file(ready)
     term = tmux(100, 30)
     marker = f"top-{uuid.uuid4().hex[:8]}"
-    term.line(top_cmd(f"-- {shlex.join(interp.argv([HOT, ready]))}", marker))
+    run_top(term, f"-- {shlex.join(interp.argv([HOT, ready]))}", marker)
     s = term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
     pid = int(re.search(r"pid (\d+)", s).group(1))
     term.send("q")
