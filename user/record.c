@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * record.c - the recording loop: pick a backend, deliver its raw samples
- * through the symbolizer to an output and/or a raw recording (rawrec.h), stop
- * cleanly on -d, Ctrl-C, SIGTERM or the target's exit, and say what could not
- * be done.
+ * through the symbolizer to an output and/or a raw recording (rawrec.h), or
+ * to a sink (record__run(): `top`, record.h), stop cleanly on -d, Ctrl-C,
+ * SIGTERM or the target's exit, and say what could not be done.
  */
 #include <argp.h>
 #include <errno.h>
