@@ -27,7 +27,8 @@ b2. test_aiohttp (3.14, 3.15): a real program, an aiohttp web application
    the sample, as the task is gone before any snapshot could see it), with
    aiohttp's own frames (RequestHandler._handle_request) between it and
    the handler; at most 0.5% of all task markers unread.
-c2. test_pending_tasks (3.14, 3.15): --async=all -F 99 on three tasks that
+c2. test_pending_tasks (3.14, 3.15; cpu and wall modes): --async=all -F 99 on
+   three tasks that
    sleep in a loop and one that burns CPU: each sleeper's weight (its own
    stack: <task main>, main, <task sleeper-K>, nap, sleep) within 10% of the
    recording's length, in that exact stack for >= 95% of it; the main task,
@@ -284,14 +285,16 @@ def test_aiohttp(interp, procs, tmp_path):
 # --------------------------------------------------------------------------
 # c2. every pending task (--async=all)
 
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
 @pytest.mark.parametrize("interp", ASYNC)
-def test_pending_tasks(interp, procs, tmp_path):
+def test_pending_tasks(interp, mode, procs, tmp_path):
     seen, host = out_path(interp, procs, tmp_path, "sleepers.ready")
     p, script = start(interp, procs, tmp_path, "async_rec_sleepers.py", [seen], "sleepers")
     wait_file(p, host, f"async_rec_sleepers.py on {interp.label}")
     out = str(tmp_path / "all.folded")
     rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
-              ["-F", 99, "-d", 3, "--async=all", "--format", "collapsed", "-o", out]
+              ["-F", 99, "-d", 3, "--async=all", "--mode", mode, "--format", "collapsed",
+               "-o", out]
               ).wait_started()
     rec.finish(3)
     secs = rec.summary["secs"]
@@ -314,7 +317,7 @@ def test_pending_tasks(interp, procs, tmp_path):
             exact[owner] += w
         elif owner == "burner" and fs[-1] == "burn":
             burner += w
-    print(f"\nASYNC pending {interp.label} " + " ".join(
+    print(f"\nASYNC pending {interp.label} {mode} " + " ".join(
         f"{k}={v / 1e9:.3f}s({exact[k] / max(v, 1):.0%})" for k, v in sorted(total.items()))
         + f" burner-cpu={burner / 1e9:.3f}s over {secs}s")
     for k in ["main", "sleeper-0", "sleeper-1", "sleeper-2"]:

@@ -188,7 +188,7 @@ class Rec:
         assert self.p.returncode == 0, (f"`{' '.join(self.cmd)}` exited "
                                         f"{self.p.returncode}; stderr:\n{self.stderr}")
         lines = self.stderr.rstrip("\n").split("\n")
-        m = SUMMARY.fullmatch(lines[-1])
+        m = SUMMARY.match(lines[-1])  # a mode may follow: "; wall mode (...)"
         assert m, f"the last line on stderr is not the summary: {lines[-1]!r}\n{self.stderr}"
         self.summary = {k: (float(v) if "." in v else int(v))
                         for k, v in m.groupdict().items()}
