@@ -554,7 +554,7 @@ def snapshots(out):
         if not block.strip():
             continue
         lines = block.splitlines()
-        assert lines[0].startswith("pyprof-bpf top: pid ") and COLUMNS.match(lines[3]), block
+        assert lines[0].startswith("pyprof-bpf top: ") and COLUMNS.match(lines[3]), block
         out_.append((lines[:3], rows(block)))
     return out_
 
@@ -598,6 +598,24 @@ def test_plain_command(procs):
     assert len(snaps) >= 4, p.stdout
     assert snaps[-1][1][0][2] == "hot_leaf", snaps[-1]
     assert "pyprof-bpf: the command exited with status 0" in p.stderr, p.stderr
+
+
+def test_plain_all(procs):
+    """top -a (record's every-Python-process option): the header says so,
+    and the target's hot_leaf is among the rows, ahead of warm_leaf."""
+    interp = by_label(OTHER_INTERPS[0])
+    t = start_hot(procs, interp)
+    p = subprocess.run([binary(), "top", "-a", "-d", "2.5", "--rows", "100"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    snaps = snapshots(p.stdout)
+    assert len(snaps) == 3, p.stdout
+    hdr, r = snaps[-1]
+    assert re.match(r"pyprof-bpf top: every Python process \(\d+ seen\), cpu mode", hdr[0]), hdr
+    mine = [x for x in r if x[3] == t.script]
+    names = [x[2] for x in mine]
+    assert "hot_leaf" in names and "warm_leaf" in names, r
+    assert mine[names.index("hot_leaf")][0] > mine[names.index("warm_leaf")][0], r
 
 
 def test_help():

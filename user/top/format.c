@@ -62,14 +62,21 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 	const struct record_info *in = s->info;
 	const struct record_status *st = s->status;
 	const struct top_view *v = s->view;
-	char more[48] = "", thr[80], name[128];
+	char more[48] = "", thr[256], name[128];
 
 	switch (i) {
 	case 0:
-		if (s->nprocs > 1)
-			snprintf(more, sizeof(more), " + %zu more processes", s->nprocs - 1);
-		snprintf(buf, len, "pyprof-bpf top: pid %d (%s)%s, Python %s, %s mode, %ld Hz, "
-			 "%s%s%s", (int)in->pid, clean(in->comm, name, sizeof(name)), more, in->python_version, in->mode,
+		/* -a: no one target; -p A,B, --subprocesses: the first and a count */
+		if (!in->pid)
+			snprintf(thr, sizeof(thr), "every Python process (%zu seen)", s->nprocs);
+		else if (s->nprocs > 1)
+			snprintf(thr, sizeof(thr), "pid %d (%s) + %zu more processes, Python %s",
+				 (int)in->pid, clean(in->comm, name, sizeof(name)), s->nprocs - 1,
+				 in->python_version);
+		else
+			snprintf(thr, sizeof(thr), "pid %d (%s), Python %s", (int)in->pid,
+				 clean(in->comm, name, sizeof(name)), in->python_version);
+		snprintf(buf, len, "pyprof-bpf top: %s, %s mode, %ld Hz, %s%s%s", thr, in->mode,
 			 in->freq_hz, in->backend, strcmp(in->backend, "BPF") ? "" :
 			 in->per_cpu ? " per-CPU" : " per-thread", s->paused ? "  [PAUSED]" : "");
 		break;
@@ -82,7 +89,10 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 			 s->active_threads, s->nthreads, st->elapsed_s);
 		break;
 	default:
-		if (s->thread)
+		if (s->thread && s->nprocs > 1)
+			snprintf(thr, sizeof(thr), "thread %d (%s) of pid %d", (int)s->thread->tid,
+				 clean(s->thread->name, name, sizeof(name)), (int)s->thread->pid);
+		else if (s->thread)
 			snprintf(thr, sizeof(thr), "thread %d (%s)", (int)s->thread->tid,
 				 clean(s->thread->name, name, sizeof(name)));
 		else
