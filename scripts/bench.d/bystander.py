@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Issue #13 item 5: what pyprof-bpf costs the processes it does not profile
+(`scripts/bench --bystander-only`; a full or --quick `scripts/bench` run ends
+with it).
+
+Per-CPU events put a timer on every CPU, whatever runs there; per-thread
+events tick only while the target's threads run (and cost at each of their
+context switches). Measured here: a CPU-bound bystander pinned on each CPU
+(taskset), counting iterations into a file shared through the page cache,
+while pyprof-bpf records an unrelated target (a Python doing ~2 ms of work
+every ~10 ms, on any CPU) with `--events cpu` and with `--events thread`, at
+99 Hz, 1 kHz and 10 kHz; and with no profiler at all.
+
+Rounds interleave: each round visits the six profiled conditions in a
+shuffled order with a window without any profiler before each and after the
+last (B P B P ... P B), so every profiled window has baseline windows on
+both sides, as close in time as can be; this shared machine's load drifts,
+and the ratio of a window to the mean of its two neighbours cancels most of
+it. A profiled window starts SETTLE_S after pyprof-bpf says it samples (its
+start-up, the verifier's ~0.3-0.5 s of CPU, is not a steady cost) and ends
+before it is stopped (SIGINT) and writes its output. Figures, per condition,
+medians over the rounds: the bystanders' iterations per second (both CPUs
+summed, and each) against the neighbouring baselines, and their iterations
+per CPU-second of their own (the scheduler's share taken out: what the
+timer's interrupts cost the work itself); pyprof-bpf's own CPU in the window
+(which competes with the bystanders on a machine with no idle CPU).
+Target: >= 0.99 at 99 Hz.
+
+Every process started here is killed on every way out.
+"""
+import argparse
+import json
+import mmap
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procstat                   # noqa: E402
+from hostwide import BENCH_DIR, REPO, Procs, copy_binary, log   # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+RATES = (99, 1000, 10000)
+EVENTS = ("cpu", "thread")
+SETTLE_S = 0.5
+TARGET = 0.99
+
+BYSTANDER_CODE = r"""
+import mmap, sys
+with open(sys.argv[1], "w+b") as f:
+    f.truncate(8)
+    m = mmap.mmap(f.fileno(), 8)
+slot = memoryview(m).cast("Q")
+n = 0
+while True:
+    for i in range(5000):
+        pass
+    n += 1
+    slot[0] = n
+"""
+TARGET_CODE = r"""
+import time
+def target_work():
+    x = 0
+    for i in range(40000):
+        x += i
+    return x
+while True:
+    target_work()
+    time.sleep(0.008)
+"""
+
+
+class Counter:
+    def __init__(self, path):
+        self.path = path
+        self.map = None
+
+    def read(self):
+        if self.map is None:
+            try:
+                with open(self.path, "rb") as f:
+                    if os.fstat(f.fileno()).st_size < 8:
+                        return 0
+                    self.map = mmap.mmap(f.fileno(), 8, access=mmap.ACCESS_READ)
+            except OSError:
+                return 0
+        return int.from_bytes(self.map[:8], "little")
+
+
+def snap(bys):
+    return time.monotonic(), [(c.read(), procstat.cpu_ns(p.pid)) for p, c in bys]
+
+
+def window(bys, secs):
+    a = snap(bys)
+    time.sleep(secs)
+    b = snap(bys)
+    dt = b[0] - a[0]
+    per = []
+    for (n0, c0), (n1, c1) in zip(a[1], b[1]):
+        per.append(dict(iters_s=(n1 - n0) / dt,
+                        iters_cpu_s=(n1 - n0) / ((c1 - c0) / 1e9) if c1 and c0 and c1 > c0
+                        else None,
+                        cpu=(c1 - c0) / 1e9 / dt if c1 and c0 else None))
+    return dict(secs=dt, per=per, iters_s=sum(x["iters_s"] for x in per))
+
+
+def run(binary, rounds, secs, workdir, logdir, seed=13):
+    procs = Procs()
+    ncpu = os.cpu_count()
+    res = dict(rounds=rounds, secs=secs, cpus=ncpu, loadavg_start=os.getloadavg(),
+               started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), windows=[])
+    rng = random.Random(seed)
+    try:
+        bys = []
+        for cpu in range(ncpu):
+            path = os.path.join(workdir, "bystander%d.count" % cpu)
+            p = procs.start(["taskset", "-c", str(cpu), PYTHON, "-c", BYSTANDER_CODE, path])
+            bys.append((p, Counter(path)))
+        target = procs.start([PYTHON, "-c", TARGET_CODE])
+        deadline = time.monotonic() + 20
+        while any(c.read() == 0 for _, c in bys):
+            if time.monotonic() > deadline or any(p.poll() is not None for p, _ in bys):
+                raise RuntimeError("the bystanders did not start")
+            time.sleep(0.05)
+        time.sleep(1)
+        conds = [(ev, rate) for ev in EVENTS for rate in RATES]
+        t0 = time.monotonic()
+        for rnd in range(1, rounds + 1):
+            order = conds[:]
+            rng.shuffle(order)
+            seq = []
+            for c in order:
+                seq += [None, c]
+            seq.append(None)
+            for cond in seq:
+                if target.poll() is not None or any(p.poll() is not None for p, _ in bys):
+                    raise RuntimeError("the target or a bystander died")
+                if cond is None:
+                    w = window(bys, secs)
+                    w.update(round=rnd, events=None, rate=None)
+                else:
+                    w = profiled(binary, procs, target.pid, cond, bys, secs, workdir, logdir,
+                                 rnd)
+                res["windows"].append(w)
+                log("[%4.0fs] round %d %s: bystanders %.0f iterations/s%s" % (
+                    time.monotonic() - t0, rnd,
+                    "%s %d Hz" % cond if cond else "no profiler", w["iters_s"],
+                    ", pyprof-bpf %.1f%% of a core" % (100 * w["pyprof_cpu"])
+                    if cond else ""))
+    finally:
+        procs.kill_all()
+    res["loadavg_end"] = os.getloadavg()
+    return res
+
+
+def profiled(binary, procs, pid, cond, bys, secs, workdir, logdir, rnd):
+    events, rate = cond
+    errpath = os.path.join(logdir, "bystander-%s-%d-r%d.log" % (events, rate, rnd))
+    out = os.path.join(workdir, "bystander.folded")
+    with open(errpath, "w") as ef:
+        p = procs.start([binary, "-p", str(pid), "-F", str(rate), "--events", events,
+                         "-d", str(int(secs + 60)), "--format", "collapsed", "-o", out], ef)
+    deadline = time.monotonic() + 60
+    while True:
+        with open(errpath) as f:
+            t = f.read()
+        if "pyprof-bpf: sampling" in t:
+            break
+        if p.poll() is not None or time.monotonic() > deadline:
+            procs.kill(p)
+            raise RuntimeError("pyprof-bpf did not start: %s" % t.strip()[-300:])
+        time.sleep(0.02)
+    want = "per-CPU events" if events == "cpu" else "per-thread events"
+    if want not in t:
+        procs.kill(p)
+        raise RuntimeError("pyprof-bpf --events %s did not say %s: %s" % (events, want, t))
+    time.sleep(SETTLE_S)
+    c0 = procstat.cpu_ns(p.pid)
+    w = window(bys, secs)
+    c1 = procstat.cpu_ns(p.pid)
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pass
+    procs.kill(p)
+    time.sleep(0.3)
+    with open(errpath) as f:
+        t = f.read()
+    m = re.search(r"(\d+) samples in ([\d.]+) s", t)
+    w.update(round=rnd, events=events, rate=rate, samples=int(m.group(1)) if m else None,
+             pyprof_cpu=(c1 - c0) / 1e9 / w["secs"] if c0 and c1 else 0.0,
+             status=p.returncode)
+    try:
+        os.unlink(out)
+    except OSError:
+        pass
+    return w
+
+
+def ratios(res):
+    """{(events, rate): [per-window dicts of ratios to the neighbouring baselines]}."""
+    ws = res["windows"]
+    out = {}
+    for i, w in enumerate(ws):
+        if w["events"] is None:
+            continue
+        nb = [ws[j] for j in (i - 1, i + 1) if 0 <= j < len(ws) and ws[j]["events"] is None]
+        if not nb:
+            continue
+        r = dict(round=w["round"], pyprof_cpu=w["pyprof_cpu"])
+        r["all"] = w["iters_s"] / statistics.mean(b["iters_s"] for b in nb)
+        r["each"] = [w["per"][k]["iters_s"] / statistics.mean(b["per"][k]["iters_s"] for b in nb)
+                     for k in range(len(w["per"]))]
+        pc = [(w["per"][k]["iters_cpu_s"], [b["per"][k]["iters_cpu_s"] for b in nb])
+              for k in range(len(w["per"]))]
+        r["per_cpu_s"] = statistics.mean(a / statistics.mean(bb) for a, bb in pc
+                                         if a and all(bb)) if all(a and all(bb)
+                                                                  for a, bb in pc) else None
+        out.setdefault((w["events"], w["rate"]), []).append(r)
+    return out
+
+
+def summary(res):
+    rs = ratios(res)
+    out = {}
+    for key, v in rs.items():
+        alls = [r["all"] for r in v]
+        out[key] = dict(median=statistics.median(alls), lo=min(alls), hi=max(alls),
+                        each=[statistics.median(r["each"][k] for r in v)
+                              for k in range(len(v[0]["each"]))],
+                        per_cpu_s=statistics.median(r["per_cpu_s"] for r in v
+                                                    if r["per_cpu_s"] is not None)
+                        if any(r["per_cpu_s"] is not None for r in v) else None,
+                        pyprof_cpu=statistics.median(r["pyprof_cpu"] for r in v), n=len(v))
+    return out
+
+
+def text(res):
+    s = summary(res)
+    la0 = ", ".join("%.1f" % x for x in res["loadavg_start"][:3])
+    la1 = ", ".join("%.1f" % x for x in res["loadavg_end"][:3])
+    base = [w["iters_s"] for w in res["windows"] if w["events"] is None]
+    lines = ["## What pyprof-bpf costs the processes it does not profile (issue #13 item 5)", "",
+             "A CPU-bound bystander pinned on each of the %d CPUs; pyprof-bpf records an "
+             "unrelated target (~20%% of a core); %d rounds of %g-s windows, every profiled "
+             "window between two without a profiler. %s, %s; load average %s at the start, %s "
+             "at the end; the bystanders' iterations/s without a profiler: median %.0f "
+             "(%.0f-%.0f)." % (res["cpus"], res["rounds"], res["secs"], res["started"],
+                               res.get("git", ""), la0, la1, statistics.median(base),
+                               min(base), max(base)), "",
+             "| events | Hz | bystanders' throughput (both CPUs) | range | each CPU | per "
+             "CPU-second of their own | pyprof-bpf's CPU (of a core) |",
+             "| --- | ---: | ---: | --- | --- | ---: | ---: |"]
+    for ev in EVENTS:
+        for rate in RATES:
+            v = s.get((ev, rate))
+            if not v:
+                continue
+            lines.append("| %s | %d | %.3f | %.3f-%.3f | %s | %s | %.1f%% |" % (
+                ev, rate, v["median"], v["lo"], v["hi"],
+                " / ".join("%.3f" % e for e in v["each"]),
+                "%.3f" % v["per_cpu_s"] if v["per_cpu_s"] else "-", 100 * v["pyprof_cpu"]))
+    lines.append("")
+    for ev in EVENTS:
+        v = s.get((ev, 99))
+        if v:
+            lines.append("- %s events at 99 Hz: bystanders %.3f (target >= %.2f): %s" % (
+                ev, v["median"], TARGET, "**met**" if v["median"] >= TARGET else "**not met**"))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def save(outdir, res):
+    res["summary"] = {"%s-%d" % k: v for k, v in summary(res).items()}
+    with open(os.path.join(outdir, "bystander.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    t = text(res)
+    with open(os.path.join(outdir, "bystander.md"), "w") as f:
+        f.write(t)
+    if os.path.dirname(outdir) == BENCH_DIR:
+        shutil.copy(os.path.join(outdir, "bystander.md"),
+                    os.path.join(BENCH_DIR, "latest-bystander.md"))
+    return t
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="scripts/bench --bystander-only",
+                                 description="issue #13 item 5: a pinned CPU-bound bystander's "
+                                             "throughput per CPU while pyprof-bpf records "
+                                             "another process, per-CPU and per-thread events")
+    ap.add_argument("--bystander-rounds", type=int, default=3, metavar="N")
+    ap.add_argument("--bystander-secs", type=float, default=4.0, metavar="S",
+                    help="seconds of each window (default 4)")
+    ap.add_argument("--binary", default=os.path.join(REPO, "pyprof-bpf"))
+    ap.add_argument("--out", help="results directory (default %s/<UTC time>-bystander)"
+                    % BENCH_DIR)
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        log("bystander: must run as root")
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    outdir = os.path.abspath(args.out or os.path.join(BENCH_DIR, stamp + "-bystander"))
+    logdir = os.path.join(outdir, "logs")
+    os.makedirs(logdir, exist_ok=True)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        binary, version = copy_binary(args.binary, outdir)
+        git = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
+                             capture_output=True, text=True).stdout.strip()
+        n = args.bystander_rounds * (len(EVENTS) * len(RATES) * 2 + 1)
+        log("bystander: %d rounds, %d windows of %g s (about %.0f s); results in %s" % (
+            args.bystander_rounds, n, args.bystander_secs,
+            n * args.bystander_secs + args.bystander_rounds * 6 * 2.5, outdir))
+        res = run(binary, args.bystander_rounds, args.bystander_secs, outdir, logdir)
+    except KeyboardInterrupt:
+        log("bystander: interrupted")
+        return 130
+    except (RuntimeError, OSError, procstat.BenchError) as e:
+        log("bystander: ERROR: %s" % e)
+        return 2
+    res["git"] = git
+    res["version"] = version
+    print(save(outdir, res))
+    log("bystander: %s/bystander.md" % outdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
