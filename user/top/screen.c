@@ -83,6 +83,7 @@ int top_screen__open(struct top_screen **out, char *err, size_t errlen)
 	struct top_screen *s;
 	const char *term = getenv("TERM");
 	FILE *in = stdin;
+	char *cup;
 
 	*out = NULL;
 	if (!isatty(STDOUT_FILENO)) {
@@ -104,14 +105,26 @@ int top_screen__open(struct top_screen **out, char *err, size_t errlen)
 	setlocale(LC_CTYPE, "");
 	s->scr = newterm(NULL, stdout, in);
 	if (!s->scr) {
-		snprintf(err, errlen, "cannot use the terminal (TERM=%s): no terminfo entry",
-			 term ? term : "");
+		snprintf(err, errlen, "the terminal (TERM=%s) has no terminfo entry that "
+			 "can draw the live view", term ? term : "");
 		if (s->tty)
 			fclose(s->tty);
 		free(s);
 		return -ENOTTY;
 	}
 	set_term(s->scr);
+	cup = tigetstr("cup");
+	if (!cup || cup == (char *)-1) {
+		/* TERM=dumb: it cannot place a line on the screen. */
+		endwin();
+		delscreen(s->scr);
+		snprintf(err, errlen, "the terminal (TERM=%s) cannot address the cursor",
+			 term ? term : "");
+		if (s->tty)
+			fclose(s->tty);
+		free(s);
+		return -ENOTTY;
+	}
 	cbreak();
 	noecho();
 	keypad(stdscr, TRUE);

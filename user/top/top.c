@@ -258,8 +258,14 @@ static int top_start(void *ctx, const struct record_info *info, char *err, size_
 	}
 	if (t->live) {
 		rc = top_screen__open(&t->scr, err, errlen);
-		if (rc)
+		if (rc == -ENOTTY) {
+			/* TERM=dumb, an unknown TERM: the text snapshots still work. */
+			fprintf(stderr, "pyprof-bpf: %s: plain snapshots instead\n", err);
+			err[0] = '\0';
+			t->live = 0;
+		} else if (rc) {
 			return rc;
+		}
 	}
 	t->next_refresh = now_s();
 	top_agg__rotate(t->agg, t->next_refresh);

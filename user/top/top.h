@@ -47,7 +47,8 @@ int top_plain__print(FILE *f, const struct top_snapshot *s, size_t rows);
 struct top_screen;
 /* Take the terminal (stdout; keys from stdin, or /dev/tty). Until it is
  * closed, what is written on stderr is kept and shown after. 0 or -errno
- * with one line in @err. */
+ * with one line in @err: -ENOTTY when stdout is no terminal, or one that
+ * terminfo cannot draw on (TERM=dumb, unknown). */
 int top_screen__open(struct top_screen **out, char *err, size_t errlen);
 /* Give the terminal back as it was, then show what stderr got meanwhile.
  * Accepts NULL. */
