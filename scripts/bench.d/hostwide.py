@@ -295,6 +295,10 @@ def run(binary, secs, idle_n, busy_n, logdir, workdir):
     m = re.search(r"(\d+) samples in ([\d.]+) s", text)
     res["samples"] = int(m.group(1)) if m else None
     res["summary"] = text.strip().splitlines()[-30:]
+    m = re.search(r"pyprof-bpf: (\d+) Python process", text)
+    res["pythons_met"] = int(m.group(1)) if m else None
+    m = re.search(r"pyprof-bpf: (\d+) other processes met", text)
+    res["others_met"] = int(m.group(1)) if m else None
     cpu_s = ru.ru_utime + ru.ru_stime
     res.update(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, bpf_s=bpf_ns / 1e9,
                bpf_runs=bpf_runs)
@@ -363,6 +367,12 @@ def text(res):
                  "never configured); Python processes not ours with samples: %d" % (
                      res["idle_seen"], res["idle"], res["idle_unsupported"],
                      res["others_seen"]))
+    if res.get("pythons_met") is not None:
+        lines.append("- met on a CPU and looked at (its summary): %d Python processes "
+                     "(configured, with or without samples), %s other processes (the "
+                     "shared host's compilers, shells, tests: %.1f/s)" % (
+                         res["pythons_met"], res["others_met"],
+                         (res["others_met"] or 0) / max(1, res["wall_s"])))
     if res.get("died"):
         lines.append("- WARNING: %d of the host's processes died during the run" % res["died"])
     lines.append("")
