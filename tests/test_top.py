@@ -224,6 +224,15 @@ def run_top(term, args, marker):
     return term.wait_for(is_top, 30, "top's screen")
 
 
+def quit_top(term, marker):
+    """q: top exits 0 and the terminal's modes are as they were."""
+    term.send("q")
+    s = top_ended(term)
+    assert exit_status(s) == 0, s
+    stty_same(marker)
+    return s
+
+
 def stty_same(marker):
     with open(f"/tmp/{marker}.before") as f:
         before = f.read()
@@ -245,8 +254,13 @@ def top_ended(term, timeout=20):
 
 
 def binary():
-    if not os.access(BINARY, os.X_OK):
-        pytest.fail(f"{BINARY} is missing: build it with `make`")
+    """The binary; a failure when missing (it may be briefly absent while
+    `make` relinks it: waited for up to a minute)."""
+    deadline = time.monotonic() + 60
+    while not os.access(BINARY, os.X_OK):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{BINARY} is missing: build it with `make`")
+        time.sleep(0.5)
     return BINARY
 
 
@@ -283,10 +297,7 @@ def test_hot_function_first(interp, procs, tmux):
     warm = r[names.index("warm_leaf")]
     assert warm[0] < own, s
     assert f"pid {t.pid} (" in header(s)[0] and f"Python {interp.version_str}" in header(s)[0], s
-    term.send("q")
-    s = top_ended(term)
-    assert exit_status(s) == 0, s
-    stty_same(marker)
+    quit_top(term, marker)
 
 
 # --------------------------------------------------------------------------
@@ -384,10 +395,7 @@ def test_keys(procs, tmux):
     term.send("p")
     s = term.wait_for(lambda s: "[PAUSED]" not in header(s)[0] and samples(s) != n, 5,
                       "the refresh again")
-    term.send("q")
-    s = top_ended(term)
-    assert exit_status(s) == 0, s
-    stty_same(marker)
+    quit_top(term, marker)
 
 
 # --------------------------------------------------------------------------
@@ -505,11 +513,17 @@ def test_terminal_unusable(term_name, procs, tmux):
 def test_target_exits(procs, tmux):
     binary()
     interp = by_label(OTHER_INTERPS[1])
-    t = start_hot(procs, interp, "3")
+    stop_seen = f"/tmp/top-stop-{uuid.uuid4().hex[:8]}"
+    stop = interp.host_path(stop_seen)
+    procs.cleanup_file(stop)
+    # it exits once top has shown it (top's start-up varies with the load)
+    t = start_hot(procs, interp, f"--until={stop_seen}")
     term = tmux(100, 30)
     marker = f"top-{uuid.uuid4().hex[:8]}"
     run_top(term, f"-p {t.pid}", marker)
     term.wait_for(first_is("hot_leaf"), 10, "hot_leaf as the first row")
+    with open(stop, "w"):
+        pass
     s = top_ended(term)
     assert t.poll() == 0, t.poll()
     assert "pyprof-bpf: the target exited" in s and exit_status(s) == 0, s
