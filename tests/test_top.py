@@ -24,7 +24,8 @@ own share near 0; with --thread a thread named "side" runs side_leaf().
    it was: `stty -a` before and after are the same, the shell's lines from
    before are on the screen again, the exit status is 0; so do an error while
    the screen is up (said after it); a terminal it cannot draw on (unknown,
-   dumb) gets the plain snapshots with a note.
+   dumb) gets the plain snapshots with a note; what reaches stderr meanwhile is
+   shown after, not over the screen.
 5. test_target_exits: the target (-p) or the command (-- CMD) exiting ends
    top with a message, the terminal restored.
 6. test_plain_snapshots: standard output not a terminal: a text snapshot
@@ -485,6 +486,27 @@ def test_error_restores_terminal(procs, tmux):
     assert "pyprof-bpf: writing /dev/full: No space left on device" in s, s
     assert exit_status(s) == 1 and not is_top(s), s
     stty_same(marker)
+
+
+def test_stderr_kept(procs, tmux):
+    """What reaches top's stderr while the screen is up does not tear it: it
+    is shown once the terminal is back."""
+    binary()
+    interp = by_label(KEYS_INTERP)
+    t = start_hot(procs, interp)
+    term = tmux(100, 30)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    run_top(term, f"-p {t.pid}", marker)
+    pids = subprocess.run(["pgrep", "-f", f"^{re.escape(BINARY)} top -p {t.pid}$"],
+                          capture_output=True, text=True).stdout.split()
+    assert len(pids) == 1, pids
+    with open(f"/proc/{pids[0]}/fd/2", "a") as f:     # appended, as a write(2) on fd 2
+        f.write("A-LINE-ON-STDERR\n")
+    s = term.wait_for(lambda s: samples(s) is not None and samples(s) > 0, 10, "a refresh")
+    time.sleep(1.2)
+    assert "A-LINE-ON-STDERR" not in term.screen(), term.screen()
+    s = quit_top(term, marker)
+    assert "A-LINE-ON-STDERR" in s, s
 
 
 @pytest.mark.parametrize("term_name", ["no-such-term", "dumb"])

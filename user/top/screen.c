@@ -25,12 +25,14 @@
 #include "top/top.h"
 
 #define STDERR_KEPT (64 * 1024)	/* the end of stderr shown after */
+#define STDERR_MAX (1024 * 1024)	/* held meanwhile at most (then emptied) */
 
 struct top_screen {
 	SCREEN *scr;
 	FILE *tty;		/* /dev/tty for keys when stdin is not the terminal */
 	int err_saved;		/* our stderr while the screen is up, or -1 */
 	int err_mem;		/* what fd 2 writes to meanwhile, or -1 */
+	long long err_dropped;	/* bytes emptied out of it (STDERR_MAX) */
 };
 
 static const char keys_line[] =
@@ -66,8 +68,9 @@ static void stderr_restore(struct top_screen *s)
 	close(s->err_saved);
 	size = lseek(s->err_mem, 0, SEEK_END);
 	from = size > STDERR_KEPT ? size - STDERR_KEPT : 0;
-	if (from)
-		fprintf(stderr, "pyprof-bpf: [%lld bytes of messages left out]\n", (long long)from);
+	if (from || s->err_dropped)
+		fprintf(stderr, "pyprof-bpf: [%lld bytes of messages left out]\n",
+			(long long)from + s->err_dropped);
 	fflush(stderr);
 	if (size > 0 && lseek(s->err_mem, from, SEEK_SET) == from) {
 		while ((n = read(s->err_mem, buf, sizeof(buf))) > 0)
@@ -188,6 +191,13 @@ void top_screen__draw(struct top_screen *s, const struct top_snapshot *snap, con
 	size_t rows = top_screen__rows(s);
 	char buf[4096];
 
+	/* A long run's messages: memory is not let grow without bound (fd 2
+	 * shares the memory file's offset, so it writes from 0 again). */
+	if (s->err_mem >= 0 && lseek(s->err_mem, 0, SEEK_END) > STDERR_MAX) {
+		s->err_dropped += lseek(s->err_mem, 0, SEEK_END);
+		if (ftruncate(s->err_mem, 0) == 0)
+			lseek(s->err_mem, 0, SEEK_SET);
+	}
 	getmaxyx(stdscr, h, w);
 	werase(stdscr);
 	for (int i = 0; i < TOP_HEADER_LINES && y < h; i++, y++) {
