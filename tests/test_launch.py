@@ -447,7 +447,7 @@ def test_command_without_python(procs, tmp_path):
     (["-o", "-", "--", "true"], "with a command, -o FILE is needed"),
     (["-o", "x.perf", "--raw", "-", "--", "true"], "with a command, --raw needs a file"),
     (["-p", "1", "-o", "x.perf", "--", "true"], "-p PID and a command exclude each other"),
-    (["record"], "a target is needed: -p PID, or -- COMMAND"),
+    (["record"], "a target is needed: -p PID, -a, or -- COMMAND"),
 ])
 def test_usage(args, says, tmp_path):
     p = subprocess.run([binary()] + args, capture_output=True, text=True, cwd=tmp_path,
