@@ -99,6 +99,7 @@ struct lookup {
 	__u64 ts;		/* next thread state to visit; 0: next interpreter */
 	__u64 first;		/* first match */
 	__u64 active;		/* a match whose status says active */
+	__u64 head;		/* the interpreters' list head read */
 	__u32 nfound;
 	__u32 started;		/* the interpreters' head was read */
 	__u32 ninterps;		/* interpreters whose list was walked */
@@ -665,6 +666,7 @@ static long lookup_step(__u32 i, void *arg)
 			if (bpf_probe_read_user(&next, sizeof(next),
 						(const void *)sc->cfg.interpreters_head))
 				return 1;
+			l->head = next;
 		} else if (!l->interp ||
 			   bpf_probe_read_user(&next, sizeof(next),
 					       (const void *)(l->interp + sc->cfg.interp_next))) {
@@ -1068,8 +1070,19 @@ static __always_inline int take_sample(bool switch_out)
 							 PYPROF_INACTIVE_RETRY_NS))) {
 			/* Not active: switched interpreters, or released the
 			 * GIL. Another state of the thread may be the active
-			 * one; this one stands if none is. */
+			 * one; this one stands if none is. With one state and
+			 * one interpreter, only a new interpreter could hold
+			 * another: its list's head tells, in one read. */
+			__u64 head = 0;
+
 			relook = true;
+			if (th->nstates == 1 && th->interps <= 1 && th->interp_head &&
+			    !bpf_probe_read_user(&head, sizeof(head),
+						 (const void *)sc->cfg.interpreters_head) &&
+			    head == th->interp_head) {
+				relook = false;
+				th->lookup_ns = s->ts_ns;
+			}
 		}
 	}
 	if (!tstate)
@@ -1082,8 +1095,10 @@ static __always_inline int take_sample(bool switch_out)
 			remember(th, tid, got, nstates, s->ts_ns, born);
 		else
 			th->lookup_ns = s->ts_ns;	/* keep the one that passed */
-		if (th)
+		if (th) {
 			th->interps = sc->l.ninterps;
+			th->interp_head = sc->l.head;
+		}
 		if (got && got != tstate) {
 			s->flags = 0;
 			tstate = read_tstate(sc, got, &tv, s) ? 0 : got;

@@ -421,6 +421,10 @@ struct pyprof_thread {
 	__u64 last_walk_ns;
 	__u64 last_fp;
 	__u64 last_instr;
+	/* The head of the interpreters' list the last lookup met: while it
+	 * is unchanged no interpreter was made since, so a thread with one
+	 * state has no other to find (one read instead of a lookup). */
+	__u64 interp_head;
 };
 
 /* One frame, innermost first. Same layout as struct py_rawframe. */
