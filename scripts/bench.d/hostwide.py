@@ -297,6 +297,7 @@ def run(binary, secs, idle_n, busy_n, logdir, workdir):
     res["summary"] = text.strip().splitlines()[-30:]
     m = re.search(r"pyprof-bpf: (\d+) Python process", text)
     res["pythons_met"] = int(m.group(1)) if m else None
+    res["pythons_exited"] = len(re.findall(r"^ +\d+ .* samples, exited$", text, re.M))
     m = re.search(r"pyprof-bpf: (\d+) other processes met", text)
     res["others_met"] = int(m.group(1)) if m else None
     cpu_s = ru.ru_utime + ru.ru_stime
@@ -314,6 +315,9 @@ def run(binary, secs, idle_n, busy_n, logdir, workdir):
     res["final_rss_mb"] = timeline[-1][1] / 1024.0 if timeline and timeline[-1][1] else None
     res["timeline"] = timeline
     got = roots(out)
+    with open(out, "rb") as f:
+        res["output_lines"] = sum(1 for _ in f)
+    res["output_mb"] = os.path.getsize(out) / 1e6
     os.unlink(out)
     res["busy_found"] = [dict(pid=pid, python=lb, pidns=ns, weight=got.get(pid, 0))
                          for pid, (lb, ns) in busy_pids.items()]
@@ -357,6 +361,18 @@ def text(res):
     lines.append("- peak RSS (VmHWM) %.1f MB, final VmRSS %.1f MB: target <= %d MB %s" % (
         res["vmhwm_mb"], res["final_rss_mb"] or 0, RSS_TARGET_MB,
         verdict(res["vmhwm_mb"] <= RSS_TARGET_MB)))
+    marks = [(t, rss) for t, rss, _ in res["timeline"] if rss]
+    if marks and res["seconds"] >= 120:
+        step = 60 if res["seconds"] <= 900 else 300
+        shown, nxt = [], 0
+        for t, rss in marks:
+            if t >= nxt:
+                shown.append("%.0f s %.0f MB" % (t, rss / 1024))
+                nxt += step
+        lines.append("- VmRSS over time: " + ", ".join(shown))
+    if res.get("output_lines") is not None:
+        lines.append("- the collapsed output: %d distinct stacks, %.1f MB" % (
+            res["output_lines"], res["output_mb"]))
     found = ", ".join("%s%s pid %d: %.1f s" % (b["python"], " (PID ns)" if b["pidns"]
                                                else "", b["pid"], b["weight"] / 1e9)
                       for b in res["busy_found"])
@@ -369,9 +385,10 @@ def text(res):
                      res["others_seen"]))
     if res.get("pythons_met") is not None:
         lines.append("- met on a CPU and looked at (its summary): %d Python processes "
-                     "(configured, with or without samples), %s other processes (the "
-                     "shared host's compilers, shells, tests: %.1f/s)" % (
-                         res["pythons_met"], res["others_met"],
+                     "(configured, with or without samples; %d of them ended during the "
+                     "recording), %s other processes (the shared host's compilers, shells, "
+                     "tests: %.1f/s)" % (
+                         res["pythons_met"], res.get("pythons_exited", 0), res["others_met"],
                          (res["others_met"] or 0) / max(1, res["wall_s"])))
     if res.get("died"):
         lines.append("- WARNING: %d of the host's processes died during the run" % res["died"])
