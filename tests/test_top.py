@@ -15,7 +15,8 @@ own share near 0; with --thread a thread named "side" runs side_leaf().
    first, hot_leaf not), n by name (rows in name order), o back; l shows
    lines (hot_leaf's row on a line of its loop, not its `def`); r switches to
    "since the start"; ] and [ show one thread (only its functions), a all;
-   p pauses (the sample count stands still) and resumes.
+   p pauses (the sample count stands still) and resumes. test_process_key:
+   with -p A,B, P shows each process's rows alone, then both.
 3. test_resize: a narrower window redraws the rows to the new width (the
    file's start cut to "...", the row still ending in ":LINE)"), a shorter
    one moves the keys line to the new last line, a wider one shows the
@@ -396,6 +397,38 @@ def test_keys(procs, tmux):
     term.send("p")
     s = term.wait_for(lambda s: "[PAUSED]" not in header(s)[0] and samples(s) != n, 5,
                       "the refresh again")
+    quit_top(term, marker)
+
+
+def test_process_key(procs, tmux):
+    """-p A,B: P shows one process's rows (its script's functions only), then
+    the other's, then every process again."""
+    binary()
+    a = start_hot(procs, by_label(KEYS_INTERP))
+    b = start_hot(procs, by_label(OTHER_INTERPS[0]))
+    assert a.script != b.script
+    term = tmux(140, 40)
+    marker = f"top-{uuid.uuid4().hex[:8]}"
+    run_top(term, f"-p {a.pid},{b.pid}", marker)
+    s = term.wait_for(lambda s: {a.script, b.script} <= {r[3] for r in rows(s)}, 20,
+                      "both targets' rows")
+    assert "+ 1 more processes" in header(s)[0], s
+    seen = []
+    for _ in range(2):
+        term.send("P")
+        s = term.wait_for(lambda s: (m := re.search(r", pid (\d+) \(.*\), all its threads,",
+                                                    view_line(s))) and
+                          int(m.group(1)) not in seen, 5, "another process's view")
+        pid = int(re.search(r", pid (\d+) ", view_line(s)).group(1))
+        seen.append(pid)
+        script = {a.pid: a.script, b.pid: b.script}[pid]
+        files = {r[3] for r in rows(s)} - {None}     # status rows have no file
+        assert files == {script}, s
+        assert rows(s)[0][2] == "hot_leaf", s
+    assert sorted(seen) == sorted([a.pid, b.pid]), seen
+    term.send("P")
+    s = term.wait_for(lambda s: ", all threads," in view_line(s), 5, "every process again")
+    assert {a.script, b.script} <= {r[3] for r in rows(s)}, s
     quit_top(term, marker)
 
 

@@ -203,6 +203,31 @@ static void test_threads(void **state)
 	assert_int_equal(n, 3);
 	assert_null(find(r, n, "side", -1));
 	assert_int_equal(t.weight, 4);
+
+	/* another process: one process's view is the sum of its threads' */
+	{
+		struct out_sample o = { .comm = "other", .pid = 200, .tid = 200,
+					.period_ns = 5, .nframes = 2, .frames = m };
+
+		assert_int_equal(top_agg__add(a, &o), 0);
+	}
+	assert_int_equal(top_agg__nprocs(a), 2);
+	v.thread = TOP_ALL_THREADS;
+	v.pid = 100;
+	assert_int_equal(top_agg__rows(a, &v, 1.0, &r, &n, &t), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(find(r, n, "work", -1)->own, 3);
+	assert_int_equal(find(r, n, "side", -1)->own, 2);
+	assert_int_equal(t.weight, 6);
+	v.pid = 200;
+	assert_int_equal(top_agg__rows(a, &v, 1.0, &r, &n, &t), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(r, n, "work", -1)->own, 5);
+	assert_int_equal(t.weight, 5);
+	v.pid = 0;
+	assert_int_equal(top_agg__rows(a, &v, 1.0, &r, &n, &t), 0);
+	assert_int_equal(find(r, n, "work", -1)->own, 8);
+	assert_int_equal(t.weight, 11);
 	top_agg__free(a);
 }
 

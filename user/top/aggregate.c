@@ -58,6 +58,8 @@ struct top_agg {
 	uint32_t stamp;
 	struct top_row *rows;
 	uint32_t rows_cap;
+	struct top_cnt *acc;		/* per key: a process view's sums */
+	uint32_t acc_cap;
 };
 
 const char *top_sort__name(enum top_sort s)
@@ -110,6 +112,7 @@ void top_agg__free(struct top_agg *a)
 	free(a->threads);
 	free(a->tcnt);
 	free(a->rows);
+	free(a->acc);
 	free(a->bstart);
 	free(a);
 }
@@ -381,43 +384,82 @@ static int cmp_rows(const void *x, const void *y, void *arg)
 	return c;
 }
 
+static void add_cnt(struct top_cnt *d, const struct top_cnt *c)
+{
+	d->own += c->own;
+	d->total += c->total;
+	d->own_n += c->own_n;
+	d->total_n += c->total_n;
+}
+
+/* A row of @key with @c, unless @c is empty. */
+static void put_row(struct top_agg *a, uint32_t *nr, const struct top_key *key,
+		    const struct top_cnt *c)
+{
+	if (!c->total_n && !c->own_n)
+		return;
+	a->rows[(*nr)++] = (struct top_row){
+		.function = a->strs.strs[key->fn], .file = a->strs.strs[key->file],
+		.line = key->line, .own = c->own, .total = c->total,
+		.own_samples = c->own_n, .total_samples = c->total_n,
+	};
+}
+
 int top_agg__rows(struct top_agg *a, const struct top_view *v, double now_s,
 		  const struct top_row **rows, size_t *n, struct top_totals *tot)
 {
 	int per_thread = v->thread != TOP_ALL_THREADS && v->thread >= 0 &&
 			 (uint32_t)v->thread < a->nthreads;
-	uint32_t nitems = per_thread ? a->ncells : a->nkeys, nr = 0;
-	struct top_cnt all;
+	/* One process: the sum of its threads' cells (a sample is one thread's). */
+	int per_proc = !per_thread && v->pid > 0;
+	uint32_t nitems = per_thread || per_proc ? a->ncells : a->nkeys, nr = 0;
+	struct top_cnt all = { 0 }, c;
 	double from = now_s;
 	int rc;
 
 	*rows = NULL;
 	*n = 0;
-	rc = out_grow((void **)&a->rows, &a->rows_cap, nitems ? nitems : 1, sizeof(*a->rows));
+	rc = out_grow((void **)&a->rows, &a->rows_cap, a->nkeys > nitems ? a->nkeys : nitems ?
+		      nitems : 1, sizeof(*a->rows));
+	if (!rc && per_proc)
+		rc = out_grow((void **)&a->acc, &a->acc_cap, a->nkeys ? a->nkeys : 1,
+			      sizeof(*a->acc));
 	if (rc)
 		return rc;
+	if (per_proc)
+		memset(a->acc, 0, (size_t)a->nkeys * sizeof(*a->acc));
 	for (uint32_t i = 0; i < nitems; i++) {
-		uint32_t k = per_thread ? a->cells[i].key : i;
+		uint32_t k = per_thread || per_proc ? a->cells[i].key : i;
 		const struct top_key *key = &a->keys[k];
-		struct top_cnt c;
 
 		if (per_thread && a->cells[i].thread != (uint32_t)v->thread)
 			continue;
+		if (per_proc && a->threads[a->cells[i].thread].pid != v->pid)
+			continue;
 		if (key->is_line != !!v->lines)
 			continue;
-		c = sum(a, per_thread ? &a->ccnt[(size_t)i * (a->nb + 1)] :
+		c = sum(a, per_thread || per_proc ? &a->ccnt[(size_t)i * (a->nb + 1)] :
 			&a->kcnt[(size_t)k * (a->nb + 1)], v->recent);
-		if (!c.total_n && !c.own_n)
-			continue;
-		a->rows[nr++] = (struct top_row){
-			.function = a->strs.strs[key->fn], .file = a->strs.strs[key->file],
-			.line = key->line, .own = c.own, .total = c.total,
-			.own_samples = c.own_n, .total_samples = c.total_n,
-		};
+		if (per_proc)
+			add_cnt(&a->acc[k], &c);
+		else
+			put_row(a, &nr, key, &c);
 	}
+	for (uint32_t k = 0; per_proc && k < a->nkeys; k++)
+		put_row(a, &nr, &a->keys[k], &a->acc[k]);
 	qsort_r(a->rows, nr, sizeof(*a->rows), cmp_rows, (void *)&v->sort);
-	all = sum(a, per_thread ? &a->tcnt[(size_t)v->thread * (a->nb + 1)] : a->acnt,
-		  v->recent);
+	if (per_thread) {
+		all = sum(a, &a->tcnt[(size_t)v->thread * (a->nb + 1)], v->recent);
+	} else if (per_proc) {
+		for (uint32_t t = 0; t < a->nthreads; t++) {
+			if (a->threads[t].pid != v->pid)
+				continue;
+			c = sum(a, &a->tcnt[(size_t)t * (a->nb + 1)], v->recent);
+			add_cnt(&all, &c);
+		}
+	} else {
+		all = sum(a, a->acnt, v->recent);
+	}
 	tot->weight = all.total;
 	tot->samples = all.total_n;
 	/* The time covered: from the oldest bucket's start (recent), or the first's. */

@@ -8,7 +8,8 @@
  *
  * The window is a ring of buckets; top_agg__rotate() starts the next one
  * (the oldest falls out), once per refresh. Rows are made on demand, sorted,
- * for a view (recent or cumulative, functions or lines, one thread or all).
+ * for a view (recent or cumulative, functions or lines, one thread, one
+ * process or all).
  * Memory grows with the distinct frames and (frame, thread) pairs seen;
  * threads beyond TOP_MAX_THREADS are counted in the all-threads figures
  * only.
@@ -37,6 +38,8 @@ struct top_view {
 	int recent;		/* the window (else since the start) */
 	int lines;		/* a row per line (else per function) */
 	int thread;		/* a thread's index (top_agg__thread), or TOP_ALL_THREADS */
+	pid_t pid;		/* with all threads: one process's (its threads up to
+				 * TOP_MAX_THREADS); 0: every process */
 	enum top_sort sort;
 };
 

@@ -95,6 +95,9 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 		else if (s->thread)
 			snprintf(thr, sizeof(thr), "thread %d (%s)", (int)s->thread->tid,
 				 clean(s->thread->name, name, sizeof(name)));
+		else if (s->process)
+			snprintf(thr, sizeof(thr), "pid %d (%s), all its threads",
+				 (int)s->process->pid, clean(s->process->comm, name, sizeof(name)));
 		else
 			snprintf(thr, sizeof(thr), "all threads");
 		if (v->recent)

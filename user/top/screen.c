@@ -37,7 +37,7 @@ struct top_screen {
 
 static const char keys_line[] =
 	"q quit  o/t/n sort own/total/name  s next sort  r recent/all  l lines  "
-	"[ ] thread  a all threads  p pause";
+	"[ ] thread  a all threads  P process  p pause";
 
 /* fd 2 to a memory file until stderr_restore(). Without one, stderr stays. */
 static void stderr_capture(struct top_screen *s)

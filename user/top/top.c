@@ -64,11 +64,11 @@ static const char top_doc[] =
 "\v"
 "Keys: q quit; o, t, n sort by own share, total share, name; s next sort\n"
 "column; r recent window / since the start; l lines / functions only; ] and [\n"
-"next and previous thread, a all threads; p pause the refresh. Ctrl-C and\n"
-"SIGTERM end it too, and so does the target's exit (with a message); the\n"
-"terminal is left as it was found. Own and total are weighed by time (the\n"
-"sampling period; off-CPU: the interval's length); OwnTime and TotalTime say\n"
-"it in seconds.\n"
+"next and previous thread, a all threads; P next process (-a, several -p); p\n"
+"pause the refresh. Ctrl-C and SIGTERM end it too, and so does the target's\n"
+"exit (with a message); the terminal is left as it was found. Own and total\n"
+"are weighed by time (the sampling period; off-CPU: the interval's length);\n"
+"OwnTime and TotalTime say it in seconds.\n"
 "\n"
 "Without a terminal (standard output not one), each refresh prints the\n"
 "snapshot as text, ended by an empty line, and the end one more, since the\n"
@@ -153,6 +153,9 @@ static int render(struct top *t, double now, const struct top_view *view)
 
 	if (view->thread != TOP_ALL_THREADS && (size_t)view->thread < n)
 		snap.thread = top_agg__thread(t->agg, (size_t)view->thread);
+	for (size_t i = 0; view->pid && !snap.process && i < n; i++)
+		if (top_agg__thread(t->agg, i)->pid == view->pid)
+			snap.process = top_agg__thread(t->agg, i);
 	for (size_t i = 0; i < n; i++)
 		if (top_agg__thread(t->agg, i)->recent)
 			snap.active_threads++;
@@ -180,6 +183,39 @@ static int top_refresh(struct top *t, double now)
 	if (t->next_refresh <= now)	/* behind: no burst of refreshes */
 		t->next_refresh = now + t->o.interval;
 	return rc;
+}
+
+/* The thread after (@dir 1) or before (-1) @from, among those of the
+ * process shown (all: any); TOP_ALL_THREADS past either end. */
+static int step_thread(struct top *t, int from, int dir, int n)
+{
+	int i = from == TOP_ALL_THREADS ? (dir > 0 ? 0 : n - 1) : from + dir;
+
+	for (; i >= 0 && i < n; i += dir)
+		if (!t->view.pid || top_agg__thread(t->agg, (size_t)i)->pid == t->view.pid)
+			return i;
+	return TOP_ALL_THREADS;
+}
+
+/* The process after @pid (0: the first) in the order they were seen; 0
+ * (every process) after the last. */
+static pid_t next_process(struct top *t, pid_t pid, int n)
+{
+	int past = !pid;
+
+	for (int i = 0; i < n; i++) {
+		pid_t p = top_agg__thread(t->agg, (size_t)i)->pid;
+		int first = 1;
+
+		for (int k = 0; k < i && first; k++)	/* its first thread only */
+			first = top_agg__thread(t->agg, (size_t)k)->pid != p;
+		if (!first)
+			continue;
+		if (past)
+			return p;
+		past = p == pid;
+	}
+	return 0;
 }
 
 /* 0, or 1 to quit. */
@@ -214,15 +250,17 @@ static int on_key(struct top *t, int key)
 		break;
 	case ']':
 	case TOP_KEY_RIGHT:
-		v->thread = v->thread + 1 >= n ? TOP_ALL_THREADS : v->thread + 1;
+		v->thread = step_thread(t, v->thread, 1, n);
 		break;
 	case '[':
 	case TOP_KEY_LEFT:
-		v->thread = v->thread == TOP_ALL_THREADS ? n - 1 : v->thread - 1;
-		if (v->thread < 0)
-			v->thread = TOP_ALL_THREADS;
+		v->thread = step_thread(t, v->thread, -1, n);
 		break;
 	case 'a':
+		v->thread = TOP_ALL_THREADS;
+		break;
+	case 'P':
+		v->pid = next_process(t, v->pid, n);
 		v->thread = TOP_ALL_THREADS;
 		break;
 	case 'p':

@@ -23,6 +23,7 @@ struct top_snapshot {
 	const struct record_status *status;
 	const struct top_view *view;
 	const struct top_thread *thread;	/* the view's thread, or NULL: all */
+	const struct top_thread *process;	/* a thread of the view's process, or NULL */
 	const struct top_row *rows;
 	size_t nrows;
 	struct top_totals totals;
