@@ -453,18 +453,20 @@ static __always_inline void note_code(struct scratch *sc, __u64 code, __u32 vers
 {
 	struct seen *e = &sc->seen[((code >> 4) ^ (code >> 14)) & (PYPROF_SEEN_L1 - 1)];
 	struct code_key key = { .code = code, .tgid = sc->s.pid };
+	/* What was sent under an earlier configuration counts as unsent. */
+	__u32 tag = ident ^ (sc->cfg.snap_gen * 0x9e3779b1u);
 	__u32 *last;
 
-	if (e->tgid == sc->s.pid && e->code == code && e->version == ident)
+	if (e->tgid == sc->s.pid && e->code == code && e->version == tag)
 		return;
 	last = bpf_map_lookup_elem(&codes_seen, &key);
-	if (!last || *last != ident) {
+	if (!last || *last != tag) {
 		if (send_code(sc, code, version))
 			return;
-		bpf_map_update_elem(&codes_seen, &key, &ident, BPF_ANY);
+		bpf_map_update_elem(&codes_seen, &key, &tag, BPF_ANY);
 	}
 	e->code = code;
-	e->version = ident;
+	e->version = tag;
 	e->tgid = sc->s.pid;
 }
 

@@ -320,6 +320,11 @@ struct pyprof_config {
 	 * type object keeps tp_flags. */
 	__u64 task_name;
 	__u64 type_flags;
+	/* Changed by each configuration of a process (a -a process opened
+	 * again after its image was evicted, with its code snapshots): the
+	 * tables of code objects sent forget what was sent before it. */
+	__u32 snap_gen;
+	__u32 pad_gen;
 };
 
 /* Processes followed at once at most (the procs map). */

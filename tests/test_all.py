@@ -181,6 +181,38 @@ def test_comm_filter(procs, tmp_path):
     assert all(c == "python3.14" for v in got.values() for c, _, _ in v), sorted(got)
 
 
+def test_bounded_images(procs, tmp_path):
+    """More Pythons than may keep their image open (PYPROF_MAX_OPEN=2 for
+    the test; 128 by default), each idle 1.5 s between 0.3-s bursts: an
+    image unused for a second is closed when another is opened, and opened
+    again (with its code snapshots sent again) at its next burst; every
+    process keeps its exact frames, never <unknown>."""
+    burst = os.path.join(os.path.dirname(__file__), "targets", "all_burst.py")
+    ips = [i for i in interps() if not i.label.endswith("d")][:5]
+    ours = {}
+    for k, interp in enumerate(ips):
+        script = stage_unique(interp, burst, procs)
+        p = procs.start(interp.argv([script]), str(tmp_path / f"burst{k}.stderr"))
+        ours[python_pid(p)] = script
+        time.sleep(0.35)      # bursts apart: a few at a time
+    out = str(tmp_path / "lru.folded")
+    r = subprocess.run([pyenvs.BINARY, "-a", "-F", "499", "-d", "6", "--format", "collapsed",
+                        "-o", out], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, PYPROF_MAX_OPEN="2"))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"images closed and opened again (\d+) times", r.stderr)
+    assert m and int(m.group(1)) > 0, f"nothing evicted and opened again:\n{r.stderr}"
+    got = roots_of(out)
+    for pid, script in ours.items():
+        assert pid in got, f"{pid} not found:\n{r.stderr}"
+        for _, fs, _ in got[pid]:
+            py = [f for f in fs if isinstance(f, tuple)]
+            assert py and all(f[1] == script or f[1].startswith(STDLIB) for f in py), (
+                f"{pid} ({script}): a stack not its own: {fs}")
+            assert all(f[0] != "<unknown>" for f in py), f"{pid}: {fs}"
+    print(f"\nALL lru: {m.group(1)} reopenings, {len(ours)} processes")
+
+
 @pytest.mark.parametrize("args,msg", [
     (["-a", "-p", "1"], "not with -p"),
     (["-a", "-o", "x.folded", "--", "true"], "not with -p or a command"),

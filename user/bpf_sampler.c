@@ -169,6 +169,7 @@ struct bpf_sampler {
 	int counters_fd;
 	unsigned int max_frames;
 	uint64_t stamp;		/* procs map writes so far (struct pyprof_proc.stamp) */
+	uint32_t snap_gen;	/* configurations of other processes so far */
 	pid_t other_pid;	/* the first process written that was not the target */
 	bool many_pids;		/* more than one such */
 	/* The main target's walk (its frame cache may be on); other
@@ -1044,6 +1045,9 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 	entries_config(s, &c, pyproc__offsets(p));
 	offcpu_config(s, &c);
 	gil_config(s, p, &c, &g);
+	/* A new generation: its code objects' snapshots are sent again (a
+	 * process configured anew may have dropped those it had). */
+	c.snap_gen = ++s->snap_gen;
 	ret = write_proc(s, pyproc__pid(p), &c);
 	if (ret)
 		snprintf(err, errlen, "cannot add process %d to the BPF map: %s",

@@ -8,8 +8,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "procfs.h"
 #include "procset.h"
+
+/* An image is evicted only after this long unused: the Pythons sampled
+ * within a second stay open, however many (a soft cap, without thrash). */
+#define EVICT_IDLE_NS 1000000000ULL
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* What described a process before it exec'd: kept to the end, as the
  * sampler may still read through it (a -p target's thread scan) and
@@ -27,6 +40,7 @@ struct procset {
 	unsigned int max_frames;
 	struct retired *old;
 	size_t nold, capold;
+	size_t max_open;	/* 0: no limit */
 };
 
 int procset__new(unsigned int max_frames, struct procset **out)
@@ -100,6 +114,50 @@ struct proc_entry *procset__find(struct procset *ps, pid_t pid)
 	return ps->last;
 }
 
+void procset__set_max_open(struct procset *ps, size_t max)
+{
+	ps->max_open = max;
+}
+
+void procset__touch(struct procset *ps, struct proc_entry *e)
+{
+	(void)ps;
+	e->used = mono_ns();
+}
+
+/* Close the least recently used images beyond max_open (never @keep's). */
+static void evict(struct procset *ps, struct proc_entry *keep)
+{
+	uint64_t now = mono_ns();
+	size_t open = 0;
+
+	if (!ps->max_open)
+		return;
+	for (size_t i = 0; i < ps->n; i++)
+		open += ps->v[i]->sym != NULL;
+	while (open > ps->max_open) {
+		struct proc_entry *lru = NULL;
+
+		for (size_t i = 0; i < ps->n; i++) {
+			struct proc_entry *e = ps->v[i];
+
+			/* 3.11 is never evicted: without co_version, its code
+			 * objects are named only from the snapshots its
+			 * symbolizer holds, and samples already on their way
+			 * when it is opened again would lose their names. */
+			if (e != keep && e->sym && e->state == PROC_PYTHON &&
+			    strncmp(e->version, "3.11.", 5) != 0 &&
+			    now - e->used >= EVICT_IDLE_NS && (!lru || e->used < lru->used))
+				lru = e;
+		}
+		if (!lru)
+			return;
+		close_image(lru);
+		lru->state = PROC_EVICTED;
+		open--;
+	}
+}
+
 /* Symbolizer and memo for @e, whose pyproc is open. */
 static int open_symbols(struct procset *ps, struct proc_entry *e)
 {
@@ -115,6 +173,8 @@ static int open_symbols(struct procset *ps, struct proc_entry *e)
 	if (pyproc__pid(e->p) == e->pid)	/* else: ended, comm kept */
 		procfs__comm(e->pid, 0, e->comm, sizeof(e->comm));
 	e->state = PROC_PYTHON;
+	procset__touch(ps, e);
+	evict(ps, e);
 	return 0;
 }
 
@@ -162,7 +222,9 @@ int procset__open(struct procset *ps, struct proc_entry *e)
 
 	if (e->state == PROC_PYTHON)
 		return 0;
-	if (e->state != PROC_FORKED && e->state != PROC_PENDING)
+	if (e->state == PROC_EVICTED)
+		e->reopened++;
+	else if (e->state != PROC_FORKED && e->state != PROC_PENDING)
 		return -ENOEXEC;
 	rc = pyproc__open(e->pid, &e->p, err, sizeof(err));
 	if (rc && rc != -ENOMEM && e->state == PROC_FORKED &&
@@ -229,7 +291,7 @@ struct proc_entry *procset__at(struct procset *ps, size_t i)
 void procset__close(struct procset *ps, struct proc_entry *e)
 {
 	(void)ps;
-	if (e->state != PROC_PYTHON)
+	if (e->state != PROC_PYTHON && e->state != PROC_EVICTED)
 		return;
 	close_image(e);
 	e->state = PROC_ENDED;

@@ -26,6 +26,8 @@ enum proc_state {
 	PROC_FAILED,		/* could not be opened (gone, or unreadable) */
 	PROC_ENDED,		/* was PROC_PYTHON; ended, its image closed */
 	PROC_NO_INTERP,		/* open, but no interpreter runs (yet): -a */
+	PROC_EVICTED,		/* a Python whose image was closed to bound memory
+				 * (procset__set_max_open): opened again when needed */
 };
 
 struct proc_entry {
@@ -40,6 +42,8 @@ struct proc_entry {
 	char why[PYPROF_ERRLEN];	/* PROC_NOT_PYTHON / PROC_FAILED: the reason */
 	uint64_t samples;
 	uint64_t pending_since_ns;	/* PROC_PENDING: CLOCK_MONOTONIC */
+	uint64_t used;		/* last procset__touch() (CLOCK_MONOTONIC ns) */
+	uint32_t reopened;	/* times opened again after an eviction */
 };
 
 struct procset;
@@ -47,6 +51,19 @@ struct procset;
 /* @max_frames: the stack memos' depth. */
 int procset__new(unsigned int max_frames, struct procset **out);
 void procset__free(struct procset *ps);
+
+/*
+ * At most @max Pythons keep their image (reader, symbols, memo) open at
+ * once (0: no limit): opening one more closes the least recently touched
+ * one's (PROC_EVICTED) if it has been unused for a second (else the cap
+ * gives way: those sampled now are all needed; 3.11's never are, as their
+ * code is named from snapshots only), and procset__open() opens it again
+ * at its next use.
+ */
+void procset__set_max_open(struct procset *ps, size_t max);
+
+/* @e was just used (a sample, a code snapshot): last to be evicted. */
+void procset__touch(struct procset *ps, struct proc_entry *e);
 
 /* The entry of @pid, or NULL. */
 struct proc_entry *procset__find(struct procset *ps, pid_t pid);

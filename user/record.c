@@ -514,6 +514,8 @@ static const char *thread_name(struct record_ctx *c, pid_t pid, pid_t tid, const
 	return c->names[c->nnames++].name;
 }
 
+static void proc_configure(struct record_ctx *c, struct proc_entry *e);
+
 /* The process of a sample or snapshot, opened if it was not yet (a forked
  * child shares its parent's image: its first sample opens it). */
 static struct proc_entry *sample_proc(struct record_ctx *c, pid_t pid)
@@ -524,7 +526,14 @@ static struct proc_entry *sample_proc(struct record_ctx *c, pid_t pid)
 		e = procset__add(c->procs, pid, 0, NULL);
 	if (e && e->state == PROC_FORKED)
 		procset__open(c->procs, e);
-	return e && e->state == PROC_PYTHON ? e : NULL;
+	/* -a: an evicted one is opened again (another evicted instead) and
+	 * configured anew, so that its code snapshots come again. */
+	if (e && e->state == PROC_EVICTED && !procset__open(c->procs, e))
+		proc_configure(c, e);
+	if (!e || e->state != PROC_PYTHON)
+		return NULL;
+	procset__touch(c->procs, e);
+	return e;
 }
 
 /* A code object's snapshot: named from it even once the target frees it.
@@ -656,7 +665,8 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 		if (e && c->env->all) {
 			/* -a may meet thousands: what an ended process held is
 			 * freed; a Python keeps its line in the summary. */
-			if (e->state == PROC_PYTHON || e->state == PROC_ENDED) {
+			if (e->state == PROC_PYTHON || e->state == PROC_ENDED ||
+			    e->state == PROC_EVICTED) {
 				procset__close(c->procs, e);
 			} else {
 				procset__remove(c->procs, e);
@@ -751,20 +761,43 @@ static int by_samples(const void *a, const void *b)
 	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : x->pid - y->pid;
 }
 
+/*
+ * -a: Pythons whose image (reader, symbols, memo: ~0.1-1 MB each) stays
+ * open at once; beyond, the least recently sampled is closed and opened
+ * again at its next sample. PYPROF_MAX_OPEN overrides (tests).
+ */
+#define ALL_MAX_OPEN 128
+
+static size_t all_max_open(void)
+{
+	const char *v = getenv("PYPROF_MAX_OPEN");
+	long n;
+
+	if (v && !parse_long(v, 1, 1 << 20, &n))
+		return (size_t)n;
+	return ALL_MAX_OPEN;
+}
+
 /* -a: the Pythons by samples (CPU), then how many others were met. */
 static void print_all(struct record_ctx *c)
 {
 	size_t n = procset__count(c->procs), np = 0, others = 0;
 	struct proc_entry **v = calloc(n ? n : 1, sizeof(*v));
+	unsigned long long reopened = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct proc_entry *e = procset__at(c->procs, i);
 
-		if ((e->state == PROC_PYTHON || e->state == PROC_ENDED) && v)
+		reopened += e->reopened;
+		if ((e->state == PROC_PYTHON || e->state == PROC_ENDED ||
+		     e->state == PROC_EVICTED) && v)
 			v[np++] = e;
 		else
 			others++;
 	}
+	if (reopened)
+		fprintf(stderr, "pyprof-bpf: more than %zu Pythons at once: images closed and "
+			"opened again %llu times\n", all_max_open(), reopened);
 	if (v)
 		qsort(v, np, sizeof(*v), by_samples);
 	fprintf(stderr, "pyprof-bpf: %zu Python processes:\n", np);
@@ -1595,6 +1628,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				       .kernel_stacks = env.kernel,
 				       .native_stack = (unsigned int)env.native_stack };
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
+	if (!rc && env.all)
+		procset__set_max_open(ctx.procs, all_max_open());
 	if (!rc && env.native_stack && !(ctx.nw = calloc(1, sizeof(*ctx.nw))))
 		rc = -ENOMEM;
 	if (rc) {
