@@ -1,12 +1,12 @@
 """Issue #13 item 2: `record -a`, every Python process of the host, found
 from the samples themselves, with real BPF and real interpreters.
 
-test_all_processes: every test interpreter here (pyenv shared-libpython
-3.11/3.12/3.13, Debian's 3.11, the sid root's static 3.13/3.14/3.15 and the
-3.14 debug build, in a chroot), each twice, one of the two in its own PID
-namespace; half started before the recording, half during it; one that
-exits during it; a shell that execs Python during it; two non-Python busy
-processes (a shell loop, perl). `-a -F 499 -d 8 --format collapsed`:
+test_all_processes: 20 Python processes: every test interpreter here
+(pyenv shared-libpython 3.11/3.12/3.13, Debian's 3.11, the sid root's
+static 3.13/3.14/3.15 and the 3.14 debug build, in a chroot), each twice or
+three times, some in their own PID namespace; started before the recording
+and during it; one that exits during it; a shell that execs Python during
+it; two non-Python busy processes (a shell loop, perl). `-a -F 499 -d 8 --format collapsed`:
 - every Python process of ours has samples under its own root
   (`COMM (pid N)`, host pid), >= 70% of its weight exactly its frames
   (<module> at the call, spin() in its loop), the rest the interpreter's own
@@ -68,18 +68,21 @@ def start_python(interp, procs, tmp_path, name, pidns=False, args=()):
     return p, script
 
 
-def python_pid(p):
-    """The host pid that runs Python (unshare's child with a PID namespace)."""
+def python_pid(p, script):
+    """The host pid that runs the script (unshare's child with a PID
+    namespace). Popen's child is a copy of pytest's Python until it execs:
+    its command line, not its name, says when it runs the script."""
     deadline = time.monotonic() + 10
     while True:
         pid = pyenvs.leaf_pid(p.pid)
         try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().startswith("python"):
-                    return pid
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if script.encode() in argv and not argv[0].endswith((b"unshare", b"chroot")):
+                return pid
         except OSError:
             pass
-        assert time.monotonic() < deadline, f"no python under {p.pid}"
+        assert time.monotonic() < deadline, f"no python running {script} under {p.pid}"
         time.sleep(0.02)
 
 
@@ -93,10 +96,10 @@ def interps():
 def test_all_processes(procs, tmp_path):
     ours = {}       # host pid -> (label, script)
     ips = interps()
-    assert len(ips) >= 6, f"test interpreters: {[i.label for i in ips]}"
-    for k, interp in enumerate(ips):
+    assert len(ips) >= 8, f"test interpreters: {[i.label for i in ips]}"
+    for k, interp in enumerate(ips + ips[:2]):    # 20 in all, with those below
         p, script = start_python(interp, procs, tmp_path, f"before{k}", pidns=k % 2 == 1)
-        ours[python_pid(p)] = (interp.label, script)
+        ours[python_pid(p, script)] = (interp.label, script)
     busy = [procs.start(["sh", "-c", "while :; do :; done"], str(tmp_path / "sh.stderr")),
             procs.start(["perl", "-e", "while (1) { $x++ }"], str(tmp_path / "perl.stderr"))]
     time.sleep(0.3)
@@ -119,11 +122,11 @@ def test_all_processes(procs, tmp_path):
                      str(tmp_path / "exec.stderr"))
     ours[sh.pid] = (interp.label, script)
     p, script = start_python(interp, procs, tmp_path, "short", args=["1.5"])
-    short = python_pid(p)
+    short = python_pid(p, script)
     ours[short] = (interp.label, script)
     for k, interp in enumerate(ips):
         p, script = start_python(interp, procs, tmp_path, f"during{k}", pidns=k % 2 == 0)
-        ours[python_pid(p)] = (interp.label, script)
+        ours[python_pid(p, script)] = (interp.label, script)
     started = time.monotonic() - t0
     rec.wait(timeout=60)
     err = open(err_path).read()
@@ -154,7 +157,14 @@ def test_all_processes(procs, tmp_path):
     for b in busy:
         assert b.pid not in got, f"a non-Python process has a root: {got[b.pid][:2]}"
     print(f"\nALL processes={len(ours)} found={len(ours) - len(missing)} roots={len(got)}")
-    assert not missing, f"Python processes without samples: {missing}\n{err}"
+    def state(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split()[2]
+        except OSError:
+            return "gone"
+    assert not missing, (f"Python processes without samples: "
+                         f"{[(pid, label, state(pid)) for pid, label in missing]}\n{err}")
     assert not wrong, f"samples not exactly their process's frames: {wrong[:3]}"
     assert short in got
     m = re.search(r"pyprof-bpf: (\d+) Python processes:", err)
@@ -168,7 +178,7 @@ def test_comm_filter(procs, tmp_path):
     other = next(i for i in SUPPORTED if i.version[:2] == (3, 12))
     p1, s1 = start_python(interp, procs, tmp_path, "a")
     p2, s2 = start_python(other, procs, tmp_path, "b")
-    pid1, pid2 = python_pid(p1), python_pid(p2)
+    pid1, pid2 = python_pid(p1, s1), python_pid(p2, s2)
     time.sleep(0.3)
     out = str(tmp_path / "comm.folded")
     r = subprocess.run([pyenvs.BINARY, "-a", "--comm", r"^python3\.14$", "-F", "499", "-d", "2",
@@ -193,7 +203,7 @@ def test_bounded_images(procs, tmp_path):
     for k, interp in enumerate(ips):
         script = stage_unique(interp, burst, procs)
         p = procs.start(interp.argv([script]), str(tmp_path / f"burst{k}.stderr"))
-        ours[python_pid(p)] = script
+        ours[python_pid(p, script)] = script
         time.sleep(0.35)      # bursts apart: a few at a time
     out = str(tmp_path / "lru.folded")
     r = subprocess.run([pyenvs.BINARY, "-a", "-F", "499", "-d", "6", "--format", "collapsed",
