@@ -80,8 +80,8 @@
 /* --events auto: per-CPU events while CPUs x rate stays at most this many
  * ticks per second (200 CPUs at 1 kHz, 2,000 at 100 Hz) and the rate at most
  * AUTO_CPU_MAX_HZ. A per-CPU tick interrupts whatever runs on that CPU: the
- * bench's bystander cells (README, Benchmark) measured ~13 us of another
- * process's time per tick in this VM, 0.1% of every CPU at 99 Hz, ~1% at
+ * bench's bystander cells (README, Benchmark) measured 14-16 us of another
+ * process's time per tick in this VM: 0.05% of every CPU at 99 Hz, 1.3% at
  * 1 kHz, 13% at 10 kHz; per-thread events cost the others nothing measurable. */
 #define AUTO_CPU_TICKS		200000
 #define AUTO_CPU_MAX_HZ		1000
