@@ -78,13 +78,14 @@
 #define RING_MIN		(4UL << 20)
 #define RING_MAX		(16UL << 20)
 /* --events auto: per-CPU events while CPUs x rate stays at most this many
- * ticks per second (200 CPUs at 1 kHz, 2,000 at 100 Hz) and the rate at most
- * AUTO_CPU_MAX_HZ. A per-CPU tick interrupts whatever runs on that CPU: the
- * bench's bystander cells (README, Benchmark) measured 14-16 us of another
- * process's time per tick in this VM: 0.05% of every CPU at 99 Hz, 1.3% at
- * 1 kHz, 13% at 10 kHz; per-thread events cost the others nothing measurable. */
+ * ticks per second (20 CPUs at 10 kHz, 2,000 at 100 Hz). A per-CPU tick costs
+ * whatever runs on that CPU: the bench's bystander cells (README, Benchmark)
+ * measured 14-16 us of another process's time per tick in this VM, 0.05% of
+ * every CPU at 99 Hz, 1.3% at 1 kHz, 13% at 10 kHz, against nothing
+ * measurable with per-thread events; but per-thread events sometimes deliver
+ * ~10% of the rate on a target whose threads hand the GIL over (README), so
+ * auto does not pick them for a rate alone until that is understood. */
 #define AUTO_CPU_TICKS		200000
-#define AUTO_CPU_MAX_HZ		1000
 /*
  * A thread that appeared after attach and ran this many sampling periods of
  * CPU time without a single sample has no inherited event (it was created
@@ -1179,15 +1180,24 @@ static void on_tick_kstack(struct bpf_sampler *s, const struct pyprof_switch *e)
 	memcpy(t->addrs, e->kstack, t->n * sizeof(t->addrs[0]));
 }
 
-/* The kernel stack sent for @tid's tick, if any: valid until the next record. */
+/* A tick's slot (kernel stack, user stack, tasks) holds @tid's: take it
+ * (its data valid until the next record). */
+static bool take_slot(pid_t *slot_tid, pid_t tid)
+{
+	if (*slot_tid != tid)
+		return false;
+	*slot_tid = 0;
+	return true;
+}
+
+#define SLOT_OF(arr, tid) (&(arr)[(uint32_t)(tid) % (sizeof(arr) / sizeof((arr)[0]))])
+
+/* The kernel stack sent for @tid's tick, if any. */
 static const struct tick_kstack *take_tick_kstack(struct bpf_sampler *s, pid_t tid)
 {
-	struct tick_kstack *t = &s->kst[(uint32_t)tid % (sizeof(s->kst) / sizeof(s->kst[0]))];
+	struct tick_kstack *t = SLOT_OF(s->kst, tid);
 
-	if (t->tid != tid)
-		return NULL;
-	t->tid = 0;
-	return t;
+	return take_slot(&t->tid, tid) ? t : NULL;
 }
 
 /* --async: a tick's task chain, kept for its sample (as kernel stacks are). */
@@ -1218,12 +1228,9 @@ static void on_tick_tasks(struct bpf_sampler *s, const struct pyprof_tasks *e, s
 
 static const struct tick_tasks *take_tick_tasks(struct bpf_sampler *s, pid_t tid)
 {
-	struct tick_tasks *t = &s->tks[(uint32_t)tid % (sizeof(s->tks) / sizeof(s->tks[0]))];
+	struct tick_tasks *t = SLOT_OF(s->tks, tid);
 
-	if (t->tid != tid)
-		return NULL;
-	t->tid = 0;
-	return t;
+	return take_slot(&t->tid, tid) ? t : NULL;
 }
 
 static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
@@ -1242,12 +1249,9 @@ static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
 
 static const struct tick_ustack *take_tick_ustack(struct bpf_sampler *s, pid_t tid)
 {
-	struct tick_ustack *t = &s->ust[(uint32_t)tid % (sizeof(s->ust) / sizeof(s->ust[0]))];
+	struct tick_ustack *t = SLOT_OF(s->ust, tid);
 
-	if (t->tid != tid)
-		return NULL;
-	t->tid = 0;
-	return t;
+	return take_slot(&t->tid, tid) ? t : NULL;
 }
 
 /* Why a blocked thread left the CPU: follows its sample. */
@@ -1834,8 +1838,7 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	} else if (o->events == SAMPLER_EVENTS_AUTO) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 
-		s->per_cpu = online > 0 && o->freq_hz <= AUTO_CPU_MAX_HZ &&
-			     (uint64_t)online * o->freq_hz <= AUTO_CPU_TICKS;
+		s->per_cpu = online > 0 && (uint64_t)online * o->freq_hz <= AUTO_CPU_TICKS;
 	} else {
 		s->per_cpu = o->events == SAMPLER_EVENTS_CPU;
 	}
