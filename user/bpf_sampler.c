@@ -78,14 +78,14 @@
 #define RING_MIN		(4UL << 20)
 #define RING_MAX		(16UL << 20)
 /* --events auto: per-CPU events while CPUs x rate stays at most this many
- * ticks per second (20 CPUs at 10 kHz, 2,000 at 100 Hz). A per-CPU tick costs
- * whatever runs on that CPU: the bench's bystander cells (README, Benchmark)
- * measured 14-16 us of another process's time per tick in this VM, 0.05% of
- * every CPU at 99 Hz, 1.3% at 1 kHz, 13% at 10 kHz, against nothing
- * measurable with per-thread events; but per-thread events sometimes deliver
- * ~10% of the rate on a target whose threads hand the GIL over (README), so
- * auto does not pick them for a rate alone until that is understood. */
+ * ticks per second (200 CPUs at 1 kHz, 2,000 at 100 Hz) and the rate at most
+ * AUTO_CPU_MAX_HZ. A per-CPU tick interrupts whatever runs on that CPU: the
+ * bench's bystander cells (README, Benchmark) measured 14-16 us of another
+ * process's time per tick in this VM: 0.05% of every CPU at 99 Hz, 1.3% at
+ * 1 kHz, 13% at 10 kHz; per-thread events cost the others nothing measurable,
+ * and delivered the same samples per CPU-second of a GIL-switching target. */
 #define AUTO_CPU_TICKS		200000
+#define AUTO_CPU_MAX_HZ		1000
 /*
  * A thread that appeared after attach and ran this many sampling periods of
  * CPU time without a single sample has no inherited event (it was created
@@ -1838,7 +1838,8 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	} else if (o->events == SAMPLER_EVENTS_AUTO) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 
-		s->per_cpu = online > 0 && (uint64_t)online * o->freq_hz <= AUTO_CPU_TICKS;
+		s->per_cpu = online > 0 && o->freq_hz <= AUTO_CPU_MAX_HZ &&
+			     (uint64_t)online * o->freq_hz <= AUTO_CPU_TICKS;
 	} else {
 		s->per_cpu = o->events == SAMPLER_EVENTS_CPU;
 	}

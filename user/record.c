@@ -270,7 +270,7 @@ static const struct argp_option record_options[] = {
 	{ "events", OPT_EVENTS, "auto|thread|cpu", 0, "BPF: one cpu-clock event per thread of "
 	  "the target (ticks only while it runs, but a cost at each of its context switches), "
 	  "or one per CPU (no cost at its switches, a timer on every CPU); auto (default): per "
-	  "CPU while CPUs x rate <= 200,000", 0 },
+	  "CPU while the rate <= 1,000 Hz and CPUs x rate <= 200,000", 0 },
 	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
 	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
 	  "the GIL was held (gil)", 0 },
