@@ -29,6 +29,7 @@ Every process started here is killed on every way out (each leads its own
 session; the PID-namespace ones through unshare --kill-child too).
 """
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -82,6 +83,16 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """In the child: SIGKILL when the driver dies, even by SIGKILL (kept
+    across exec; unshare --kill-child passes it on to its own child)."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 class Procs:
     """Every process started here, each leading its own session, so that all
     of them (and only them) are killed on the way out."""
@@ -91,7 +102,7 @@ class Procs:
 
     def start(self, argv, out=subprocess.DEVNULL):
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=_die_with_parent)
         self.items.append(p)
         return p
 
@@ -240,10 +251,8 @@ def run(binary, secs, idle_n, busy_n, logdir, workdir):
         with procstat.BpfStats() as stats, open(errpath, "w") as ef:
             res["bpf_stats"] = stats.how
             tl = time.monotonic()
-            p = subprocess.Popen([binary, "-a", "-F", str(RATE), "-d", str(secs), "--format",
-                                  "collapsed", "-o", out], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=ef, start_new_session=True)
-            procs.items.append(p)
+            p = procs.start([binary, "-a", "-F", str(RATE), "-d", str(secs), "--format",
+                             "collapsed", "-o", out], ef)
             progs = procstat.BpfPrograms(p.pid)
             ready = steady0 = steady1 = None
             done = None
