@@ -63,6 +63,7 @@ Run as root from the repository root:
 """
 import collections
 import json
+import math
 import os
 import re
 import urllib.parse
@@ -592,9 +593,14 @@ def test_split_workload(interp, procs, tmp_path):
           f"({len(samples) / max(cpu, 1e-9) / HZ:.1%} of rate x CPU), hot {100 * got:.1f}% "
           f"vs own {100 * own:.1f}%, {dict(kinds)}")
     check_rate(target, len(samples), HZ, cpu)
-    assert abs(got - own) <= 0.03, (
-        f"{target.describe()}: hot share {100 * got:.1f}% of {kinds['hot'] + kinds['warm']} "
-        f"hot+warm samples, the workload timed {100 * own:.1f}% ({dict(kinds)})")
+    # 3 points, or 2.5 standard errors of a share of this many samples where
+    # that is more (a loaded machine gives the target fewer: 299 samples
+    # put one standard error at 2.7 points).
+    n = max(kinds["hot"] + kinds["warm"], 1)
+    tol = max(0.03, 2.5 * math.sqrt(own * (1 - own) / n))
+    assert abs(got - own) <= tol, (
+        f"{target.describe()}: hot share {100 * got:.1f}% of {n} hot+warm samples, the "
+        f"workload timed {100 * own:.1f}% (allowed: {100 * tol:.1f} points; {dict(kinds)})")
     check_lines(target, samples, kinds)
 
 

