@@ -223,6 +223,35 @@ def test_bounded_images(procs, tmp_path):
     print(f"\nALL lru: {m.group(1)} reopenings, {len(ours)} processes")
 
 
+def test_forks_and_execs(procs, tmp_path):
+    """A Python forking children that exec Python, 60 one after another, under
+    -a: the recording lasts its whole -d (an exec once ended it: '-a' took
+    the kernel's exec count for the target's own exec), the children are
+    found, and what each retired image held is freed (peak RSS printed)."""
+    interp = next(i for i in SUPPORTED if i.label == "pyenv-3.12.1")
+    script = os.path.join(os.path.dirname(__file__), "targets", "all_forker.py")
+    out = str(tmp_path / "fork.folded")
+    rec = subprocess.Popen(["/usr/bin/time", "-f", "maxrss %M", pyenvs.BINARY, "-a", "-F", "199",
+                            "-d", "4", "--format", "collapsed", "-o", out],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    procs.items.append(rec)
+    time.sleep(1.5)
+    p = procs.start(interp.argv([script, "60"]), str(tmp_path / "forker.stderr"))
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    assert "exec'd another program" not in err, err
+    m = re.search(r"samples in (\d+\.\d+) s", err)
+    assert m and float(m.group(1)) >= 3.9, err
+    got = roots_of(out)
+    kids = [pid for pid in got if pid != p.pid and any(
+        isinstance(f, tuple) and f[1] == "<string>" for _, fs, _ in got[pid] for f in fs)]
+    rss = re.search(r"maxrss (\d+)", err)
+    print(f"\nALL forks: {len(kids)} exec'd children with samples; peak RSS "
+          f"{rss.group(1) if rss else '?'} KB")
+    assert len(kids) >= 5, err
+
+
 @pytest.mark.parametrize("args,msg", [
     (["-a", "-p", "1"], "not with -p"),
     (["-a", "-o", "x.folded", "--", "true"], "not with -p or a command"),

@@ -31,6 +31,7 @@ struct retired {
 	struct pyproc *p;
 	struct symbolizer *sym;
 	struct stack_memo *memo;
+	pid_t pid;
 };
 
 struct procset {
@@ -265,7 +266,7 @@ void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns)
 			}
 		}
 		if (ps->nold < ps->capold) {
-			ps->old[ps->nold++] = (struct retired){ e->p, e->sym, e->memo };
+			ps->old[ps->nold++] = (struct retired){ e->p, e->sym, e->memo, e->pid };
 			e->p = NULL;
 			e->sym = NULL;
 			e->memo = NULL;
@@ -276,6 +277,24 @@ void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns)
 	e->version[0] = '\0';
 	e->why[0] = '\0';
 	e->pending_since_ns = now_ns;
+}
+
+void procset__free_retired(struct procset *ps, pid_t keep)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < ps->nold; i++) {
+		struct retired *r = &ps->old[i];
+
+		if (r->pid == keep) {
+			ps->old[k++] = *r;
+			continue;
+		}
+		symbolizer__free(r->sym);
+		stack_memo__free(r->memo);
+		pyproc__free(r->p);
+	}
+	ps->nold = k;
 }
 
 size_t procset__count(const struct procset *ps)

@@ -89,6 +89,15 @@ void procset__exec(struct procset *ps, struct proc_entry *e, uint64_t now_ns);
 
 size_t procset__count(const struct procset *ps);
 
+/*
+ * Free the images procset__exec() retired, but @keep's (a -p target, whose
+ * reader the sampler may still use). Safe once the samples taken before
+ * those execs are consumed: the exec event comes after them in the ring,
+ * so after the poll that delivered it. A forked child that execs (every
+ * subprocess of a Python under -a or --subprocesses) retired one each.
+ */
+void procset__free_retired(struct procset *ps, pid_t keep);
+
 /* @e, a Python that ended: its image (reader, symbols, memo) is freed; the
  * entry (name, version, counts) stays for the summary, as PROC_ENDED. */
 void procset__close(struct procset *ps, struct proc_entry *e);

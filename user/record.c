@@ -1835,6 +1835,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			if (rc < 0)
 				break;
 			rc = 0;
+			if (multi)
+				procset__free_retired(ctx.procs, env.pid);
 			if (ctx.past_deadline)
 				break;
 			if (env.async == 2 && (rc = emit_pending(&ctx)))
@@ -1852,7 +1854,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 					ended = multi ? "every process exited" : "the target exited";
 					break;
 				}
-				if (!env.subprocesses &&
+				/* (-a follows execs: every process is its own target.) */
+				if (!env.subprocesses && !env.all &&
 				    (bpf_sampler__execed(bs) || ctx.main_execed)) {
 					ended = "the target exec'd another program";
 					break;
