@@ -63,6 +63,17 @@ TIMEOUT = 120            # seconds a launch may take before it is a hang
 SYSTEM = "system-3.11"   # readable by nobody (pyenv's live under /root)
 
 
+def default_signals():
+    """In the child: SIGINT and SIGQUIT back to their defaults. A test suite
+    started in the background by a shell without job control inherits them
+    ignored (POSIX), so would pyprof-bpf and the command it starts (it keeps
+    the dispositions it got, as a shell does), and Python installs no
+    KeyboardInterrupt handler over an ignored SIGINT: a SIGINT test would
+    wait on a command that cannot get it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Run:
     """One `pyprof-bpf record ... -- CMD` in its own session (killed with the
     test): stdout and stderr to files, or stdout to a pipe."""
@@ -76,7 +87,8 @@ class Run:
         with open(self.err_path, "wb") as err, open(self.out_path, "wb") as out:
             self.p = subprocess.Popen(self.cmd, stdin=stdin,
                                       stdout=subprocess.PIPE if stdout_pipe else out,
-                                      stderr=err, start_new_session=True, env=env)
+                                      stderr=err, start_new_session=True, env=env,
+                                      preexec_fn=default_signals)
         self.p.stderr_path = self.err_path
         procs.items.append(self.p)
 
