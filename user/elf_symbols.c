@@ -70,6 +70,10 @@ int elf_pyinfo__read(int fd, struct elf_pyinfo *out)
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && strcmp(name, ".PyRuntime") == 0)
 			out->runtime = sh.sh_addr;
+		if (name && strcmp(name, ".AsyncioDebug") == 0) {
+			out->asyncio_debug = sh.sh_addr;
+			out->asyncio_debug_size = sh.sh_size;
+		}
 	}
 	/* .symtab first (complete when not stripped), then .dynsym. */
 	for (int pass = 0; pass < 2; pass++) {

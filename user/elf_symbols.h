@@ -14,6 +14,10 @@ struct elf_pyinfo {
 	uint64_t runtime;	/* .PyRuntime section or _PyRuntime symbol; 0 if none */
 	uint64_t py_version;	/* Py_Version (3.11+); 0 if none */
 	uint64_t code_type;	/* PyCode_Type; 0 if none */
+	/* The .AsyncioDebug section (3.14+: the _asyncio module's, or the
+	 * interpreter's on 3.15): its link-time address and size; 0 if none. */
+	uint64_t asyncio_debug;
+	uint64_t asyncio_debug_size;
 };
 
 /* Reads @fd (not closed). -ENOEXEC when it is not an ELF file we can read. */

@@ -7,8 +7,6 @@
  * (procmaps__open_file: /proc/PID/root, map_files).
  */
 #include <errno.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,57 +15,10 @@
 #include "asyncio/asyncio.h"
 #include "debug_offsets.h"
 #include "procmaps.h"
+#include "elf_symbols.h"
 #include "pyproc.h"
 #include "remote_mem.h"
 
-#define PAGE_MASK_4K (~(uint64_t)0xfff)
-
-/* The section's link-time address and size in @fd, and the file's first
- * PT_LOAD address (page-aligned). -ENOENT when it has no such section. */
-static int find_section(int fd, uint64_t *addr, uint64_t *size, uint64_t *load_vaddr)
-{
-	size_t shstrndx, nphdr;
-	Elf_Scn *scn = NULL;
-	int rc = -ENOENT;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return -ENOEXEC;
-	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) ||
-	    elf_getphdrnum(elf, &nphdr)) {
-		rc = -ENOEXEC;
-		goto out;
-	}
-	*load_vaddr = 0;
-	for (size_t i = 0; i < nphdr; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			*load_vaddr = ph.p_vaddr & PAGE_MASK_4K;
-			break;
-		}
-	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && strcmp(name, ASYNCIO_DEBUG_SECTION) == 0) {
-			*addr = sh.sh_addr;
-			*size = sh.sh_size;
-			rc = 0;
-			break;
-		}
-	}
-out:
-	elf_end(elf);
-	return rc;
-}
 
 static const char *base_name(const char *path)
 {
@@ -108,6 +59,7 @@ static int find_table(pid_t pid, uint64_t *table, char *err, size_t errlen)
 	for (size_t i = 0; i < maps.n; i++) {
 		const struct mapping *m = &maps.maps[i], *first;
 		uint64_t addr, size, load, bias, at;
+		struct elf_pyinfo info;
 		int fd, frc;
 
 		if (!m->path[0] || !candidate(m->path, exe))
@@ -118,10 +70,13 @@ static int find_table(pid_t pid, uint64_t *table, char *err, size_t errlen)
 		fd = procmaps__open_file(pid, first);
 		if (fd < 0)
 			continue;
-		frc = find_section(fd, &addr, &size, &load);
+		frc = elf_pyinfo__read(fd, &info);
 		close(fd);
-		if (frc)
+		if (frc || !info.asyncio_debug)
 			continue;
+		addr = info.asyncio_debug;
+		size = info.asyncio_debug_size;
+		load = info.load_vaddr;
 		if (size != ASYNCIO_DEBUG_SIZE) {
 			snprintf(err, errlen,
 				 "process %d: %s's %s section has %llu bytes, expected %d", (int)pid, m->path, ASYNCIO_DEBUG_SECTION, (unsigned long long)size,
