@@ -413,7 +413,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 	const struct asyncio_offsets *ao = w->ao;
 	unsigned char tb[MAX_TASK_BYTES], again[MAX_TASK_BYTES];
 	size_t nlv = 0, nraw = 0;
-	int cut = 0, rc = 0, ok = 0;
+	int cut = 0, rc = 0, ok = 0, name_failed = 0;
 
 	memset(t, 0, sizeof(*t));
 	t->addr = addr;
@@ -446,6 +446,11 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 		rc = name__read(w, get_u64(tb, ao->task_name), &t->name);
 		if (rc == -ENOMEM || rc == -ESRCH)
 			return rc;
+		/* A live task's name is always readable: one that is not is
+		 * being freed (its memory may already hold another task's). */
+		name_failed = rc != 0;
+		if (name_failed)
+			continue;
 		nlv = 0;
 		cut = 0;
 		if (coro) {
@@ -490,6 +495,8 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 			continue;
 		ok = 1;
 	}
+	if (name_failed)
+		return 1;	/* its name never read: it ended, left out */
 	if (!t->name)
 		t->name = strdup("<unknown>");
 	if (!t->name)
