@@ -368,12 +368,13 @@ def test_thread_per_request(interp, events, procs, tmp_path):
     # thread of ~1.2 ms of CPU is sampled about once, one period (1 ms of
     # its CPU) into its life, which is in handle_request or just after it
     # depending on how long this thread's start and handler took: anything
-    # from well below to well above the handler's own share (measured: 35%
-    # (a loaded CI run, 3.11, against 84%) to 96% against 77% to 82%), so
-    # only a gross loss, under a quarter of its own share, fails there (the
-    # defect this guards against named it in 0-10% of the samples).
+    # from well below to well above the handler's own share (measured: 20.5%
+    # (a CI run, 3.12, against 84%) and 35% (3.11) to 96% against 77% to
+    # 82%), so only a gross loss fails there: the handler in fewer than 12%
+    # of the samples (the defect this guards against named it in 0-10%, and
+    # left the rest unnamed, which the check above fails on its own).
     got = sh.get("handle_request", 0.0)
-    lo, hi = (own - 0.10, own + 0.10) if events == "cpu" else (own / 4, 1.0)
+    lo, hi = (own - 0.10, own + 0.10) if events == "cpu" else (0.12, 1.0)
     assert lo <= got <= hi, (
         f"{what} (--events {events}): handle_request in {100 * got:.1f}% of the samples, "
         f"its own timing says {100 * own:.1f}% of the target's CPU "
