@@ -26,6 +26,17 @@ timer's interrupts cost the work itself); pyprof-bpf's own CPU in the window
 (which competes with the bystanders on a machine with no idle CPU).
 Target: >= 0.99 at 99 Hz.
 
+Then the profiled process against itself unprofiled (the "self" phase; the
+main benchmark's twin runs beside its target, on CPUs whose timers
+pyprof-bpf programs, so per-CPU events tick on the twin too and its ratio
+hides their cost): a CPU-bound Python, alone on the machine, its loop
+SELF_DEPTH frames deep reading the clock as the bystander does, in the same
+interleaved rounds, every profiled window recording that very process. Its
+short interruptions above the neighbouring baselines are what each sample
+costs it (the interrupt and the BPF program's walk of its stack, run in its
+own context); its iterations per second and per CPU-second against the
+neighbours say the same through the noise.
+
 Every process started here is killed on every way out.
 """
 import argparse
@@ -91,6 +102,46 @@ while True:
 """
 
 
+SELF_DEPTH = 25
+# The bystander's loop, SELF_DEPTH Python frames down, so that each sample
+# walks a stack of some depth.
+SELF_CODE = r"""
+import mmap, sys, time
+with open(sys.argv[1], "w+b") as f:
+    f.truncate(24)
+    m = mmap.mmap(f.fileno(), 24)
+slot = memoryview(m).cast("Q")
+pc = time.perf_counter_ns
+
+
+def spin():
+    n = lost = gaps = 0
+    last = pc()
+    while True:
+        for i in range(1000):
+            t = pc()
+            d = t - last
+            last = t
+            if 1500 < d < 60000:
+                lost += d
+                gaps += 1
+        n += 1
+        slot[1] = lost
+        slot[2] = gaps
+        slot[0] = n
+
+
+def down(k):
+    if k:
+        down(k - 1)
+    else:
+        spin()
+
+
+down(int(sys.argv[2]))
+"""
+
+
 class Counter:
     def __init__(self, path):
         self.path = path
@@ -131,23 +182,31 @@ def window(bys, secs):
     return dict(secs=dt, per=per, iters_s=sum(x["iters_s"] for x in per))
 
 
-def run(binary, rounds, secs, workdir, logdir, seed=13):
+def run(binary, rounds, secs, workdir, logdir, phase="bystanders", seed=13):
+    """phase "bystanders": a pinned bystander per CPU, pyprof-bpf on another
+    process; "self": one CPU-bound process, pyprof-bpf on it."""
     procs = Procs()
     ncpu = os.cpu_count()
-    res = dict(rounds=rounds, secs=secs, cpus=ncpu, loadavg_start=os.getloadavg(),
+    res = dict(phase=phase, rounds=rounds, secs=secs, cpus=ncpu, loadavg_start=os.getloadavg(),
                started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), windows=[])
     rng = random.Random(seed)
     try:
         bys = []
-        for cpu in range(ncpu):
-            path = os.path.join(workdir, "bystander%d.count" % cpu)
-            p = procs.start(["taskset", "-c", str(cpu), PYTHON, "-c", BYSTANDER_CODE, path])
-            bys.append((p, Counter(path)))
-        target = procs.start([PYTHON, "-c", TARGET_CODE])
+        if phase == "self":
+            path = os.path.join(workdir, "self.count")
+            target = procs.start([PYTHON, "-c", SELF_CODE, path, str(SELF_DEPTH)])
+            bys.append((target, Counter(path)))
+        else:
+            for cpu in range(ncpu):
+                path = os.path.join(workdir, "bystander%d.count" % cpu)
+                p = procs.start(["taskset", "-c", str(cpu), PYTHON, "-c", BYSTANDER_CODE, path])
+                bys.append((p, Counter(path)))
+            target = procs.start([PYTHON, "-c", TARGET_CODE])
         deadline = time.monotonic() + 20
         while any(c.read()[0] == 0 for _, c in bys):
             if time.monotonic() > deadline or any(p.poll() is not None for p, _ in bys):
-                raise RuntimeError("the bystanders did not start")
+                raise RuntimeError("the %s did not start" % ("target" if phase == "self"
+                                                              else "bystanders"))
             time.sleep(0.05)
         time.sleep(1)
         conds = [(ev, rate) for ev in EVENTS for rate in RATES]
@@ -167,11 +226,12 @@ def run(binary, rounds, secs, workdir, logdir, seed=13):
                     w.update(round=rnd, events=None, rate=None)
                 else:
                     w = profiled(binary, procs, target.pid, cond, bys, secs, workdir, logdir,
-                                 rnd)
+                                 rnd, phase)
                 res["windows"].append(w)
-                log("[%4.0fs] round %d %s: bystanders %.0f iterations/s%s" % (
-                    time.monotonic() - t0, rnd,
-                    "%s %d Hz" % cond if cond else "no profiler", w["iters_s"],
+                log("[%4.0fs] %s round %d %s: %s %.0f iterations/s%s" % (
+                    time.monotonic() - t0, phase, rnd,
+                    "%s %d Hz" % cond if cond else "no profiler",
+                    "the target" if phase == "self" else "bystanders", w["iters_s"],
                     ", pyprof-bpf %.1f%% of a core" % (100 * w["pyprof_cpu"])
                     if cond else ""))
     finally:
@@ -180,9 +240,9 @@ def run(binary, rounds, secs, workdir, logdir, seed=13):
     return res
 
 
-def profiled(binary, procs, pid, cond, bys, secs, workdir, logdir, rnd):
+def profiled(binary, procs, pid, cond, bys, secs, workdir, logdir, rnd, tag):
     events, rate = cond
-    errpath = os.path.join(logdir, "bystander-%s-%d-r%d.log" % (events, rate, rnd))
+    errpath = os.path.join(logdir, "%s-%s-%d-r%d.log" % (tag, events, rate, rnd))
     out = os.path.join(workdir, "bystander.folded")
     with open(errpath, "w") as ef:
         p = procs.start([binary, "-p", str(pid), "-F", str(rate), "--events", events,
@@ -331,11 +391,72 @@ def text(res):
     return "\n".join(lines)
 
 
+def auto_events(rate, ncpu):
+    """What `--events auto` picks for one process (user/record.c)."""
+    return "cpu" if rate <= 1000 and ncpu * rate <= 200000 else "thread"
+
+
+def text_self(res):
+    s = summary(res)
+    la0 = ", ".join("%.1f" % x for x in res["loadavg_start"][:3])
+    la1 = ", ".join("%.1f" % x for x in res["loadavg_end"][:3])
+    base = [w["iters_s"] for w in res["windows"] if w["events"] is None]
+    lines = ["## What pyprof-bpf costs the process it profiles, against itself unprofiled "
+             "(issue #13 item 5)", "",
+             "One CPU-bound Python alone on the %d CPUs, its loop %d frames deep; %d rounds of "
+             "%g-s windows, every window recording it between two without a profiler (never "
+             "an unprofiled twin beside it, which per-CPU timers would tick on too). %s, %s; "
+             "load average %s at the start, %s at the end; its iterations/s without a "
+             "profiler: median %.0f (%.0f-%.0f)." % (
+                 res["cpus"], SELF_DEPTH, res["rounds"], res["secs"], res["started"],
+                 res.get("git", ""), la0, la1, statistics.median(base), min(base), max(base)),
+             "",
+             "| events | Hz | `auto` picks | its CPU lost to short interruptions, above the "
+             "baselines (range) | more interruptions per CPU-s | us each | kept: 1 - lost | "
+             "throughput vs itself unprofiled (range) | per CPU-second of its own | "
+             "pyprof-bpf's CPU (of a core) |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for ev in EVENTS:
+        for rate in RATES:
+            v = s.get((ev, rate))
+            if not v:
+                continue
+            lost = gaps = each = kept = "-"
+            if "lost" in v:
+                lost = "%.2f%% (%.2f to %.2f)" % (100 * v["lost"], 100 * v["lost_lo"],
+                                                  100 * v["lost_hi"])
+                gaps = "%.0f" % v["gaps"]
+                each = "%.1f" % (1e6 * v["lost"] / v["gaps"]) if v["gaps"] > rate / 4 else "-"
+                kept = "%.4f" % (1 - v["lost"])
+            lines.append("| %s | %d | %s | %s | %s | %s | %s | %.3f (%.3f-%.3f) | %s | %.1f%% |"
+                         % (ev, rate, "yes" if auto_events(rate, res["cpus"]) == ev else "",
+                            lost, gaps, each, kept, v["median"], v["lo"], v["hi"],
+                            "%.3f" % v["per_cpu_s"] if v["per_cpu_s"] else "-",
+                            100 * v["pyprof_cpu"]))
+    lines.append("")
+    for rate in RATES:
+        c, t = s.get(("cpu", rate)), s.get(("thread", rate))
+        if c and t and "lost" in c and "lost" in t:
+            lines.append("- %d Hz: the target keeps %.4f of its CPU time with per-CPU events, "
+                         "%.4f with per-thread ones; `auto` picks %s." % (
+                             rate, 1 - c["lost"], 1 - t["lost"], auto_events(rate, res["cpus"])))
+    lines.append("")
+    return "\n".join(lines)
+
+
 def save(outdir, res):
-    res["summary"] = {"%s-%d" % k: v for k, v in summary(res).items()}
+    """res: {"bystanders": phase result, "self": phase result} (either may be
+    missing)."""
+    t = ""
+    for phase, fn in (("bystanders", text), ("self", text_self)):
+        r = res.get(phase)
+        if r is None:
+            continue
+        r["summary"] = {"%s-%d" % k: v for k, v in summary(r).items()}
+        r["git"], r["version"] = res.get("git", ""), res.get("version", "")
+        t += fn(r) + "\n"
     with open(os.path.join(outdir, "bystander.json"), "w") as f:
         json.dump(res, f, indent=1)
-    t = text(res)
     with open(os.path.join(outdir, "bystander.md"), "w") as f:
         f.write(t)
     if os.path.dirname(outdir) == BENCH_DIR:
@@ -352,6 +473,10 @@ def main(argv):
     ap.add_argument("--bystander-rounds", type=int, default=3, metavar="N")
     ap.add_argument("--bystander-secs", type=float, default=4.0, metavar="S",
                     help="seconds of each window (default 4)")
+    ap.add_argument("--bystander-phases", default="bystanders,self", metavar="LIST",
+                    help="bystanders (a pinned process per CPU, another one profiled), self "
+                         "(the profiled process against itself unprofiled), or both "
+                         "(default)")
     ap.add_argument("--binary", default=os.path.join(REPO, "pyprof-bpf"))
     ap.add_argument("--out", help="results directory (default %s/<UTC time>-bystander)"
                     % BENCH_DIR)
@@ -371,11 +496,20 @@ def main(argv):
         binary, version = copy_binary(args.binary, outdir)
         git = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
                              capture_output=True, text=True).stdout.strip()
-        n = args.bystander_rounds * (len(EVENTS) * len(RATES) * 2 + 1)
-        log("bystander: %d rounds, %d windows of %g s (about %.0f s); results in %s" % (
-            args.bystander_rounds, n, args.bystander_secs,
-            n * args.bystander_secs + args.bystander_rounds * 6 * 2.5, outdir))
-        res = run(binary, args.bystander_rounds, args.bystander_secs, outdir, logdir)
+        phases = [x for x in args.bystander_phases.split(",") if x]
+        bad = [x for x in phases if x not in ("bystanders", "self")]
+        if bad or not phases:
+            log("bystander: --bystander-phases: unknown phase %s (bystanders, self)"
+                % ",".join(bad or ["''"]))
+            return 2
+        n = len(phases) * args.bystander_rounds * (len(EVENTS) * len(RATES) * 2 + 1)
+        log("bystander: %s, %d rounds each, %d windows of %g s (about %.0f s); results in %s" % (
+            " and ".join(phases), args.bystander_rounds, n, args.bystander_secs,
+            n * args.bystander_secs + len(phases) * args.bystander_rounds * 6 * 2.5, outdir))
+        res = {}
+        for phase in phases:
+            res[phase] = run(binary, args.bystander_rounds, args.bystander_secs, outdir, logdir,
+                             phase)
     except KeyboardInterrupt:
         log("bystander: interrupted")
         return 130

@@ -136,7 +136,10 @@ def legend(meta):
         "unprofiled copy running at the same time, over the window (median, min-max over "
         "rounds). On this shared 2-CPU machine it also follows the share of CPU the scheduler "
         "gave each copy; *per CPU-s vs twin* divides that share out (but would hide a profiler "
-        "that stops its target).",
+        "that stops its target). The twin runs beside its target, so per-CPU events (perf's, "
+        "pyprof-bpf's) tick on it too and this ratio hides their cost: the bystander cells "
+        "(bystander.py, latest-bystander.md) compare the profiled process with itself "
+        "unprofiled in interleaved windows instead.",
         "- *RSS*: the profiler's peak resident set (VmHWM, ru_maxrss), max over rounds.",
         "- *pyprof-bpf baseline (REV)*: pyprof-bpf built from REV (issue #9's baseline), run "
         "exactly like the BPF backend's row, in the same cells and rounds.",
