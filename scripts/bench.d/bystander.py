@@ -62,33 +62,6 @@ EVENTS = ("cpu", "thread")
 SETTLE_S = 0.5
 TARGET = 0.99
 
-# Its loop reads the clock at every step (~0.15 us apart): a gap of 1.5-60 us
-# between two reads is an interruption of the bystander on its CPU (a timer
-# interrupt and what runs in it, a BPF program included); longer ones are the
-# scheduler's (another task ran). Slots: steps/1000, ns lost in short gaps,
-# how many.
-BYSTANDER_CODE = r"""
-import mmap, sys, time
-with open(sys.argv[1], "w+b") as f:
-    f.truncate(24)
-    m = mmap.mmap(f.fileno(), 24)
-slot = memoryview(m).cast("Q")
-pc = time.perf_counter_ns
-n = lost = gaps = 0
-last = pc()
-while True:
-    for i in range(1000):
-        t = pc()
-        d = t - last
-        last = t
-        if 1500 < d < 60000:
-            lost += d
-            gaps += 1
-    n += 1
-    slot[1] = lost
-    slot[2] = gaps
-    slot[0] = n
-"""
 TARGET_CODE = r"""
 import time
 def target_work():
@@ -103,9 +76,14 @@ while True:
 
 
 SELF_DEPTH = 25
-# The bystander's loop, SELF_DEPTH Python frames down, so that each sample
-# walks a stack of some depth.
-SELF_CODE = r"""
+# The measured loop (a bystander's, depth 0; the self phase's target's,
+# SELF_DEPTH Python frames down, so that each sample walks a stack of some
+# depth). It reads the clock at every step (~0.15 us apart): a gap of
+# 1.5-60 us between two reads is an interruption on its CPU (a timer
+# interrupt and what runs in it, a BPF program included); longer ones are
+# the scheduler's (another task ran). Slots: steps/1000, ns lost in short
+# gaps, how many.
+LOOP_CODE = r"""
 import mmap, sys, time
 with open(sys.argv[1], "w+b") as f:
     f.truncate(24)
@@ -194,12 +172,13 @@ def run(binary, rounds, secs, workdir, logdir, phase="bystanders", seed=13):
         bys = []
         if phase == "self":
             path = os.path.join(workdir, "self.count")
-            target = procs.start([PYTHON, "-c", SELF_CODE, path, str(SELF_DEPTH)])
+            target = procs.start([PYTHON, "-c", LOOP_CODE, path, str(SELF_DEPTH)])
             bys.append((target, Counter(path)))
         else:
             for cpu in range(ncpu):
                 path = os.path.join(workdir, "bystander%d.count" % cpu)
-                p = procs.start(["taskset", "-c", str(cpu), PYTHON, "-c", BYSTANDER_CODE, path])
+                p = procs.start(["taskset", "-c", str(cpu), PYTHON, "-c", LOOP_CODE, path,
+                                     "0"])
                 bys.append((p, Counter(path)))
             target = procs.start([PYTHON, "-c", TARGET_CODE])
         deadline = time.monotonic() + 20
