@@ -16,11 +16,13 @@
  * within a second stay open, however many (a soft cap, without thrash). */
 #define EVICT_IDLE_NS 1000000000ULL
 
+/* Coarse (a tick's resolution, no clock read): it stamps every sample's
+ * image, and only an idle second is told from it. */
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 

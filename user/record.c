@@ -122,6 +122,7 @@ struct record_ctx {
 	char comm[32];
 	struct tid_name *names;
 	size_t nnames;
+	size_t last_name;	/* the names entry found last */
 	uint64_t period_ns;
 	size_t symbol_errors;
 	size_t snapshot_errors;		/* code snapshots that could not be used */
@@ -504,9 +505,14 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 /* Thread names, read once per thread (they rarely change). */
 static const char *thread_name(struct record_ctx *c, pid_t pid, pid_t tid, const char *comm)
 {
+	/* Samples come in runs of one thread's: its entry is tried first. */
+	if (c->last_name < c->nnames && c->names[c->last_name].tid == tid)
+		return c->names[c->last_name].name;
 	for (size_t i = 0; i < c->nnames; i++)
-		if (c->names[i].tid == tid)
+		if (c->names[i].tid == tid) {
+			c->last_name = i;
 			return c->names[i].name;
+		}
 	if (c->nnames == MAX_NAMES)
 		return comm;
 	c->names[c->nnames].tid = tid;
