@@ -21,6 +21,7 @@
 #include "output.h"
 #include "output_args.h"
 #include "procfs.h"
+#include "proc_follow.h"
 #include "procset.h"
 #include "pyproc.h"
 #include "rawrec.h"
@@ -46,9 +47,6 @@ enum backend { BACKEND_AUTO, BACKEND_BPF, BACKEND_REMOTE };
 
 /* -p PID,PID,... at most */
 #define MAX_PIDS 64
-/* A followed process that exec'd is looked at this long for a Python
- * (a shared libpython is mapped moments after the exec). */
-#define EXEC_PENDING_NS (300 * 1000000ULL)
 
 struct record_env {
 	pid_t pid;		/* the first -p target, or the command */
@@ -150,9 +148,8 @@ struct record_ctx {
 	int async_waiting;		/* asyncio not imported yet: said once */
 	uint64_t pending_ns;		/* --async=all: the last pending tasks' time */
 	uint64_t pending_weight;	/* and the weight of this round's */
-	/* -a: processes met that ran no Python (or not --comm's), forgotten
-	 * once they ended; those still running. */
-	uint64_t others_ended;
+	/* The processes followed besides the targets (--subprocesses, -a). */
+	struct proc_follow *follow;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -520,26 +517,10 @@ static const char *thread_name(struct record_ctx *c, pid_t pid, pid_t tid, const
 	return c->names[c->nnames++].name;
 }
 
-static void proc_configure(struct record_ctx *c, struct proc_entry *e);
-
-/* The process of a sample or snapshot, opened if it was not yet (a forked
- * child shares its parent's image: its first sample opens it). */
+/* The process of a sample or snapshot (NULL: not a Python sampled). */
 static struct proc_entry *sample_proc(struct record_ctx *c, pid_t pid)
 {
-	struct proc_entry *e = procset__find(c->procs, pid);
-
-	if (!e && c->env->subprocesses)
-		e = procset__add(c->procs, pid, 0, NULL);
-	if (e && e->state == PROC_FORKED)
-		procset__open(c->procs, e);
-	/* -a: an evicted one is opened again (another evicted instead) and
-	 * configured anew, so that its code snapshots come again. */
-	if (e && e->state == PROC_EVICTED && !procset__open(c->procs, e))
-		proc_configure(c, e);
-	if (!e || e->state != PROC_PYTHON)
-		return NULL;
-	procset__touch(c->procs, e);
-	return e;
+	return proc_follow__sample_proc(c->follow, pid);
 }
 
 /* A code object's snapshot: named from it even once the target frees it.
@@ -555,66 +536,12 @@ static void on_code(void *ctx, const struct raw_code *code)
 
 static uint64_t clock_ns(clockid_t clk);
 
-/* Has @e (open) an interpreter with a thread state? */
-static bool runs_python(struct proc_entry *e)
-{
-	struct py_thread t;
-	size_t n = 0;
-	int rc = pyproc__threads(e->p, &t, 1, &n);
-
-	return (!rc || rc == -E2BIG) && n > 0;
-}
-
-/* A followed process exec'd: the sampler drops its ticks until it is added
- * again, once its new image is found to be a Python. */
-static void proc_configure(struct record_ctx *c, struct proc_entry *e);
-
-static void proc_try_python(struct record_ctx *c, struct proc_entry *e)
-{
-	if (procset__open(c->procs, e))
-		return;
-	if (c->env->all && !runs_python(e)) {
-		/* -a: libpython loaded without an interpreter (perf links it
-		 * for its scripts), or one still starting (a loaded host may
-		 * take a second): kept open, and looked at again at each
-		 * refresh (one read) for as long as it runs. */
-		e->state = PROC_NO_INTERP;
-		snprintf(e->why, sizeof(e->why), "libpython is loaded, but no interpreter runs");
-		return;
-	}
-	proc_configure(c, e);
-}
-
-/* Configure @e (open, running Python) in the BPF program. */
-static void proc_configure(struct record_ctx *c, struct proc_entry *e)
-{
-	char err[PYPROF_ERRLEN];
-
-	if (bpf_sampler__add_process(c->bs, e->p, err, sizeof(err))) {
-		snprintf(e->why, sizeof(e->why), "%s", err);
-		e->state = PROC_FAILED;
-		return;
-	}
-	if (c->env->verbose)
-		fprintf(stderr, "pyprof-bpf: following process %d (%s, Python %s)\n",
-			(int)e->pid, e->comm, e->version);
-}
-
-/* -a --comm: @e's name does not match (said as why it is not sampled). */
-static bool comm_excluded(struct record_ctx *c, struct proc_entry *e)
-{
-	if (!c->env->comm_re || !regexec(&c->env->comm, e->comm, 0, NULL, 0))
-		return false;
-	snprintf(e->why, sizeof(e->why), "its name does not match --comm");
-	e->state = PROC_NOT_PYTHON;
-	return true;
-}
-
+/* The sampler's process events: a command starting is followed here, the
+ * rest by proc_follow. */
 static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid,
 		    uint64_t ts_ns)
 {
 	struct record_ctx *c = ctx;
-	struct proc_entry *e;
 
 	if (pid == c->env->pid && c->launching) {
 		if (ev == SAMPLER_PROC_EXEC) {
@@ -635,136 +562,7 @@ static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid
 		}
 		return;
 	}
-	switch (ev) {
-	case SAMPLER_PROC_SEEN:
-		/* -a: met on a CPU; looked at as an exec'd process is. */
-		e = procset__find(c->procs, pid);
-		if (!e && !(e = procset__add(c->procs, pid, 0, NULL)))
-			break;
-		if (e->state == PROC_PYTHON || e->state == PROC_PENDING ||
-		    e->state == PROC_NO_INTERP)
-			break;
-		e->state = PROC_PENDING;
-		e->pending_since_ns = clock_ns(CLOCK_MONOTONIC);
-		if (!comm_excluded(c, e))
-			proc_try_python(c, e);
-		break;
-	case SAMPLER_PROC_FORK:
-		if (!procset__add(c->procs, pid, ppid, NULL))
-			c->snapshot_errors++;
-		break;
-	case SAMPLER_PROC_EXEC:
-		e = procset__find(c->procs, pid);
-		if (!e && !(e = procset__add(c->procs, pid, 0, NULL)))
-			break;
-		procset__exec(c->procs, e, clock_ns(CLOCK_MONOTONIC));
-		procfs__comm(pid, 0, e->comm, sizeof(e->comm));
-		/* A child of a command not sampled yet: its samples would
-		 * come before anything can take them (launch_done()). */
-		if (!c->launching && !comm_excluded(c, e))
-			proc_try_python(c, e);
-		break;
-	case SAMPLER_PROC_EXIT:
-		e = procset__find(c->procs, pid);
-		if (e)
-			e->exited = true;
-		if (e && c->env->all) {
-			/* -a may meet thousands: what an ended process held is
-			 * freed; a Python keeps its line in the summary. */
-			if (e->state == PROC_PYTHON || e->state == PROC_ENDED ||
-			    e->state == PROC_EVICTED) {
-				procset__close(c->procs, e);
-			} else {
-				procset__remove(c->procs, e);
-				c->others_ended++;
-			}
-		}
-		/* Its entry in the program's map is freed for the processes
-		 * to come (a long recording of a forking server). */
-		bpf_sampler__forget_process(c->bs, pid);
-		break;
-	}
-}
-
-/* Exec'd processes whose interpreter was not found yet: try again, for a
- * while. */
-static void retry_pending(struct record_ctx *c)
-{
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
-
-	for (size_t i = 0; i < procset__count(c->procs); i++) {
-		struct proc_entry *e = procset__at(c->procs, i);
-
-		if (e->state == PROC_NO_INTERP && !e->exited && runs_python(e)) {
-			e->state = PROC_PYTHON;
-			e->why[0] = '\0';
-			proc_configure(c, e);
-			continue;
-		}
-		if (e->state != PROC_PENDING)
-			continue;
-		if (e->exited || now - e->pending_since_ns > EXEC_PENDING_NS) {
-			e->state = PROC_NOT_PYTHON;
-			continue;
-		}
-		proc_try_python(c, e);
-	}
-}
-
-/* --subprocesses: the targets' descendants that run already are followed
- * too (those started from now on come through the sampler's fork events). */
-static void adopt_descendants(struct record_ctx *c)
-{
-	size_t n = 0;
-	pid_t *d = calloc(4096, sizeof(*d));
-
-	for (size_t t = 0; d && t < c->env->npids + (c->env->npids ? 0 : 1); t++) {
-		pid_t root = c->env->npids ? c->env->pids[t] : c->env->pid;
-
-		procfs__descendants(root, d, 4096, &n);
-		for (size_t i = 0; i < n; i++) {
-			struct proc_entry *e;
-
-			if (procset__find(c->procs, d[i]))
-				continue;
-			e = procset__add(c->procs, d[i], root, NULL);
-			if (!e)
-				break;
-			e->state = PROC_PENDING;	/* open it as an exec'd one */
-			e->pending_since_ns = clock_ns(CLOCK_MONOTONIC);
-			proc_try_python(c, e);
-			if (e->state != PROC_PYTHON) {
-				e->state = PROC_NOT_PYTHON;
-				bpf_sampler__track_process(c->bs, d[i]);
-			}
-		}
-	}
-	free(d);
-}
-
-/* Is any followed process still running Python (or about to)? */
-static bool any_alive(struct record_ctx *c)
-{
-	for (size_t i = 0; i < procset__count(c->procs); i++) {
-		struct proc_entry *e = procset__at(c->procs, i);
-
-		if (e->exited)
-			continue;
-		if (!procfs__alive(e->pid))
-			e->exited = true;
-		else if (e->state != PROC_NOT_PYTHON && e->state != PROC_FAILED)
-			return true;
-	}
-	return false;
-}
-
-/* The end summary's list of processes, when there were several. */
-static int by_samples(const void *a, const void *b)
-{
-	const struct proc_entry *x = *(struct proc_entry *const *)a;
-	const struct proc_entry *y = *(struct proc_entry *const *)b;
-
-	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : x->pid - y->pid;
+	proc_follow__on_event(c->follow, ev, pid, ppid);
 }
 
 /*
@@ -782,67 +580,6 @@ static size_t all_max_open(void)
 	if (v && !parse_long(v, 1, 1 << 20, &n))
 		return (size_t)n;
 	return ALL_MAX_OPEN;
-}
-
-/* -a: the Pythons by samples (CPU), then how many others were met. */
-static void print_all(struct record_ctx *c)
-{
-	size_t n = procset__count(c->procs), np = 0, others = 0;
-	struct proc_entry **v = calloc(n ? n : 1, sizeof(*v));
-	unsigned long long reopened = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		struct proc_entry *e = procset__at(c->procs, i);
-
-		reopened += e->reopened;
-		if ((e->state == PROC_PYTHON || e->state == PROC_ENDED ||
-		     e->state == PROC_EVICTED) && v)
-			v[np++] = e;
-		else
-			others++;
-	}
-	if (reopened)
-		fprintf(stderr, "pyprof-bpf: more than %zu Pythons at once: images closed and "
-			"opened again %llu times\n", all_max_open(), reopened);
-	if (v)
-		qsort(v, np, sizeof(*v), by_samples);
-	fprintf(stderr, "pyprof-bpf: %zu Python processes:\n", np);
-	for (size_t i = 0; i < np; i++)
-		fprintf(stderr, "  %7d %-16s Python %-8s %8llu samples%s\n", (int)v[i]->pid,
-			v[i]->comm, v[i]->version, (unsigned long long)v[i]->samples,
-			v[i]->exited ? ", exited" : "");
-	fprintf(stderr, "pyprof-bpf: %llu other processes met on a CPU (no Python%s), %zu of "
-		"them still running\n", (unsigned long long)(others + c->others_ended),
-		c->env->comm_re ? ", or not matching --comm" : "", others);
-	free(v);
-}
-
-static void print_procs(struct record_ctx *c)
-{
-	size_t n = procset__count(c->procs);
-
-	if (c->env->all) {
-		print_all(c);
-		return;
-	}
-	if (n < 2)
-		return;
-	fprintf(stderr, "pyprof-bpf: %zu processes:\n", n);
-	for (size_t i = 0; i < n; i++) {
-		struct proc_entry *e = procset__at(c->procs, i);
-
-		fprintf(stderr, "  %7d %-16s ", (int)e->pid, e->comm);
-		if (e->version[0])
-			fprintf(stderr, "Python %-8s %8llu samples", e->version,
-				(unsigned long long)e->samples);
-		else
-			fprintf(stderr, "not sampled: %s", e->why[0] ? e->why :
-				e->state == PROC_FORKED ? "no sample before it exec'd or ended" :
-				"not a Python");
-		if (e->ppid)
-			fprintf(stderr, ", child of %d", (int)e->ppid);
-		fputs(e->exited ? ", exited\n" : "\n", stderr);
-	}
 }
 
 /* A sample the sampler counted but the recording leaves out, counted as
@@ -1370,6 +1107,7 @@ static void launch_done(struct record_ctx *c)
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 	c->launching = 0;
+	proc_follow__defer(c->follow, false);
 	for (size_t i = 0; i < procset__count(c->procs); i++) {
 		struct proc_entry *e = procset__at(c->procs, i);
 
@@ -1377,7 +1115,7 @@ static void launch_done(struct record_ctx *c)
 			e->pending_since_ns = now;
 	}
 	if (c->bs)
-		retry_pending(c);
+		proc_follow__retry_pending(c->follow);
 }
 
 /*
@@ -1420,6 +1158,7 @@ static int record__start_command(struct record_ctx *c, struct launch *cmd, struc
 
 	*p = NULL;
 	c->launching = 1;
+	proc_follow__defer(c->follow, true);
 	rc = launch__start(cmd, err, errlen);
 	if (rc)
 		return launch__exit_code(cmd) >= 0 ? -ECHILD : rc;
@@ -1522,6 +1261,7 @@ static int record__load_bpf(struct record_ctx *c, const struct sampler_opts *o,
 			"backend instead\n", why);
 	if (*out) {
 		c->bs = *out;
+		proc_follow__set_sampler(c->follow, *out);
 		bpf_sampler__set_code_fn(*out, on_code, c);
 		bpf_sampler__set_proc_fn(*out, on_proc, c);
 	}
@@ -1636,6 +1376,14 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
 	if (!rc && env.all)
 		procset__set_max_open(ctx.procs, all_max_open());
+	if (!rc) {
+		struct proc_follow_opts fo = {
+			.all = env.all, .subprocesses = env.subprocesses, .verbose = env.verbose,
+			.comm = env.comm_re ? &env.comm : NULL, .max_open = all_max_open(),
+		};
+
+		rc = proc_follow__new(ctx.procs, &fo, &ctx.follow);
+	}
 	if (!rc && env.native_stack && !(ctx.nw = calloc(1, sizeof(*ctx.nw))))
 		rc = -ENOMEM;
 	if (rc) {
@@ -1733,7 +1481,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		/* A command's children came through the fork tracepoint,
 		 * attached before it ran. */
 		if (bs && env.subprocesses)
-			adopt_descendants(&ctx);
+			proc_follow__adopt_descendants(ctx.follow, env.npids ? env.pids : &env.pid,
+						       env.npids ? env.npids : 1);
 	}
 	if (!bs) {
 		if (multi) {
@@ -1852,11 +1601,11 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			if (t >= next_refresh ||
 			    (bpf_sampler__unknown_tid(bs) && t >= next_refresh - 0.08)) {
 				next_refresh = t + 0.1;
-				retry_pending(&ctx);
+				proc_follow__retry_pending(ctx.follow);
 				if (env.async && !ctx.tasks &&
 				    (rc = async_enable(&ctx, err, sizeof(err))))
 					break;
-				if (!env.all && (multi ? !any_alive(&ctx) : !procfs__alive(env.pid))) {
+				if (!env.all && (multi ? !proc_follow__any_alive(ctx.follow) : !procfs__alive(env.pid))) {
 					ended = multi ? "every process exited" : "the target exited";
 					break;
 				}
@@ -1977,7 +1726,11 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	if (ctx.late.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples taken after the %g s duration were "
 			"dropped\n", (unsigned long long)ctx.late.samples, env.duration);
-	print_procs(&ctx);
+	proc_follow__print(ctx.follow, stderr);
+	if (env.verbose && ctx.snapshot_errors)
+		fprintf(stderr, "pyprof-bpf: %zu code snapshots could not be used (their "
+			"process not sampled, or no memory): those objects were read from the "
+			"target instead\n", ctx.snapshot_errors);
 	if (ctx.unknown.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples of processes that could not be read "
 			"were dropped\n", (unsigned long long)ctx.unknown.samples);
@@ -2083,6 +1836,7 @@ out:
 	free(ctx.entries);
 	native_work__free(ctx.nw);
 	task_stacks__free(ctx.tasks);
+	proc_follow__free(ctx.follow);
 	procset__free(ctx.procs);
 	free(ctx.names);
 	pyproc__free(p);
