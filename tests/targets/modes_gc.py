@@ -9,7 +9,12 @@ Threads:
              drop them (make_garbage), gc.collect() (collect_loop's line
              marked LINE:collect). It times itself with
              time.thread_time_ns(): its CPU time inside gc.collect(), and in
-             all.
+             all. Automatic collections are off (gc.disable()): its
+             allocations would trigger some inside make_garbage, <GC> on
+             their samples too but outside its timing (2-3 points of its
+             CPU time on 3.11 and 3.12; gc.callbacks could time them, but
+             Python code in a collection may hand the GIL over, see the
+             README on <GC>).
   other      pure integer arithmetic (no container allocated: it never
              triggers a collection) contending for the GIL.
 
@@ -41,6 +46,7 @@ def make_garbage(n):
 
 
 def collect_loop(log_path, live):
+    gc.disable()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     collect_cpu = 0
     pending, last = [], time.monotonic()
