@@ -316,6 +316,16 @@ def summary(res):
     return out
 
 
+def lost_cells(v, rate):
+    """A summary row's short-interruption cells: CPU lost (range), more
+    interruptions per CPU-s, us each, kept; "-" where not measured."""
+    if "lost" not in v:
+        return "-", "-", "-", "-"
+    each = "%.1f" % (1e6 * v["lost"] / v["gaps"]) if v["gaps"] > rate / 4 else "-"
+    return ("%.2f%% (%.2f to %.2f)" % (100 * v["lost"], 100 * v["lost_lo"], 100 * v["lost_hi"]),
+            "%.0f" % v["gaps"], each, "%.4f" % (1 - v["lost"]))
+
+
 def text(res):
     s = summary(res)
     la0 = ", ".join("%.1f" % x for x in res["loadavg_start"][:3])
@@ -339,14 +349,7 @@ def text(res):
             v = s.get((ev, rate))
             if not v:
                 continue
-            lost = "-"
-            gaps = each = kept = "-"
-            if "lost" in v:
-                lost = "%.2f%% (%.2f to %.2f)" % (100 * v["lost"], 100 * v["lost_lo"],
-                                                  100 * v["lost_hi"])
-                gaps = "%.0f" % v["gaps"]
-                each = "%.1f" % (1e6 * v["lost"] / v["gaps"]) if v["gaps"] > rate / 4 else "-"
-                kept = "%.4f" % (1 - v["lost"])
+            lost, gaps, each, kept = lost_cells(v, rate)
             lines.append("| %s | %d | %.3f | %.3f-%.3f | %s | %s | %s | %s | %s | %s | %.1f%% |"
                          % (ev, rate, v["median"], v["lo"], v["hi"],
                             " / ".join("%.3f" % e for e in v["each"]),
@@ -400,13 +403,7 @@ def text_self(res):
             v = s.get((ev, rate))
             if not v:
                 continue
-            lost = gaps = each = kept = "-"
-            if "lost" in v:
-                lost = "%.2f%% (%.2f to %.2f)" % (100 * v["lost"], 100 * v["lost_lo"],
-                                                  100 * v["lost_hi"])
-                gaps = "%.0f" % v["gaps"]
-                each = "%.1f" % (1e6 * v["lost"] / v["gaps"]) if v["gaps"] > rate / 4 else "-"
-                kept = "%.4f" % (1 - v["lost"])
+            lost, gaps, each, kept = lost_cells(v, rate)
             lines.append("| %s | %d | %s | %s | %s | %s | %s | %.3f (%.3f-%.3f) | %s | %.1f%% |"
                          % (ev, rate, "yes" if auto_events(rate, res["cpus"]) == ev else "",
                             lost, gaps, each, kept, v["median"], v["lo"], v["hi"],
