@@ -261,7 +261,7 @@ def parse_perf(data):
     return samples
 
 
-REASON = re.compile(r"\[syscall\] [a-z0-9_]+|\[GIL wait\]|\[runnable\]")
+REASON = re.compile(r"\[syscall\] [a-z0-9_]+|\[GIL wait\]|\[runnable\]|\[blocked\]")
 
 
 def shape_problem(s, mode):

@@ -1904,6 +1904,28 @@ static int task_state(pid_t pid, pid_t tid, char *state)
 }
 
 /*
+ * The Python stack of a seeded interval's thread, read from userspace. One
+ * waiting for a CPU is read as one asleep is: it does not run meanwhile
+ * (one that does is on a CPU already, and its switch-out drops the seed).
+ */
+static void seed_frames(struct bpf_sampler *s, struct offcpu_iv *iv, size_t npy)
+{
+	struct py_rawframe fr[256];
+	size_t nf = 0;
+	int truncated = 0;
+
+	for (size_t k = 0; k < npy; k++) {
+		if (s->pyth[k].host_tid != iv->tid)
+			continue;
+		if (!pyproc__walk(s->proc, s->pyth[k].tstate, fr, 256, &nf, &truncated)) {
+			offcpu_iv__set_frames(iv, fr, (uint32_t)nf);
+			iv->status = truncated ? PYPROF_TRUNCATED : PYPROF_COMPLETE;
+		}
+		return;
+	}
+}
+
+/*
  * Off-CPU modes: a thread already off the CPU when the recording starts has
  * its interval opened now (the program saw it leave before it was loaded),
  * with its stack read from userspace (it is not running, so the read is
@@ -1925,8 +1947,6 @@ static void seed_intervals(struct bpf_sampler *s)
 		pid_t tid = s->th[i].tid;
 		struct pyprof_offcpu o = { .off_ns = now }, cur;
 		struct offcpu_iv *iv;
-		size_t nf = 0;
-		int truncated = 0;
 		char state = 0;
 		__u32 key = (__u32)tid;
 
@@ -1958,6 +1978,7 @@ static void seed_intervals(struct bpf_sampler *s)
 			    cur.off_ns == now) {
 				cur.wake_ns = now;
 				bpf_map_update_elem(s->offcpu_fd, &key, &cur, BPF_EXIST);
+				seed_frames(s, iv, npy);
 				continue;
 			}
 			if (!bpf_map_lookup_elem(s->offcpu_fd, &key, &cur) && cur.off_ns == now)
@@ -1965,17 +1986,11 @@ static void seed_intervals(struct bpf_sampler *s)
 			offcpu_ivs__remove(s->ivs, tid);
 			continue;
 		}
-		for (size_t k = 0; k < npy; k++) {
-			struct py_rawframe fr[256];
-
-			if (s->pyth[k].host_tid != tid)
-				continue;
-			if (!pyproc__walk(s->proc, s->pyth[k].tstate, fr, 256, &nf, &truncated)) {
-				offcpu_iv__set_frames(iv, fr, (uint32_t)nf);
-				iv->status = truncated ? PYPROF_TRUNCATED : PYPROF_COMPLETE;
-			}
-			break;
-		}
+		/* Running as its call was read, asleep since: in the call
+		 * /proc says now (unless it woke again). */
+		if (iv->syscall_nr < 0)
+			task_syscall(s->pid, tid, &iv->syscall_nr, &iv->syscall_arg0);
+		seed_frames(s, iv, npy);
 	}
 }
 
