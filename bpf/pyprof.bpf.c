@@ -316,18 +316,23 @@ static __always_inline __u32 ident311(struct scratch *sc, __u64 code)
  * has none, ident311(), computed only when snapshots are on, and then also
  * what the frame carries as its version (userspace names the frame from the
  * snapshot of that identity, never from what the address holds later).
+ * *fresh is false when this sample met @code before: its snapshot is
+ * settled (a recursion's frames check it once).
  */
-static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 *ident)
+static __always_inline __u32 code_version(struct scratch *sc, __u64 code, __u32 *ident,
+					   bool *fresh)
 {
 	struct walk *w = &sc->w;
 	struct memo *m = &sc->memo[(code >> 4) & (PYPROF_VERSION_MEMO - 1)];
 	__u32 v = 0;
 
 	*ident = 0;
+	*fresh = true;
 	if (!sc->cfg.code_version && !(sc->cfg.snapshots && sc->cfg.code_ident))
 		return 0;
 	if (m->gen == w->gen && m->code == code) {
 		*ident = m->ident;
+		*fresh = false;
 		return m->version;
 	}
 	count(PYPROF_CNT_VERSION_READS);
@@ -485,7 +490,7 @@ static long walk_frame(__u32 i, void *arg)
 	__u64 fp = w->fp, prev;
 	__u32 n, ident;
 	__u8 owner;
-	bool interp;
+	bool interp, fresh;
 
 	if (!fp)
 		return 1;
@@ -538,10 +543,10 @@ static long walk_frame(__u32 i, void *arg)
 	}
 	f->code = field64(buf, sc->cfg.frame_executable) & ~sc->cfg.executable_tag_mask;
 	f->instr = field64(buf, sc->cfg.frame_instr_ptr);
-	f->code_version = code_version(sc, f->code, &ident);
+	f->code_version = code_version(sc, f->code, &ident, &fresh);
 	f->flags = sc->cfg.frame_is_entry &&
 		   buf[sc->cfg.frame_is_entry & (PYPROF_FRAME_READ_MAX - 1)] ? PYPROF_FF_ENTRY : 0;
-	if (sc->cfg.snapshots && f->code)
+	if (sc->cfg.snapshots && f->code && fresh)
 		note_code(sc, f->code, f->code_version, ident);
 	w->npy++;
 	if (fp == w->seek)

@@ -162,7 +162,7 @@ def parse_native_perf(data):
             if fr.kind == "python":
                 assert fr.dso == tf.escape(fr.file, False), line
             elif fr.kind == "synthetic":
-                assert fr.sym.startswith("["), line
+                assert fr.sym.startswith("[") or fr.sym == "<GC>", line
             elif fr.kind == "native":
                 # a file's path, or a mapping perf names in brackets ([vdso])
                 assert fr.dso.startswith("/") or re.fullmatch(r"\[[\w.-]+\]", fr.dso), (
@@ -436,3 +436,36 @@ def test_native_kernel_paths(label, procs, tmp_path):
     interp = by_label(label)
     rec, info, script, data, samples = record(interp, procs, tmp_path, kernel=True)
     check_paths(label, rec, info, script, data, samples, kernel=True)
+
+
+# --------------------------------------------------------------------------
+# samples with no Python frame
+
+EXIT_PY = os.path.join(TARGETS, "native_exit.py")
+
+
+@pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
+def test_native_without_python_frames(label, procs, tmp_path):
+    """A launched program's finalization (no Python frame on its stack)
+    after its Python code: those samples unwind whole, to the thread's first
+    frame, and are not cut at [unwind-failed] (they were when the runs of
+    the sample before them were used to merge them)."""
+    from test_launch import Run, argv_of
+    interp = by_label(label)
+    out = str(tmp_path / "exit.perf")
+    r = Run(procs, tmp_path, ["-v", "--native", "-F", 999, "-o", out],
+            argv_of(interp, EXIT_PY, procs)).expect(0)
+    samples = parse_native_perf(read_file(out))
+    with_py = [s for s in samples if python_indices(s.frames)]
+    without = [s for s in samples if not python_indices(s.frames)
+               and any(f.kind == "native" for f in s.frames)]
+    assert len(with_py) >= 100, f"{len(with_py)} samples with Python frames\n{r.stderr}"
+    assert len(without) >= 20, (
+        f"{len(without)} samples without a Python frame (finalization)\n{r.stderr}")
+    cut = [s for s in without if s.cut]
+    assert len(cut) <= MAX_CUT_SHARE * len(without) + 1, (
+        f"{label}: {len(cut)} of {len(without)} samples with no Python frame are cut at "
+        f"{CUT}, e.g.:\n  " + "\n  ".join(s.describe() for s in cut[:3]) + f"\n{r.stderr}")
+    roots = collections.Counter(s.frames[-1].sym for s in without if not s.cut)
+    assert roots and roots.most_common(1)[0][0] in ("_start", "__libc_start_main", "main"), (
+        f"{label}: the samples without Python frames end at {dict(roots.most_common(5))}")

@@ -88,6 +88,7 @@ struct native_work {
 	uint8_t kinds[NATIVE_MAX + MERGE_PY_MAX + 1];
 	struct out_addr addrs[NATIVE_MAX + MERGE_PY_MAX + 1];
 	uint64_t samples, unwind_failed, no_unwinder;
+	uint64_t cut_by_copy;	/* of unwind_failed: the stack copy ended first */
 };
 
 struct tid_name {
@@ -842,8 +843,11 @@ static void merge_native(struct record_ctx *c, const struct raw_sample *r, struc
 		nw->mnat[i] = (struct merge_native){ eval, interp_module(nw->nat[i].module) };
 	}
 	if (!merge__stacks(nw->mnat, (uint32_t)nn, complete, c->runs, c->nruns, npy, nw->items,
-			   NATIVE_MAX + MERGE_PY_MAX + 1, &ni))
+			   NATIVE_MAX + MERGE_PY_MAX + 1, &ni)) {
 		nw->unwind_failed++;
+		if (u && !complete && native_unwinder__last(u)->end == NATIVE_END_STACK)
+			nw->cut_by_copy++;
+	}
 	for (uint32_t i = 0; i < ni; i++) {
 		const struct merge_item *it = &nw->items[i];
 
@@ -918,6 +922,11 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		if (rc)
 			return rc;
 		r = &rs;
+	} else {
+		/* No Python frames (start-up, finalization): no runs, not
+		 * the last sample's. */
+		c->nruns = 0;
+		c->nentries = 0;
 	}
 	/* -ENOMEM only costs the reuse: the symbols are there. */
 	stack_memo__resolve(e->memo, e->sym, r, &s.frames, &s.nframes, &s.unchanged,
@@ -1753,11 +1762,20 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 					(unsigned long long)ns.ends[k]);
 		fputc('\n', stderr);
 	}
-	if (ctx.nw && ctx.nw->samples)
+	if (ctx.nw && ctx.nw->samples) {
 		fprintf(stderr, "pyprof-bpf: --native: %llu of %llu samples could not be unwound "
-			"or merged to their end (cut at [unwind-failed])%s\n",
-			(unsigned long long)ctx.nw->unwind_failed, (unsigned long long)ctx.nw->samples,
-			ctx.nw->no_unwinder ? "; some processes could not be opened for unwinding" : "");
+			"or merged to their end (cut at [unwind-failed])",
+			(unsigned long long)ctx.nw->unwind_failed, (unsigned long long)ctx.nw->samples);
+		/* The one cause a user can act on, said apart. */
+		if (ctx.nw->cut_by_copy)
+			fprintf(stderr, ", %llu of them because their C stack is deeper than the "
+				"%ld bytes copied (--stack-size%s)",
+				(unsigned long long)ctx.nw->cut_by_copy, env.native_stack,
+				env.native_stack < PYPROF_USTACK_MAX ? "" : ", at its most");
+		fprintf(stderr, "%s%s\n",
+			ctx.nw->no_unwinder ? "; some processes could not be opened for unwinding" : "",
+			ctx.nw->unwind_failed && !env.verbose ? "; -v says why per process" : "");
+	}
 	if (ctx.tasks) {
 		struct task_stacks_stats ts;
 
