@@ -38,7 +38,9 @@ c. test_module_bodies (every interpreter): an import loop of fresh module
    files whose bodies work at import time (a module-level loop, then a call
    of a function they define): no <unknown> frame, the bodies' <module> and
    fold frames named by their own file, on their own lines, while that round
-   ran.
+   ran. The loop's lines lie ~9 KB into the body's line table: a snapshot
+   cut at 8 KB named them from the freed table's reused memory (wrong
+   lines, <unknown>).
 d. test_subinterpreter (3.14+, where concurrent.interpreters exists): a
    thread running CPU work in a subinterpreter is sampled in the
    subinterpreter's frames (sub_work() in most of its samples, the whole

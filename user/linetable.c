@@ -275,3 +275,16 @@ int linetable__ranges(const uint8_t *table, size_t len, int firstlineno,
 	*count = n;
 	return n > cap ? -ENOSPC : 0;
 }
+
+size_t linetable__whole_prefix(const uint8_t *table, size_t len, int firstlineno)
+{
+	struct linetable_range r;
+	struct lt_decoder d;
+	size_t whole = 0;
+
+	if (lt_init(&d, table, len, firstlineno))
+		return 0;
+	while (!lt_done(&d) && !lt_next(&d, &r))
+		whole = (size_t)(d.p - table);
+	return whole;
+}

@@ -82,4 +82,12 @@ int linetable__range_at(const uint8_t *table, size_t len, int firstlineno,
 int linetable__ranges(const uint8_t *table, size_t len, int firstlineno,
 		      struct linetable_range *out, size_t cap, size_t *count);
 
+/*
+ * linetable__whole_prefix() - how many leading bytes of a table cut at
+ * @len (a bounded copy of a longer one) are whole entries: what
+ * linetable__ranges() decodes once the cut entry is left out. 0 when even
+ * the first entry is cut or malformed.
+ */
+size_t linetable__whole_prefix(const uint8_t *table, size_t len, int firstlineno);
+
 #endif /* PYPROF_LINETABLE_H */

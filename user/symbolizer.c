@@ -379,6 +379,25 @@ static int snapshot_str(struct symbolizer *s, const uint8_t *b, size_t len, int 
 
 static int grow(struct symbolizer *s);
 
+/*
+ * Is @tab (@len bytes, read from the target just now) the whole line table
+ * of snapshot @c? Short-lived code (a module body, exec'd strings) is often
+ * freed by the time its snapshot is read, and its table's memory reused in
+ * part (seen: the length and the first 8 KB intact, the rest not). Only a
+ * code object still there after the read vouches for its table; the copy's
+ * bytes and length must agree too.
+ */
+static bool whole_table_of(struct symbolizer *s, const struct raw_code *c,
+			   const struct code_key *key, const uint8_t *tab, size_t len)
+{
+	struct code_key now;
+
+	if (len < c->linetable_len || memcmp(tab, c->linetable, c->linetable_len) ||
+	    (c->linetable_size && len != c->linetable_size))
+		return false;
+	return !read_key(s, c->code, &now) && !memcmp(&now, key, sizeof(now));
+}
+
 int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
 {
 	const struct py_offsets *o = s->off;
@@ -420,10 +439,18 @@ int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
 		return rc;
 	/* A cut table: the target's whole one if it is still there, else the
 	 * lines the copy covers. */
-	if (c->linetable_cut && !read_bytes(s, key.linetable, &tab, &tablen))
+	if (c->linetable_cut && !read_bytes(s, key.linetable, &tab, &tablen) &&
+	    whole_table_of(s, c, &key, tab, tablen)) {
 		lt = tab;
-	else
+	} else {
+		free(tab);
+		tab = NULL;
+		tablen = c->linetable_len;
 		n.partial_lines = c->linetable_cut;
+		/* The copy ends mid-entry: the entries before it. */
+		if (n.partial_lines)
+			tablen = linetable__whole_prefix(lt, tablen, key.firstlineno);
+	}
 	rc = decode_spans(lt, tablen, key.firstlineno, &n.spans, &n.nspans);
 	free(tab);
 	if (rc)

@@ -9,6 +9,8 @@ object (its body) is freed as soon as the import returns; the module's
 namespace, its function fold() and fold's code (they refer to each other)
 at the garbage collector's next pass. Each body works at import
 time: a loop at module level, then a call of fold(), defined in the module.
+The loop comes after PRELUDE one-line statements, so that its entries lie
+past the first 8 KB of the body's line table (~9 KB before the loop).
 The body starts 10 * (i % 5) lines lower in each of 5 successive rounds, so
 that a line from another round's table is a line this one does not have.
 
@@ -27,13 +29,17 @@ import time
 
 DIR, LAYOUT, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 PADS = 5
+# Statements before the body's loop: its line table runs past 8 KB before
+# the loop's entries (a snapshot's copy once stopped there).
+PRELUDE = 1800
 
 
 def source(i):
     return ("\n" * (10 * (i % PADS)) +
-            f"# module {i}\n"
+            f"# module {i}\n" +
+            "".join(f"v{j} = {j}\n" for j in range(PRELUDE)) +
             f"x = 0\n"
-            f"for k in range(20000):\n"
+            f"for k in range(60000):\n"
             f"    x += k * k % 7\n"
             f"\n"
             f"def fold(n):\n"

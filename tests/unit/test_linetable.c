@@ -477,6 +477,17 @@ static void test_truncated(void **state)
 				assert_int_equal(rc, at_boundary ? -ERANGE : -EINVAL);
 			}
 		}
+		/* The whole entries of the cut: up to the last header before it
+		 * (the cut itself when it falls on one). */
+		e = cut;
+		if (!at_boundary) {
+			e = cut - 1;
+			while (e && !(w.buf[e] & 0x80))
+				e--;
+		}
+		assert_int_equal(linetable__whole_prefix(t, cut, 500), e);
+		assert_int_equal(linetable__ranges(t, e, 500, NULL, 0, &count), full ? -ENOSPC : 0);
+		assert_int_equal(count, full);
 		rc = linetable__ranges(t, cut, 500, NULL, 0, &count);
 		if (at_boundary) {
 			assert_int_equal(rc, full ? -ENOSPC : 0);
