@@ -321,3 +321,20 @@ def test_target_killed_during_dump(label, tmp_path):
         finally:
             ps.close()
     assert sum(outcomes.values()) == 15
+
+
+@pytest.mark.parametrize("cmd", [[], ["record"], ["top"], ["dump"], ["report"]],
+                         ids=["main", "record", "top", "dump", "report"])
+def test_help_layout(cmd):
+    """Every command's --help: exit 0, on stdout, EXAMPLES given, and laid
+    out as argp lays out a well-formed table (an option's doc exactly as wide
+    as the margin once made glibc's argp print a run of spaces into the next
+    entry's header and a line of spaces)."""
+    p = subprocess.run([binary()] + cmd + ["--help"], capture_output=True, text=True,
+                       timeout=ERR_TIMEOUT)
+    assert p.returncode == 0 and not p.stderr, show(p)
+    lines = p.stdout.split("\n")
+    bad = [f"{i + 1}: {ln!r}" for i, ln in enumerate(lines)
+           if ln != ln.rstrip() or len(ln) > 80 or re.match(r"^\s+-\w,\s{2,}--", ln)]
+    assert not bad, f"pyprof-bpf {' '.join(cmd)} --help:\n  " + "\n  ".join(bad)
+    assert "EXAMPLES" in p.stdout or "USAGE" in p.stdout, p.stdout[:500]

@@ -121,13 +121,13 @@ static void usage(FILE *f)
 	      "`pyprof-bpf COMMAND --help` describes each command.\n"
 	      "\n"
 	      "EXAMPLES:\n"
-	      "    sudo pyprof-bpf -p 1234 > out.perf          # 99 Hz until Ctrl-C, perf script text\n"
+	      "    sudo pyprof-bpf -p 1234 > out.perf            # 99 Hz to Ctrl-C, perf text\n"
 	      "    sudo pyprof-bpf -p 1234 -F 999 -d 10 -o out.folded\n"
-	      "    sudo pyprof-bpf -o out.html -- python3 app.py   # start it, sample until it exits\n"
-	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof # a raw recording, then any format:\n"
+	      "    sudo pyprof-bpf -o out.html -- python3 app.py # run it, to its end\n"
+	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof   # raw, then any format:\n"
 	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
-	      "    sudo pyprof-bpf top -p 1234                 # live view of the hottest functions\n"
-	      "    pyprof-bpf dump -p 1234                     # every thread's stack now\n", f);
+	      "    sudo pyprof-bpf top -p 1234                   # live: hottest functions\n"
+	      "    pyprof-bpf dump -p 1234                       # every thread's stack now\n", f);
 }
 
 int main(int argc, char **argv)

@@ -257,7 +257,7 @@ static const struct argp_option record_options[] = {
 	{ "subprocesses", OPT_SUBPROCESSES, NULL, 0, "BPF: also every process the targets "
 	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
 	  "its own pid; outputs get one root per process", 0 },
-	{ "freq", 'F', "HZ", 0, "Samples per second per running thread (default 99)", 0 },
+	{ "freq", 'F', "HZ", 0, "Samples a second per running thread (default 99)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit; "
 	  "a command started runs on)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
@@ -266,10 +266,10 @@ static const struct argp_option record_options[] = {
 	  "whole, and never write the frame-cache anchor (last_profiled_frame) into the target "
 	  "(by default a rare 16-byte write, without stopping it, makes deep stacks cost about "
 	  "what shallow ones do)", 0 },
-	{ "events", OPT_EVENTS, "auto|thread|cpu", 0, "BPF: one cpu-clock event per thread of "
-	  "the target (ticks only while it runs, but a cost at each of its context switches), "
-	  "or one per CPU (no cost at its switches, a timer on every CPU); auto (default): per "
-	  "CPU while the rate <= 1,000 Hz and CPUs x rate <= 200,000", 0 },
+	{ "events", OPT_EVENTS, "KIND", 0, "BPF: thread: one cpu-clock event per thread of "
+	  "the target (ticks only while it runs, but a cost at each of its context switches); "
+	  "cpu: one per CPU (no cost at its switches, a timer on every CPU); auto (default): "
+	  "cpu while the rate is at most 1,000 Hz and CPUs x rate at most 200,000", 0 },
 	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
 	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
 	  "the GIL was held (gil)", 0 },
