@@ -598,7 +598,8 @@ struct pyprof_sample {
 #define PYPROF_CODE_OBJ_MAX	256	/* code object prefix */
 #define PYPROF_CODE_QUAL_MAX	512	/* co_qualname: str object, header included */
 #define PYPROF_CODE_FILE_MAX	1024	/* co_filename: str object, header included */
-#define PYPROF_CODE_LT_MAX	32768	/* co_linetable payload: 629 of 3.14 stdlib's 630 module bodies */
+#define PYPROF_CODE_LT_MAX	32768	/* co_linetable payload (whole for all but one
+					 * of 3.14 stdlib's 630 module bodies) */
 /* Per-CPU table of code objects already sent (a direct-mapped cache in
  * front of the shared one), a power of two. */
 #define PYPROF_SEEN_L1		1024

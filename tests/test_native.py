@@ -55,6 +55,7 @@ import pytest
 import test_formats as tf
 from test_dump import by_label, out_path, stage_unique, stderr_of, wait_file  # noqa: F401
 from test_dump import procs  # noqa: F401  (a fixture)
+from test_launch import Run, argv_of
 from test_record import (FRAME, HEADER, RECORD_SLACK, Recorder, alive, fnv1a, line_of,
                          read_file)
 
@@ -450,7 +451,6 @@ def test_native_without_python_frames(label, procs, tmp_path):
     after its Python code: those samples unwind whole, to the thread's first
     frame, and are not cut at [unwind-failed] (they were when the runs of
     the sample before them were used to merge them)."""
-    from test_launch import Run, argv_of
     interp = by_label(label)
     out = str(tmp_path / "exit.perf")
     r = Run(procs, tmp_path, ["-v", "--native", "-F", 999, "-o", out],

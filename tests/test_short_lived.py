@@ -58,6 +58,10 @@ e. test_threads_never_lend_states (every interpreter, --events cpu and
    in-kernel lookup). A build whose lookup takes any bound thread state
    fails it on 3.12+.
 
+f. test_long_linetable (every interpreter): a live function whose line table
+   (~40 KB) is longer than the snapshot's copy (32 KB): named on its own
+   lines, most on its loop's (the table completed from the live object).
+
 Each test prints its numbers (share of samples with an unnamed frame, and
 the rest) on a line starting "SL " (pytest -s shows them).
 
@@ -79,6 +83,7 @@ import test_dump
 import test_formats as tf
 from test_dump import (SUPPORTED, out_path, procs, stage_unique,  # noqa: F401
                        stderr_of, wait_file)
+from test_launch import Run, argv_of
 from test_record import SUMMARY, parse_perf, proc_cpu
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
@@ -804,3 +809,36 @@ def test_threads_never_lend_states(interp, events, procs, tmp_path):
     assert kinds["worker in work_"] >= 0.5 * len(samples), (
         f"{what}: work_ functions in only {kinds['worker in work_']} of {len(samples)} "
         f"samples: {dict(kinds)}")
+
+
+# --------------------------------------------------------------------------
+# f. a line table longer than the snapshot's copy
+
+@pytest.mark.parametrize("interp", by_version(SUPPORTED))
+def test_long_linetable(interp, procs, tmp_path):
+    """A live function with a ~40 KB line table (the snapshot copies 32
+    KB): its samples name it on its own lines, most on its loop's, the table completed
+    from the target while the object lives (3.11, without co_version, once
+    named them at line 0: the liveness check compared the sampler's identity
+    with none)."""
+    out = str(tmp_path / "big.folded")
+    r = Run(procs, tmp_path, ["-F", 499, "-o", out],
+            argv_of(interp, os.path.join(TARGETS, "big_linetable.py"), procs, ["1.5"])).expect(0)
+    m = re.search(r"^LINES (\d+) (\d+) (\d+)$", r.stderr, re.M)
+    assert m, r.stderr
+    loop = {int(x) for x in m.groups()}
+    lines = collections.Counter()
+    for row in open(out, encoding="utf-8").read().splitlines():
+        stack, w = row.rsplit(" ", 1)
+        for text in stack.split(";"):
+            f = tf.decode_text(text) if text.startswith("py::") else None
+            if f and f[:2] == ("big", "<big linetable>"):
+                lines[f[2]] += round(int(w) * 499 / 1e9)    # samples
+    report("long-linetable", interp, samples=sum(lines.values()), lines=dict(lines))
+    n = sum(lines.values())
+    assert n >= 100, f"{interp}: big() in {dict(lines)}\n{r.stderr}"
+    # Its statements run first (a sample may land there: lines 2 up).
+    assert all(2 <= ln <= max(loop) for ln in lines), (
+        f"{interp}: big() on lines {dict(lines)}, which has lines 2-{max(loop)}")
+    assert sum(lines[ln] for ln in loop) >= 0.9 * n, (
+        f"{interp}: big() on lines {dict(lines)}, its loop is {sorted(loop)}")

@@ -917,16 +917,13 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	}
 	e->samples++;
 	s.thread_name = thread_name(c, r->pid, r->tid, e->comm);
-	if (c->env->native_stack && r->nframes) {
+	/* Every sample, one of no Python frame too (start-up, finalization):
+	 * its runs are its own, never the last sample's. */
+	if (c->env->native_stack) {
 		rc = strip_entries(c, r, &rs);
 		if (rc)
 			return rc;
 		r = &rs;
-	} else {
-		/* No Python frames (start-up, finalization): no runs, not
-		 * the last sample's. */
-		c->nruns = 0;
-		c->nentries = 0;
 	}
 	/* -ENOMEM only costs the reuse: the symbols are there. */
 	stack_memo__resolve(e->memo, e->sym, r, &s.frames, &s.nframes, &s.unchanged,

@@ -393,9 +393,12 @@ static bool whole_table_of(struct symbolizer *s, const struct raw_code *c,
 	struct code_key now;
 
 	if (len < c->linetable_len || memcmp(tab, c->linetable, c->linetable_len) ||
-	    (c->linetable_size && len != c->linetable_size))
+	    (c->linetable_size && len != c->linetable_size) || read_key(s, c->code, &now))
 		return false;
-	return !read_key(s, c->code, &now) && !memcmp(&now, key, sizeof(now));
+	/* 3.11: no co_version; the key holds the sampler's identity. */
+	if (!s->off->code_version)
+		now.version = key->version;
+	return !memcmp(&now, key, sizeof(now));
 }
 
 int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
@@ -443,8 +446,6 @@ int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
 	    whole_table_of(s, c, &key, tab, tablen)) {
 		lt = tab;
 	} else {
-		free(tab);
-		tab = NULL;
 		tablen = c->linetable_len;
 		n.partial_lines = c->linetable_cut;
 		/* The copy ends mid-entry: the entries before it. */
