@@ -341,9 +341,6 @@ struct pyprof_proc {
 	__u64 mm;			/* its address space at its first tick (program) */
 	__u32 configured;
 	__u32 pad;
-	/* Different for every write of the loader (and every copy into a
-	 * child): a CPU's copy of cfg is current while tgid and stamp match. */
-	__u64 stamp;
 };
 
 /* A process event (struct pyprof_proc_event.event). */

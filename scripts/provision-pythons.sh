@@ -17,7 +17,8 @@ MIRROR=${PYPROF_MIRROR:-http://deb.debian.org/debian}
 SID_PKGS=python3.13,python3.14,python3.15,python3.14-dbg,libpython3.13-dev,libpython3.14-dev,libpython3.15-dev
 # Installed with the root by debootstrap, and topped up in a root built before
 # they were on this list.
-SID_LIBS=(python3-jinja2 python3-docutils python3-sympy python3-flask python3-aiohttp)
+SID_LIBS=(python3-jinja2 python3-docutils python3-sympy python3-flask python3-aiohttp
+	python3-greenlet)
 
 mkdir -p "$CACHE"
 

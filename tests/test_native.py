@@ -74,6 +74,7 @@ PERIOD = 1000000000 // HZ     # ns: a cpu-clock sample's weight in collapsed sta
 # perf-script with native frames, parsed strictly
 
 OFFSET = re.compile(r"\+0x([0-9a-f]+)$")
+PERF_MAP = re.compile(r"/tmp/perf-\d+\.map")
 
 
 class NFrame:
@@ -86,7 +87,9 @@ class NFrame:
     def __init__(self, sym, dso, addr=None):
         self.sym, self.dso, self.addr, self.off = sym, dso, addr, None
         self.func = self.file = self.line = None
-        if sym.startswith("py::"):
+        if PERF_MAP.fullmatch(dso):
+            self.kind = "jit"       # named by the target's perf map (-X perf)
+        elif sym.startswith("py::"):
             self.func, self.file, self.line = tf.decode_text(sym)
             self.kind = "python"
         elif dso == "[pyprof-bpf]":
@@ -99,7 +102,7 @@ class NFrame:
     def __repr__(self):
         if self.kind == "python":
             return f"{self.func}@{self.line}"
-        if self.kind == "native":
+        if self.kind in ("native", "jit"):
             return f"{self.sym}<{os.path.basename(self.dso)}>"
         return self.sym
 
@@ -146,7 +149,7 @@ def parse_native_perf(data):
             m = FRAME.match(line)
             assert m, f"perf-script line {i}: expected a frame line, got {line!r}"
             fr = NFrame(m["sym"], m["dso"], int(m["addr"].strip(), 16))
-            if fr.kind in ("native", "kernel"):
+            if fr.kind in ("native", "kernel", "jit"):
                 # perf's "%16lx sym+0xoff (dso)", "[unknown]" with no offset
                 assert re.fullmatch(r" *[0-9a-f]+", m["addr"]), line
                 om = OFFSET.search(fr.sym)
@@ -177,10 +180,11 @@ def parse_native_perf(data):
 # --------------------------------------------------------------------------
 # the target
 
-def start_paths(interp, procs, tmp_path):
+def start_paths(interp, procs, tmp_path, xargs=()):
     script = stage_unique(interp, PATHS_PY, procs)
     seen, host = out_path(interp, procs, tmp_path, "native_info.json")
-    p = procs.start(interp.argv([script, seen]), str(tmp_path / "native_paths.stderr"))
+    p = procs.start(interp.argv(list(xargs) + [script, seen]),
+                    str(tmp_path / "native_paths.stderr"))
     wait_file(p, host, f"native_paths.py on {interp.label}")
     with open(host, encoding="utf-8") as f:
         info = json.load(f)
@@ -233,8 +237,8 @@ def hash_dso_pred(info):
 # --------------------------------------------------------------------------
 # the checks
 
-def record(interp, procs, tmp_path, kernel):
-    p, script, info = start_paths(interp, procs, tmp_path)
+def record(interp, procs, tmp_path, kernel, xargs=()):
+    p, script, info = start_paths(interp, procs, tmp_path, xargs)
     name = "native_kernel" if kernel else "native"
     out = str(tmp_path / f"{name}.perf")
     args = ["-v", "--native"] + (["--kernel"] if kernel else []) + ["-F", HZ, "-d", SECS, "-o", out]
@@ -439,6 +443,49 @@ def test_native_kernel_paths(label, procs, tmp_path):
     check_paths(label, rec, info, script, data, samples, kernel=True)
 
 
+@pytest.mark.parametrize("label", LABELS)
+def test_native_perf_trampolines(label, procs, tmp_path):
+    """`python -X perf`: the interpreter enters every Python function through
+    a copy of its perf trampoline in anonymous memory, which no CFI covers
+    (every sample was cut at [unwind-failed] at the first one). The paths
+    pass every check of test_native_paths, and each trampoline frame is
+    named from the target's perf map (/tmp/perf-PID.map, as perf script
+    names it) after the function whose Python frame sits right above it
+    (none above it: the call is being entered or left, its frame not
+    shown)."""
+    interp = by_label(label)
+    rec, info, script, data, samples = record(interp, procs, tmp_path, kernel=False,
+                                              xargs=["-X", "perf"])
+    # CPython leaves its perf map behind: the test takes it away
+    for dso in {f.dso for s in samples for f in s.frames if f.kind == "jit"}:
+        procs.cleanup_file(interp.host_path(dso))
+    check_paths(label, rec, info, script, data, samples, kernel=False)
+    problems, with_jit, deep = [], 0, 0
+    for s in samples:
+        if s.cut:
+            continue
+        fr = s.root_first
+        if len(python_indices(fr)) >= 2:
+            deep += 1
+            with_jit += any(f.kind == "jit" for f in fr)
+        for i, f in enumerate(fr):
+            if f.kind != "jit":
+                continue
+            above = fr[i + 1] if i + 1 < len(fr) else None
+            if not any(x.kind == "python" for x in fr[i + 1:]):
+                continue    # the call is entered or left: its frame is not shown
+            if above.kind != "python" or \
+                    f.sym != f"py::{above.func}:{above.file}":
+                problems.append(f"a trampoline frame {f.sym!r} not right below its "
+                                f"function's Python frame: {s.describe()}")
+    print(f"NATIVE -X perf {label}: {len(samples)} samples, {with_jit} of {deep} with "
+          f"two Python frames or more hold trampoline frames")
+    assert deep >= 50 and with_jit >= 0.9 * deep, (
+        f"{label}: {with_jit} of {deep} samples with two Python frames or more hold "
+        f"trampoline frames named from the perf map\n{rec.stderr}")
+    assert not problems, f"{label}: {len(problems)} problems:\n  " + "\n  ".join(problems[:8])
+
+
 # --------------------------------------------------------------------------
 # samples with no Python frame
 
@@ -469,3 +516,104 @@ def test_native_without_python_frames(label, procs, tmp_path):
     roots = collections.Counter(s.frames[-1].sym for s in without if not s.cut)
     assert roots and roots.most_common(1)[0][0] in ("_start", "__libc_start_main", "main"), (
         f"{label}: the samples without Python frames end at {dict(roots.most_common(5))}")
+
+
+# --------------------------------------------------------------------------
+# greenlets
+
+GREENLETS_PY = os.path.join(TARGETS, "greenlets.py")
+
+
+@pytest.mark.parametrize("label", ["sid-3.14", "sid-3.15"])
+def test_native_greenlets(label, procs, tmp_path):
+    """A greenlet runs on top of its parent's suspended C stack: the native
+    stack holds the parent's evaluation loop, whose Python frames are not in
+    the running chain. Runs pair with evaluation frames by their entry
+    frames' addresses (3.12+), so the greenlet's Python frames sit above
+    greenlet's start (g_initialstub), never below it (pairing by count put
+    them on the parent's loop: 72% of samples cut, the rest in wrong
+    order), and the unwind ends at greenlet's start (below it lies another
+    greenlet's stale stack: 99% cut on 3.15). sid's python3-greenlet (3.14
+    and 3.15 builds)."""
+    interp = by_label(label)
+    out = str(tmp_path / "greenlets.perf")
+    r = Run(procs, tmp_path, ["-v", "--native", "-F", HZ, "-o", out],
+            argv_of(interp, GREENLETS_PY, procs, ["2"])).expect(0)
+    samples = parse_native_perf(read_file(out))
+    start = lambda f: f.kind == "native" and "g_initialstub" in f.sym
+    workers = [s for s in samples
+               if any(f.kind == "python" and f.func in ("worker_a", "worker_b")
+                      for f in s.frames)]
+    cut = [s for s in workers if s.cut]
+    problems, mid_switch = [], []
+    for s in workers:
+        if s.cut:
+            continue
+        fr = s.root_first
+        first_py = python_indices(fr)[0]
+        # A sample in the middle of a switch (the C stack switched, the frame
+        # chain not yet, or the reverse) pairs one greenlet's Python frames
+        # with another's stack: a few are allowed, and counted.
+        if any(f.kind == "native" and "g_switchstack" in f.sym for f in fr) and \
+                not any(start(f) for f in fr[:first_py]):
+            mid_switch.append(s)
+            continue
+        if not any(start(f) for f in fr[:first_py]):
+            problems.append(f"no greenlet start below the greenlet's Python frames: "
+                            f"{s.describe()}")
+        if any(start(f) for f in fr[first_py:]):
+            problems.append(f"a greenlet start above the greenlet's Python frames: "
+                            f"{s.describe()}")
+        if fr[first_py].func != "main.<locals>.<lambda>":
+            problems.append(f"the outermost Python frame is not the greenlet's: "
+                            f"{s.describe()}")
+    print(f"NATIVE greenlets {label}: {len(samples)} samples, {len(workers)} in the "
+          f"greenlets, {len(cut)} cut, {len(mid_switch)} in a switch with another's stack")
+    assert len(mid_switch) <= MAX_CUT_SHARE * len(workers) + 1, (
+        f"{label}: {len(mid_switch)} samples in a switch with another greenlet's stack, "
+        f"e.g.:\n  " + "\n  ".join(s.describe() for s in mid_switch[:3]))
+    assert len(workers) >= 300, f"{len(workers)} samples in the greenlets\n{r.stderr}"
+    assert len(cut) <= MAX_CUT_SHARE * len(workers) + 1, (
+        f"{label}: {len(cut)} of {len(workers)} greenlet samples cut at {CUT}, e.g.:\n  "
+        + "\n  ".join(s.describe() for s in cut[:3]) + f"\n{r.stderr}")
+    assert not problems, f"{label}: {len(problems)} problems:\n  " + "\n  ".join(problems[:5])
+
+
+# --------------------------------------------------------------------------
+# stack copies bounded by the thread's outermost frame
+
+DEEP_C_PY = os.path.join(TARGETS, "deep_c_stack.py")
+DEEP_LEVELS = 4
+
+
+@pytest.mark.parametrize("label", ["sid-3.14", "sid-3.15"])
+def test_native_stack_copy_bounds(label, procs, tmp_path):
+    """A thread's stack copies stop at its outermost frame once an unwind
+    has found it (a pthread's stack runs on into its TLS: every copy took
+    the whole 32 KB). A thread alternating a 3 KB C stack and a ~25 KB one
+    (a recursion through sorted(key=)): the deep samples are whole (a copy
+    grows with the stack, up to the end learnt), and the copies average
+    well under the 32 KB (-v)."""
+    interp = by_label(label)
+    out = str(tmp_path / "deepc.perf")
+    r = Run(procs, tmp_path, ["-v", "--native", "-F", HZ, "-o", out],
+            argv_of(interp, DEEP_C_PY, procs, ["/dev/null", str(DEEP_LEVELS), "2"])).expect(0)
+    samples = parse_native_perf(read_file(out))
+    deep = [s for s in samples
+            if sum(1 for f in s.frames if f.kind == "python" and f.func == "key")
+            == DEEP_LEVELS + 1 and any(f.kind == "python" and f.func == "spin"
+                                       for f in s.frames)]
+    cut = [s for s in samples if s.cut]
+    m = re.search(r"stack copies of ([\d.]+) KB a sample on average \((\d+) cut at an end",
+                  r.stderr)
+    print(f"NATIVE stack copies {label}: {len(samples)} samples, {len(deep)} at the deep "
+          f"leaf, {len(cut)} cut; " + (m.group(0) if m else "no -v copy line"))
+    assert m, f"-v says nothing of the stack copies\n{r.stderr}"
+    assert len(deep) >= 50, f"{len(deep)} samples at the deep leaf\n{r.stderr}"
+    deep_cut = [s for s in deep if s.cut]
+    assert not deep_cut, (f"{label}: {len(deep_cut)} of {len(deep)} deep samples cut, e.g. "
+                          f"{deep_cut[0].describe()}\n{r.stderr}")
+    assert len(cut) <= MAX_CUT_SHARE * len(samples) + 1, (
+        f"{label}: {len(cut)} of {len(samples)} samples cut, e.g. {cut[0].describe()}"
+        f"\n{r.stderr}")
+    assert float(m.group(1)) < 16, f"{label}: copies average {m.group(1)} KB\n{r.stderr}"

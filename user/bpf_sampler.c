@@ -166,10 +166,15 @@ struct bpf_sampler {
 	struct pyprof_bpf *skel;
 	struct ring_buffer *rb;
 	int threads_fd;
+	int ustack_end_fd;
+	/* --native: the stack ends told to the program, by tid (one per slot) */
+	struct stack_end {
+		pid_t tid;
+		uint64_t end;
+	} ustack_ends[1024];
 	int procs_fd;
 	int counters_fd;
 	unsigned int max_frames;
-	uint64_t stamp;		/* procs map writes so far (struct pyprof_proc.stamp) */
 	uint32_t snap_gen;	/* configurations of other processes so far */
 	pid_t other_pid;	/* the first process written that was not the target */
 	bool many_pids;		/* more than one such */
@@ -188,6 +193,7 @@ struct bpf_sampler {
 	/* A thread the last refresh did not know has been sampled (it has no
 	 * thread state in the map yet): refresh soon. */
 	bool unknown_tid;
+	bool settled;		/* the last refresh changed nothing */
 
 	struct bpf_thread *th;	/* live threads, sorted by tid */
 	size_t nth;
@@ -242,6 +248,9 @@ struct bpf_sampler {
 		uint32_t n;
 		uint64_t addrs[PYPROF_KSTACK_MAX];
 	} kst[64];
+	/* Slots held (kst, ust): none, and a sample's lookups are skipped
+	 * (each touches a cold line of a table of several pages). */
+	uint32_t kst_held, ust_held;
 	/* --native: ticks' user registers and stacks, the same way. */
 	unsigned int native_stack;
 	struct tick_ustack {
@@ -753,6 +762,8 @@ static void retire_thread(struct bpf_sampler *s, struct bpf_thread *t)
 	frame_cache__forget(s->fc, t->tid);
 	if (t->in_map)
 		bpf_map_delete_elem(s->threads_fd, &key);
+	if (s->native_stack)
+		bpf_sampler__set_stack_end(s, t->tid, 0);
 	if (!t->link)
 		return;
 	if (grow(&s->retired, &s->cap_retired, s->nretired + 1, sizeof(*s->retired))) {
@@ -828,10 +839,11 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 {
 	struct bpf_thread *next = NULL, *t;
 	size_t ntids, npy = 0, i;
-	bool have_py;
+	bool have_py, changed = false;
 	int err, first_err = 0;
 
 	s->unknown_tid = false;
+	s->settled = false;
 	if (!s->proc)	/* no target yet (bpf_sampler__set_target) */
 		return 0;
 	/* A command started: its GIL comes a moment after its runtime. */
@@ -869,6 +881,7 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 			t->tid = 0;	/* carried over */
 			continue;
 		}
+		changed = true;
 		next[i].tid = s->tids[i];
 		if (!s->attached || !s->inherit) {
 			next[i].kind = THREAD_OWN;
@@ -879,8 +892,10 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 		}
 	}
 	for (i = 0; i < s->nth; i++)
-		if (s->th[i].tid)
+		if (s->th[i].tid) {
+			changed = true;
 			retire_thread(s, &s->th[i]);
+		}
 	free(s->th);
 	s->th = next;
 	s->nth = ntids;
@@ -894,6 +909,8 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 			t->next_tstate = s->pyth[i].tstate;
 	}
 	for (i = 0; i < s->nth; i++) {
+		if (!s->th[i].in_map || s->th[i].scanned != s->th[i].next_tstate)
+			changed = true;
 		err = update_map(s, &s->th[i], s->th[i].next_tstate);
 		if (err && !first_err)
 			first_err = err;
@@ -911,6 +928,7 @@ int bpf_sampler__refresh(struct bpf_sampler *s)
 			first_err = err;
 	}
 	s->attached = true;
+	s->settled = have_py && !changed && !first_err;
 	return first_err;
 }
 
@@ -976,7 +994,6 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 		v.cfg = *c;
 		v.configured = 1;
 	}
-	v.stamp = ++s->stamp;
 	/* Another process: the program's one-comparison filter is off. */
 	if (pid != s->pid) {
 		s->skel->bss->only_tgid = 0;
@@ -987,6 +1004,8 @@ static int write_proc(struct bpf_sampler *s, pid_t pid, const struct pyprof_conf
 	}
 	if (bpf_map_update_elem(s->procs_fd, &key, &v, BPF_ANY))
 		return errno == E2BIG ? -ENOSPC : -errno;
+	/* After the write: the CPUs' copies of the entry are stale now. */
+	__atomic_fetch_add(&s->skel->bss->procs_epoch, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -1060,6 +1079,8 @@ int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
 {
 	struct pyprof_config *c = &s->main_cfg;
 
+	if (!s->skel->rodata->async_tasks)
+		return -EINVAL;		/* the program was loaded without it */
 	c->async_running_task = a->running_task;
 	c->task_awaited_by = a->task_awaited_by;
 	c->task_awaited_by_is_set = a->task_awaited_by_is_set;
@@ -1082,8 +1103,8 @@ void bpf_sampler__forget_process(struct bpf_sampler *s, pid_t pid)
 {
 	__u32 key = (__u32)pid;
 
-	if (pid != s->pid)
-		bpf_map_delete_elem(s->procs_fd, &key);
+	if (pid != s->pid && !bpf_map_delete_elem(s->procs_fd, &key))
+		__atomic_fetch_add(&s->skel->bss->procs_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 void bpf_sampler__set_code_fn(struct bpf_sampler *s, code_fn fn, void *ctx)
@@ -1175,6 +1196,8 @@ static void on_tick_kstack(struct bpf_sampler *s, const struct pyprof_switch *e)
 	size_t nslots = sizeof(s->kst) / sizeof(s->kst[0]), k = e->tid % nslots;
 	struct tick_kstack *t = &s->kst[k];
 
+	if (!t->tid)
+		s->kst_held++;
 	t->tid = (pid_t)e->tid;
 	t->n = e->nkstack < PYPROF_KSTACK_MAX ? e->nkstack : PYPROF_KSTACK_MAX;
 	memcpy(t->addrs, e->kstack, t->n * sizeof(t->addrs[0]));
@@ -1182,11 +1205,13 @@ static void on_tick_kstack(struct bpf_sampler *s, const struct pyprof_switch *e)
 
 /* A tick's slot (kernel stack, user stack, tasks) holds @tid's: take it
  * (its data valid until the next record). */
-static bool take_slot(pid_t *slot_tid, pid_t tid)
+static bool take_slot(pid_t *slot_tid, pid_t tid, uint32_t *held)
 {
 	if (*slot_tid != tid)
 		return false;
 	*slot_tid = 0;
+	if (held)
+		(*held)--;
 	return true;
 }
 
@@ -1195,9 +1220,12 @@ static bool take_slot(pid_t *slot_tid, pid_t tid)
 /* The kernel stack sent for @tid's tick, if any. */
 static const struct tick_kstack *take_tick_kstack(struct bpf_sampler *s, pid_t tid)
 {
-	struct tick_kstack *t = SLOT_OF(s->kst, tid);
+	struct tick_kstack *t;
 
-	return take_slot(&t->tid, tid) ? t : NULL;
+	if (!s->kst_held)
+		return NULL;
+	t = SLOT_OF(s->kst, tid);
+	return take_slot(&t->tid, tid, &s->kst_held) ? t : NULL;
 }
 
 /* --async: a tick's task chain, kept for its sample (as kernel stacks are). */
@@ -1230,7 +1258,7 @@ static const struct tick_tasks *take_tick_tasks(struct bpf_sampler *s, pid_t tid
 {
 	struct tick_tasks *t = SLOT_OF(s->tks, tid);
 
-	return take_slot(&t->tid, tid) ? t : NULL;
+	return take_slot(&t->tid, tid, NULL) ? t : NULL;
 }
 
 static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
@@ -1241,6 +1269,8 @@ static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
 
 	if (!t->stack && !(t->stack = malloc(s->native_stack ? s->native_stack : 1)))
 		return;
+	if (!t->tid)
+		s->ust_held++;
 	t->tid = (pid_t)e->tid;
 	t->len = len;
 	memcpy(t->regs, e->regs, sizeof(t->regs));
@@ -1249,9 +1279,12 @@ static void on_tick_ustack(struct bpf_sampler *s, const struct pyprof_ustack *e)
 
 static const struct tick_ustack *take_tick_ustack(struct bpf_sampler *s, pid_t tid)
 {
-	struct tick_ustack *t = SLOT_OF(s->ust, tid);
+	struct tick_ustack *t;
 
-	return take_slot(&t->tid, tid) ? t : NULL;
+	if (!s->ust_held)
+		return NULL;
+	t = SLOT_OF(s->ust, tid);
+	return take_slot(&t->tid, tid, &s->ust_held) ? t : NULL;
 }
 
 /* Why a blocked thread left the CPU: follows its sample. */
@@ -1363,7 +1396,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		on_tick_kstack(s, data);
 		return 0;
 	}
-	if (size >= sizeof(struct pyprof_ustack) && r->kind == PYPROF_REC_USTACK) {
+	/* As long as its copy (kernels that size records at run time), or
+	 * the whole struct. */
+	if (size >= offsetof(struct pyprof_ustack, stack) && r->kind == PYPROF_REC_USTACK &&
+	    ((const struct pyprof_ustack *)data)->len <= size - offsetof(struct pyprof_ustack, stack)) {
 		on_tick_ustack(s, data);
 		return 0;
 	}
@@ -1524,6 +1560,33 @@ int bpf_sampler__poll(struct bpf_sampler *s, sample_fn fn, void *ctx)
 	return n;
 }
 
+int bpf_sampler__set_stack_end(struct bpf_sampler *s, pid_t tid, uint64_t end)
+{
+	size_t nslots = sizeof(s->ustack_ends) / sizeof(s->ustack_ends[0]);
+	struct stack_end *slot = &s->ustack_ends[(uint32_t)tid % nslots];
+	__u32 key = (__u32)tid;
+	__u64 had = 0;
+	int err;
+
+	if (!end) {
+		if (slot->tid == tid)
+			slot->tid = 0;
+		err = bpf_map_delete_elem(s->ustack_end_fd, &key);
+		return err && errno != ENOENT ? -errno : 0;
+	}
+	if (slot->tid == tid && slot->end >= end)
+		return 0;
+	/* not ours to lower: another slot's thread may have set it higher */
+	if (slot->tid != tid && !bpf_map_lookup_elem(s->ustack_end_fd, &key, &had) && had >= end) {
+		*slot = (struct stack_end){ tid, had };
+		return 0;
+	}
+	if (bpf_map_update_elem(s->ustack_end_fd, &key, &end, BPF_ANY))
+		return -errno;
+	*slot = (struct stack_end){ tid, end };
+	return 0;
+}
+
 /* A per-CPU counter of the program, summed (0 when unreadable). */
 static uint64_t counter(const struct bpf_sampler *s, __u32 key)
 {
@@ -1548,7 +1611,12 @@ void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st)
 
 bool bpf_sampler__execed(const struct bpf_sampler *s)
 {
-	return counter(s, PYPROF_CNT_EXECED) > 0;
+	return __atomic_load_n(&s->skel->bss->execed_seen, __ATOMIC_RELAXED) != 0;
+}
+
+bool bpf_sampler__settled(const struct bpf_sampler *s)
+{
+	return s->settled;
 }
 
 bool bpf_sampler__unknown_tid(const struct bpf_sampler *s)
@@ -1676,6 +1744,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	skel->rodata->own_tgid = (__u32)getpid();
 	skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	skel->rodata->native_stack = s->native_stack;
+	skel->rodata->async_tasks = !!o->async_tasks;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
@@ -1683,6 +1752,8 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	}
 	if (bpf_map__set_max_entries(skel->maps.scratch, s->ncpus) ||
 	    bpf_map__set_max_entries(skel->maps.threads, THREADS_MAP_ENTRIES) ||
+	    bpf_map__set_max_entries(skel->maps.ustack_end,
+				     s->native_stack ? THREADS_MAP_ENTRIES : 1) ||
 	    /* Off-CPU modes: records at the target's switch rate too (tens
 	     * of thousands a second): the largest ring. */
 	    bpf_map__set_max_entries(skel->maps.samples,
@@ -1715,6 +1786,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 		return ret;
 	}
 	s->threads_fd = bpf_map__fd(skel->maps.threads);
+	s->ustack_end_fd = bpf_map__fd(skel->maps.ustack_end);
 	s->procs_fd = bpf_map__fd(skel->maps.procs);
 	s->counters_fd = bpf_map__fd(skel->maps.counters);
 	s->offcpu_fd = bpf_map__fd(skel->maps.offcpu);

@@ -95,6 +95,20 @@ int bpf_sampler__refresh(struct bpf_sampler *s);
  * map: refreshing sooner than the usual 100 ms shortens that.
  */
 bool bpf_sampler__unknown_tid(const struct bpf_sampler *s);
+/*
+ * Did the last refresh find the target's threads and their states just as
+ * the one before left them? The next can then wait longer: the program
+ * finds a new thread's state itself, the refresh is its slow path.
+ */
+bool bpf_sampler__settled(const struct bpf_sampler *s);
+
+/*
+ * --native: thread @tid's stack copies may stop at @end (an address: the
+ * end of its outermost frame, learnt from a complete unwind; the known
+ * end only grows). @end 0: copy the whole --stack-size again (a copy came
+ * out short). 0 or -errno.
+ */
+int bpf_sampler__set_stack_end(struct bpf_sampler *s, pid_t tid, uint64_t end);
 
 /*
  * Hand every record the kernel has produced so far to @fn, without

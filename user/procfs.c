@@ -57,6 +57,36 @@ int procfs__alive(pid_t pid)
 	return st && *st != 'Z' && *st != 'X';
 }
 
+int procfs__nspid(pid_t pid, pid_t tid, pid_t *out)
+{
+	char fn[64], line[256];
+	int err = -ENOENT;
+	FILE *f;
+
+	if (tid)
+		snprintf(fn, sizeof(fn), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	else
+		snprintf(fn, sizeof(fn), "/proc/%d/status", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *tok, *save = NULL;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		/* the last id is the one in the innermost namespace */
+		for (tok = strtok_r(line + 6, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save)) {
+			*out = (pid_t)atoi(tok);
+			err = *out > 0 ? 0 : -EINVAL;
+		}
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
 int procfs__thread_alive(pid_t pid, pid_t tid)
 {
 	char fn[64];

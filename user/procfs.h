@@ -10,6 +10,9 @@
 void procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len);
 /* 1 while @pid exists and is not a zombie. */
 int procfs__alive(pid_t pid);
+/* The id @pid (@tid 0) or its thread @tid has in its own (innermost) PID
+ * namespace (NSpid): 0, -ESRCH (gone), -ENOENT (no NSpid line), -errno. */
+int procfs__nspid(pid_t pid, pid_t tid, pid_t *out);
 /* 1 while thread @tid of @pid exists. */
 int procfs__thread_alive(pid_t pid, pid_t tid);
 /*

@@ -11,6 +11,7 @@
 #include "elf_symbols.h"
 #include "offsets_legacy.h"
 #include "procmaps.h"
+#include "procfs.h"
 #include "pyproc.h"
 #include "remote_mem.h"
 
@@ -252,30 +253,16 @@ static int load_tids(struct pyproc *p)
 		return errno == ENOENT ? -ESRCH : -errno;
 	p->ntids = 0;
 	while ((de = readdir(d))) {
-		char path[320], line[256];
-		unsigned long long inner = 0;
-		pid_t host = (pid_t)atoi(de->d_name);
-		FILE *f;
+		pid_t host = (pid_t)atoi(de->d_name), inner = host;
+		int err;
 
 		if (host <= 0)
 			continue;
-		inner = host;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)p->pid, host);
-		f = fopen(path, "re");
-		if (!f)
+		err = procfs__nspid(p->pid, host, &inner);
+		if (err == -ENOENT)
+			inner = host;	/* no NSpid line: no namespace to tell */
+		else if (err)
 			continue;	/* the thread just exited */
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "NSpid:", 6) == 0) {
-				/* the last id is the one in the innermost namespace */
-				char *tok, *save = NULL;
-
-				for (tok = strtok_r(line + 6, " \t\n", &save); tok;
-				     tok = strtok_r(NULL, " \t\n", &save))
-					inner = strtoull(tok, NULL, 10);
-				break;
-			}
-		}
-		fclose(f);
 		if (p->ntids == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			struct tid_pair *n = realloc(p->tids, ncap * sizeof(*n));

@@ -20,6 +20,7 @@
 #include "launch.h"
 #include "output.h"
 #include "output_args.h"
+#include "pidwatch.h"
 #include "procfs.h"
 #include "proc_follow.h"
 #include "procset.h"
@@ -33,6 +34,7 @@
 #include "remote_sampler.h"
 #include "stack_memo.h"
 #include "symbolizer.h"
+#include "thread_names.h"
 
 #define DEFAULT_FREQ 99
 #define DEFAULT_NATIVE_STACK 32768
@@ -89,11 +91,9 @@ struct native_work {
 	struct out_addr addrs[NATIVE_MAX + MERGE_PY_MAX + 1];
 	uint64_t samples, unwind_failed, no_unwinder;
 	uint64_t cut_by_copy;	/* of unwind_failed: the stack copy ended first */
-};
-
-struct tid_name {
-	pid_t tid;
-	char name[32];
+	uint32_t stack_bytes;	/* --stack-size: the whole copy */
+	uint64_t cut_by_end;	/* of unwind_failed: copied up to an end learnt too low */
+	uint64_t copied;	/* stack bytes of the samples, all told */
 };
 
 struct record_ctx {
@@ -119,9 +119,7 @@ struct record_ctx {
 	struct sampler_stats late;	/* samples dropped for being after it */
 	struct rawrec_writer *raw;
 	char comm[32];
-	struct tid_name *names;
-	size_t nnames;
-	size_t last_name;	/* the names entry found last */
+	struct thread_names *names;
 	uint64_t period_ns;
 	size_t symbol_errors;
 	size_t snapshot_errors;		/* code snapshots that could not be used */
@@ -278,8 +276,9 @@ static const struct argp_option record_options[] = {
 	{ "native", OPT_NATIVE, NULL, 0, "BPF: native frames too (C extensions, libc, the "
 	  "interpreter), merged with the Python frames in call order; DWARF unwinding with "
 	  "libdw, no frame pointers needed", 0 },
-	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "--native: user stack copied per sample "
-	  "(default and most 32768)", 0 },
+	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "--native: user stack copied per sample at "
+	  "most (default and most 32768; a thread's copies stop at its outermost frame once "
+	  "found)", 0 },
 	{ "async", OPT_ASYNC, "all", OPTION_ARG_OPTIONAL, "BPF, CPython 3.14+: task-aware "
 	  "stacks: a thread running an asyncio task shows that task's frames, then <task NAME>, "
 	  "then the frames of the task awaiting it, and so on to the root task; =all: also "
@@ -498,24 +497,6 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
-}
-
-/* Thread names, read once per thread (they rarely change). */
-static const char *thread_name(struct record_ctx *c, pid_t pid, pid_t tid, const char *comm)
-{
-	/* Samples come in runs of one thread's: its entry is tried first. */
-	if (c->last_name < c->nnames && c->names[c->last_name].tid == tid)
-		return c->names[c->last_name].name;
-	for (size_t i = 0; i < c->nnames; i++)
-		if (c->names[i].tid == tid) {
-			c->last_name = i;
-			return c->names[i].name;
-		}
-	if (c->nnames == MAX_NAMES)
-		return comm;
-	c->names[c->nnames].tid = tid;
-	procfs__comm(pid, tid, c->names[c->nnames].name, sizeof(c->names[0].name));
-	return c->names[c->nnames++].name;
 }
 
 /* The process of a sample or snapshot (NULL: not a Python sampled). */
@@ -789,6 +770,40 @@ static bool eval_symbol(const char *sym)
 	       (!sym[sizeof(eval) - 1] || sym[sizeof(eval) - 1] == '.');
 }
 
+/* Did @r's stack copy stop short of the whole --stack-size (at the end
+ * learnt for its thread, or an unreadable page)? The program copies page
+ * by page and stops once within a page of the 32 KB buffer's end. */
+static bool copy_cut_short(const struct native_work *nw, const struct raw_sample *r)
+{
+	uint32_t whole = nw->stack_bytes < PYPROF_USTACK_MAX ? nw->stack_bytes :
+			 PYPROF_USTACK_MAX - PYPROF_PAGE + 1;
+
+	return r->ustack_len < whole;
+}
+
+/*
+ * A thread's stack copy needs to reach its outermost frame, whose place is
+ * the same in all its samples: found by a complete unwind, it bounds the
+ * program's next copies of that thread (bpf_sampler__set_stack_end); a copy
+ * that came out short of a stack's end gets the whole size again.
+ */
+static void learn_stack_end(struct record_ctx *c, const struct raw_sample *r,
+			    const struct native_regs *regs, const struct native_unwind_info *li,
+			    bool complete)
+{
+	/* a few words past the last one read: the outermost frame's CFI may
+	 * read a slot above another time (a signal frame's) */
+	const uint64_t slack = 256;
+
+	if (!c->bs)
+		return;
+	if (complete)
+		bpf_sampler__set_stack_end(c->bs, r->tid,
+					   regs->r[NATIVE_REG_SP] + li->stack_used + slack);
+	else if (li->end == NATIVE_END_STACK && copy_cut_short(c->nw, r))
+		bpf_sampler__set_stack_end(c->bs, r->tid, 0);
+}
+
 /*
  * --native: @s's Python frames merged with the native stack of @r (its
  * registers and stack copy), in call order (native/merge.h), into @s.
@@ -827,26 +842,41 @@ static void merge_native(struct record_ctx *c, const struct raw_sample *r, struc
 		nw->no_unwinder++;
 	} else {
 		native_regs__from_dwarf(&regs, r->uregs);
+		nw->copied += r->ustack_len;
 		st = (struct native_stack){ r->ustack, r->uregs[NATIVE_REG_SP] - PYPROF_USTACK_REDZONE,
 					    r->ustack_len };
 		if (native_unwinder__unwind(u, &regs, &st, nw->nat, NATIVE_MAX, &nn, &complete))
 			nn = 0;
+		else
+			learn_stack_end(c, r, &regs, native_unwinder__last(u), complete);
 	}
 	for (size_t i = 0; i < nn; i++) {
 		/* An evaluation loop's frame: its name, or (stripped binaries:
 		 * Debian's) an entry frame among its locals, 3.12+. */
 		uint64_t lo = nw->nat[i].sp, hi = i + 1 < nn ? nw->nat[i + 1].sp : UINT64_MAX;
 		bool eval = eval_symbol(nw->nat[i].symbol);
+		uint32_t run1 = 0;
 
-		for (uint32_t k = 0; !eval && k < c->nentries; k++)
-			eval = c->entries[k] >= lo && c->entries[k] < hi;
-		nw->mnat[i] = (struct merge_native){ eval, interp_module(nw->nat[i].module) };
+		for (uint32_t k = 0; !run1 && k < c->nentries; k++)
+			if (c->entries[k] >= lo && c->entries[k] < hi)
+				run1 = k + 1;
+		nw->mnat[i] = (struct merge_native){
+			eval || run1, interp_module(nw->nat[i].module) ||
+				      (nw->nat[i].flags & NATIVE_FRAME_TRAMPOLINE), run1 };
 	}
-	if (!merge__stacks(nw->mnat, (uint32_t)nn, complete, c->runs, c->nruns, npy, nw->items,
-			   NATIVE_MAX + MERGE_PY_MAX + 1, &ni)) {
+	/* 3.12+: every run's entry frame known, runs pair by address */
+	if (!(c->nruns && c->nentries >= c->nruns ?
+	      merge__stacks_by_entry(nw->mnat, (uint32_t)nn, complete, c->runs, c->nruns, npy,
+				     nw->items, NATIVE_MAX + MERGE_PY_MAX + 1, &ni) :
+	      merge__stacks(nw->mnat, (uint32_t)nn, complete, c->runs, c->nruns, npy, nw->items,
+			    NATIVE_MAX + MERGE_PY_MAX + 1, &ni))) {
 		nw->unwind_failed++;
-		if (u && !complete && native_unwinder__last(u)->end == NATIVE_END_STACK)
-			nw->cut_by_copy++;
+		if (u && !complete && native_unwinder__last(u)->end == NATIVE_END_STACK) {
+			if (copy_cut_short(nw, r))
+				nw->cut_by_end++;	/* the learnt end: learnt again */
+			else
+				nw->cut_by_copy++;
+		}
 	}
 	for (uint32_t i = 0; i < ni; i++) {
 		const struct merge_item *it = &nw->items[i];
@@ -916,7 +946,7 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 		return 0;
 	}
 	e->samples++;
-	s.thread_name = thread_name(c, r->pid, r->tid, e->comm);
+	s.thread_name = thread_names__get(c->names, r->pid, r->tid, e->comm);
 	/* Every sample, one of no Python frame too (start-up, finalization):
 	 * its runs are its own, never the last sample's. */
 	if (c->env->native_stack) {
@@ -1060,7 +1090,7 @@ static int on_pending_task(void *ctx, const struct asyncio_task *t, const struct
 		.comm = e->comm,
 		.pid = e->pid,
 		.tid = tid,
-		.thread_name = thread_name(c, e->pid, tid, e->comm),
+		.thread_name = thread_names__get(c->names, e->pid, tid, e->comm),
 		.ts_ns = now,
 		.period_ns = c->pending_weight,
 		.status = SAMPLE_COMPLETE,
@@ -1329,12 +1359,14 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	struct remote_sampler *rs = NULL;
 	struct pyproc *p = NULL;
 	struct proc_entry *main_proc = NULL;
+	struct pidwatch watch = { .fd = -1 };
 	bool multi;
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct rawrec_info rinfo = { 0 };
 	struct rawrec_end rend;
 	const char *ended = NULL, *raw_path;
-	double start, end, next_refresh, next_progress;
+	double start, end, next_refresh, next_progress, poll_s;
+	double next_scan, scan_s = 0.1;
 	int progress = !sink && isatty(STDERR_FILENO);
 	int rc, exit_code = 1;
 	struct launch *cmd = NULL;	/* -- CMD ARGS */
@@ -1378,7 +1410,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				       .exec_events = cmd != NULL,
 				       .mode = env.mode,
 				       .kernel_stacks = env.kernel,
-				       .native_stack = (unsigned int)env.native_stack };
+				       .native_stack = (unsigned int)env.native_stack,
+				       .async_tasks = env.async != 0 };
 	rc = procset__new((unsigned int)env.max_frames, &ctx.procs);
 	if (!rc && env.all)
 		procset__set_max_open(ctx.procs, all_max_open());
@@ -1392,6 +1425,9 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	}
 	if (!rc && env.native_stack && !(ctx.nw = calloc(1, sizeof(*ctx.nw))))
 		rc = -ENOMEM;
+	if (ctx.nw)
+		ctx.nw->stack_bytes = (uint32_t)(env.native_stack < PYPROF_USTACK_MAX ?
+						 env.native_stack : PYPROF_USTACK_MAX);
 	if (rc) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -1457,8 +1493,7 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		snprintf(ctx.comm, sizeof(ctx.comm), "all");
 	else
 		procfs__comm(env.pid, 0, ctx.comm, sizeof(ctx.comm));
-	ctx.names = calloc(MAX_NAMES, sizeof(*ctx.names));
-	if (!ctx.names) {
+	if (thread_names__new(MAX_NAMES, &ctx.names)) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -1577,7 +1612,19 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	if (end)
 		ctx.deadline_ns = (uint64_t)(end * 1e9);
 	next_refresh = start + 0.1;
+	next_scan = start + 0.1;
+	if (!env.all)
+		pidwatch__open(&watch, env.pid);
 	next_progress = start + 1.0;
+	/*
+	 * The ring is read every 10 ms; below 1 kHz in cpu mode every 10
+	 * samples' time, up to 100 ms: a wake-up (and what the loop does
+	 * then) costs ~30-70 us here, more than a sample's worth at 99 Hz.
+	 * The ring holds 200 ms at the rate (ring_size). Off-CPU records come
+	 * at the target's switch rate, whatever the rate.
+	 */
+	poll_s = env.mode == SAMPLER_MODE_CPU && env.freq < 1000 ?
+		 (10.0 / env.freq < 0.1 ? 10.0 / env.freq : 0.1) : 0.01;
 	for (double next = start; !stop_requested;) {
 		double t = now_s();
 
@@ -1602,16 +1649,13 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				break;
 			if (env.async == 2 && (rc = emit_pending(&ctx)))
 				break;
-			/* A new thread's state is wanted soon: until then its
-			 * samples have no stack. */
-			if (t >= next_refresh ||
-			    (bpf_sampler__unknown_tid(bs) && t >= next_refresh - 0.08)) {
+			if (t >= next_refresh) {
 				next_refresh = t + 0.1;
 				proc_follow__retry_pending(ctx.follow);
 				if (env.async && !ctx.tasks &&
 				    (rc = async_enable(&ctx, err, sizeof(err))))
 					break;
-				if (!env.all && (multi ? !proc_follow__any_alive(ctx.follow) : !procfs__alive(env.pid))) {
+				if (!env.all && (multi ? !proc_follow__any_alive(ctx.follow) : !pidwatch__alive(&watch))) {
 					ended = multi ? "every process exited" : "the target exited";
 					break;
 				}
@@ -1621,12 +1665,20 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 					ended = "the target exec'd another program";
 					break;
 				}
-				bpf_sampler__refresh(bs);
 			}
-			next = t + 0.01;
+			/* The thread scan backs off while it finds nothing new
+			 * (to 0.8 s): the program finds new threads' states
+			 * itself. A thread it could not name brings it sooner. */
+			if (t >= next_scan ||
+			    (bpf_sampler__unknown_tid(bs) && t >= next_scan - scan_s + 0.02)) {
+				bpf_sampler__refresh(bs);
+				scan_s = bpf_sampler__settled(bs) ? (scan_s * 2 < 0.8 ? scan_s * 2 : 0.8) : 0.1;
+				next_scan = t + scan_s;
+			}
+			next = t + poll_s;
 		} else {
 			rc = remote_sampler__tick(rs, on_sample, &ctx);
-			if (rc == -ESRCH || (t >= next_refresh && !procfs__alive(env.pid))) {
+			if (rc == -ESRCH || (t >= next_refresh && !pidwatch__alive(&watch))) {
 				rc = 0;
 				ended = "the target exited";
 				break;
@@ -1769,6 +1821,11 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 				"%ld bytes copied (--stack-size%s)",
 				(unsigned long long)ctx.nw->cut_by_copy, env.native_stack,
 				env.native_stack < PYPROF_USTACK_MAX ? "" : ", at its most");
+		if (env.verbose)
+			fprintf(stderr, "; stack copies of %.1f KB a sample on average (%llu cut "
+				"at an end learnt too low, learnt again)",
+				ctx.nw->copied / 1024.0 / (double)ctx.nw->samples,
+				(unsigned long long)ctx.nw->cut_by_end);
 		fprintf(stderr, "%s%s\n",
 			ctx.nw->no_unwinder ? "; some processes could not be opened for unwinding" : "",
 			ctx.nw->unwind_failed && !env.verbose ? "; -v says why per process" : "");
@@ -1792,6 +1849,11 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	if (ctx.clipped_ns)
 		fprintf(stderr, "pyprof-bpf: %.3f s of off-CPU time after the %g s duration "
 			"was left out\n", ctx.clipped_ns / 1e9, env.duration);
+	if (st.truncated)
+		fprintf(stderr, "pyprof-bpf: %llu samples had more than %ld Python frames: "
+			"their outermost ones are cut at [truncated]; --max-depth N keeps more "
+			"(above %d, with the remote backend)\n", (unsigned long long)st.truncated,
+			env.max_frames, PYPROF_MAX_FRAMES);
 	/* One shape in every mode (scripts read it); the mode said after it. */
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
 		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames%s%s%s\n",
@@ -1853,7 +1915,8 @@ out:
 	task_stacks__free(ctx.tasks);
 	proc_follow__free(ctx.follow);
 	procset__free(ctx.procs);
-	free(ctx.names);
+	thread_names__free(ctx.names);
+	pidwatch__close(&watch);
 	pyproc__free(p);
 	launch__free(cmd);
 	if (env.comm_re)

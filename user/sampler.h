@@ -233,6 +233,9 @@ struct sampler_opts {
 	/* BPF backend: bytes of user stack (and the registers) a tick sends
 	 * for native unwinding; 0: none. Turns the frame cache off. */
 	unsigned int native_stack;
+	/* BPF backend: samples may carry asyncio tasks (--async); without it
+	 * bpf_sampler__set_async() is refused. */
+	int async_tasks;
 };
 
 #endif

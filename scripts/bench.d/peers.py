@@ -169,7 +169,18 @@ class PyprofBpf(Profiler):
         return [self.binary, "-p", str(run.pid), "-F", str(run.rate), "-d", str(run.duration),
                 "-o", os.path.join(run.work_host, "out.folded"), "--format", "collapsed",
                 "--backend", self.backend] + self.extra + \
-            (CHURN_ARGS if run.kind != "spin" else [])
+            (CHURN_ARGS if run.kind != "spin" else self.same_events(run.rate))
+
+    def same_events(self, rate):
+        """Unless the options name them, the events the build under test's
+        `--events auto` picks at this rate (user/bpf_sampler.c: per CPU up to 1 kHz
+        and CPUs x rate <= 200,000), named, so that an older build (issue #9's
+        baseline, whose auto rule differs) samples with the same events."""
+        if not self.bpf or "--events" in self.extra or \
+                any(a.startswith("--events=") for a in self.extra):
+            return []
+        per_cpu = rate <= 1000 and (os.cpu_count() or 1) * rate <= 200000
+        return ["--events", "cpu" if per_cpu else "thread"]
 
     def parse(self, run, stderr):
         want = "with the %s backend" % ("BPF" if self.backend == "bpf" else "remote")

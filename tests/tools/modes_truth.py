@@ -16,7 +16,13 @@ Sources, none of them pyprof-bpf:
   - its time on a CPU, /proc/PID/task/TID/schedstat's first field
     (se.sum_exec_runtime), every 5 ms, interpolated at the window's ends.
   So CPU = the schedstat delta, runnable = time in R - CPU, blocked = time in
-  S or D. (schedstat's second field, sched_info.run_delay, is NOT used: on
+  S or D.
+  - the machine's steal time (/proc/stat), every 5 ms: time the hypervisor
+    ran something else on a virtual CPU. A thread "on a CPU" then stays in R
+    but its schedstat does not grow (the kernel takes steal out of task
+    time), so runnable = R - CPU counts it as runnable where pyprof-bpf and
+    schedstat's run_delay do not: the steal in the window bounds that error
+    (seen in CI: polled runnable 0.65 s, run_delay 0.55 s, pyprof-bpf 0.52 s). (schedstat's second field, sched_info.run_delay, is NOT used: on
   this kernel (6.18) it sometimes counts a whole sleep as run delay: a 200 ms
   timed futex wait, which the target's own timers and pyprof-bpf both saw
   blocked, came back as a 200.4 ms jump of run_delay. It is still read and
@@ -61,7 +67,7 @@ class Poller:
         if line != b"polling\n":
             err = self.p.stderr.read().decode(errors="replace")
             raise RuntimeError(f"the poller did not start: {line!r} {err}")
-        self.sched, self.states = [], {}
+        self.sched, self.states, self.steal = [], {}, []
         self.polls = self.misses = 0
 
     def stop(self):
@@ -83,7 +89,18 @@ class Poller:
         self.states = {int(k): list(zip(v["t"], v["s"])) for k, v in data["states"].items()}
         self.misses = data["misses"]
         self.polls = data["polls"]
+        self.steal = data["steal"]
         return self
+
+    def steal_ns(self, lo, hi):
+        """Steal time of all CPUs over [lo, hi], in ns (its ticks straddling
+        the ends counted whole: an upper bound)."""
+        tick = 1e9 / os.sysconf("SC_CLK_TCK")
+        before = [v for t, v in self.steal if t <= lo]
+        after = [v for t, v in self.steal if t >= hi]
+        if not before or not after:
+            raise ValueError(f"[{lo}, {hi}] is outside the polled span")
+        return (after[0] - before[-1]) * tick
 
     def at(self, tid, t_ns):
         """(cpu_ns, run_delay_ns) of tid at t_ns, interpolated."""
@@ -120,6 +137,8 @@ def poll_main(pid, out, period, slow, tids, fast):
     except OSError as e:
         sys.exit(f"SCHED_FIFO: {e}")
     fds = {t: os.open(f"/proc/{pid}/task/{t}/schedstat", os.O_RDONLY) for t in tids}
+    stat_fd = os.open("/proc/stat", os.O_RDONLY)
+    steal = []
     sfds = {t: os.open(f"/proc/{pid}/task/{t}/stat", os.O_RDONLY) for t in fast}
     sched = []
     states = {t: {"t": [], "s": []} for t in fast}
@@ -140,6 +159,8 @@ def poll_main(pid, out, period, slow, tids, fast):
                 v = os.pread(fd, 200, 0).split()
                 s[t] = (int(v[0]), int(v[1]))
             sched.append(((a + time.monotonic_ns()) // 2, s))
+            # "cpu  user nice system idle iowait irq softirq steal ..."
+            steal.append((time.monotonic_ns(), int(os.pread(stat_fd, 256, 0).split()[8])))
             last_slow = now
         for t, fd in sfds.items():
             data = os.pread(fd, 512, 0)
@@ -158,7 +179,7 @@ def poll_main(pid, out, period, slow, tids, fast):
         else:
             nxt = time.monotonic_ns()
     with open(out + ".tmp", "w") as f:
-        json.dump({"sched": sched, "polls": polls, "misses": misses,
+        json.dump({"sched": sched, "polls": polls, "misses": misses, "steal": steal,
                    "states": {t: {"t": v["t"], "s": "".join(v["s"])}
                               for t, v in states.items()}}, f)
     os.replace(out + ".tmp", out)
@@ -189,9 +210,12 @@ def truth(info, log, poller, lo, hi):
     "[runnable]", "[GIL wait]", "[syscall] NAME" (main: "blocked" whole),
     and "_err" (the polls' error on runnable/blocked, a share of the
     window), "_fsync_err" (fsync: on the time in D), "_run_delay" (schedstat's
-    own, for comparison); plus {role: calls returned in the window}."""
+    own, for comparison), "_steal" (ns: the machine's steal time, up to which
+    runnable may be too high and blocked too low); plus {role: calls returned
+    in the window}."""
     w = hi - lo
     out, calls = {}, {}
+    steal = poller.steal_ns(lo, hi)
     for role, tid in info["tids"].items():
         c0, r0 = poller.at(tid, lo)
         c1, r1 = poller.at(tid, hi)
@@ -199,7 +223,8 @@ def truth(info, log, poller, lo, hi):
         p_r, err, _ = poller.state_share(tid, lo, hi, "R")
         run = max(0.0, p_r * w - cpu)
         blocked = max(0.0, w - cpu - run)
-        d = {"cpu": cpu, "[runnable]": run, "_err": err, "_run_delay": r1 - r0}
+        d = {"cpu": cpu, "[runnable]": run, "_err": err, "_run_delay": r1 - r0,
+             "_steal": steal}
         calls[role] = sum(1 for r, t0, e, t1 in log if r == role and lo <= t1 <= hi)
         if role in GIL_ONLY:
             d["[GIL wait]"] = blocked

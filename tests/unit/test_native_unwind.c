@@ -14,6 +14,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <setjmp.h>
@@ -882,6 +883,63 @@ static void test_refresh_limits(void **state)
 	munmap(code, page);
 }
 
+/* Maps @lib from @offset over @at (in a region of ours). */
+static void map_file(const char *lib, unsigned char *at, size_t len, int prot, off_t offset)
+{
+	void *p;
+	int fd = open(lib, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	p = mmap(at, len, prot, MAP_PRIVATE | MAP_FIXED, fd, offset);
+	close(fd);
+	assert_ptr_equal(p, at);
+}
+
+/*
+ * A library's file mapped again just below it (seen in CI: libdw reading
+ * libbz2 in this very process), with JIT-like code between: the module is
+ * the library's own mappings, the code anonymous, not the library's. Laid
+ * out by hand in a region of ours: the reader's page, the code, then the
+ * library's header and code as a loader maps them.
+ */
+static void test_file_mapped_again(void **state)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct native_frame f[MAX_FRAMES];
+	struct native_unwinder *u;
+	struct native_module mod;
+	struct capture c = { 0 };
+	struct native_regs r;
+	unsigned char *region;
+	size_t n;
+	int complete;
+	Dl_info info;
+
+	(void)state;
+	assert_true(dladdr((void *)_cmocka_run_group_tests, &info) && info.dli_fname);
+	region = mmap(NULL, 4 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(region != MAP_FAILED);
+	map_file(info.dli_fname, region, page, PROT_READ, 0);
+	assert_ptr_equal(mmap(region + page, page, PROT_READ | PROT_WRITE | PROT_EXEC,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), region + page);
+	map_file(info.dli_fname, region + 2 * page, page, PROT_READ, 0);
+	map_file(info.dli_fname, region + 3 * page, page, PROT_READ | PROT_EXEC, (off_t)page);
+	level1(&c);
+	unwinder_new(&u);
+	assert_int_equal(native_unwinder__module(u, (uint64_t)(uintptr_t)region + 3 * page, &mod),
+			 0);
+	assert_int_equal(mod.start, (uint64_t)(uintptr_t)region + 2 * page);
+	assert_int_equal(native_unwinder__module(u, (uint64_t)(uintptr_t)region + 16, &mod),
+			 -ENOENT);
+	r = c.regs;
+	r.r[NATIVE_REG_IP] = (uint64_t)(uintptr_t)region + page + 16;
+	assert_int_equal(unwind_sp(u, &r, c.stack, c.len, f, MAX_FRAMES, &n, &complete), 0);
+	assert_int_equal(native_unwinder__last(u)->end, NATIVE_END_ANON_CODE);
+	capture__free(&c);
+	native_unwinder__free(u);
+	munmap(region, 4 * page);
+}
+
 /* ---- garbage: never a crash, never more frames than asked ---- */
 
 static uint64_t rng_next(uint64_t *s)
@@ -1174,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(test_signal_frame),
 		cmocka_unit_test(test_new_library),
 		cmocka_unit_test(test_refresh_limits),
+		cmocka_unit_test(test_file_mapped_again),
 		cmocka_unit_test(test_garbage),
 	};
 

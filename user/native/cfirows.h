@@ -36,6 +36,7 @@
 #include "native/modules.h"
 
 #define CFI_NREGS 17		/* x86-64 DWARF registers 0-16 (16: the return address) */
+#define CFI_REG_FP 6		/* %rbp */
 #define CFI_REG_SP 7
 #define CFI_REG_RA 16
 
@@ -63,6 +64,8 @@ struct cfi_row {
 	uint8_t cfa_reg;
 	uint8_t signal;		/* a signal trampoline's: its caller was interrupted */
 	uint8_t outermost;	/* the return address is undefined: no caller */
+	uint8_t trampoline;	/* a copy of CPython's perf trampoline (trampoline.h) */
+	uint8_t anon_tried;	/* a pc in no module, looked for among the trampolines */
 	struct {
 		int32_t off;
 		uint8_t rule;	/* enum cfi_rule */
@@ -71,6 +74,7 @@ struct cfi_row {
 	/* The unwinder's naming of the pc, filled on its first use (the names
 	 * live as long as the modules, so as long as the row). */
 	uint8_t named;
+	uint8_t stack_root;	/* a function that starts a stack of its own (unwind.c) */
 	const char *path;
 	const char *symbol;
 	uint64_t sym_start;

@@ -26,6 +26,9 @@
 struct merge_native {
 	bool eval;		/* an evaluation loop's frame (or its .cold part) */
 	bool interp;		/* in the interpreter's own binary or libpython */
+	/* By entry (3.12+): 1 + the run whose entry frame lies in this frame's
+	 * stack (between its sp and its caller's); 0: none */
+	uint32_t run1;
 };
 
 enum merge_kind {
@@ -54,5 +57,20 @@ struct merge_item {
 bool merge__stacks(const struct merge_native *nat, uint32_t nn, bool native_complete,
 		   const uint32_t *run_len, uint32_t nruns, uint32_t npy,
 		   struct merge_item *out, uint32_t max, uint32_t *n);
+
+/*
+ * As merge__stacks(), when every run's entry frame is known (3.12+: the
+ * interpreter frame that starts a run lives in its evaluation loop's C
+ * frame) and nat[].run1 says which frame holds which: runs pair with
+ * evaluation frames by address, not by count. An evaluation frame that
+ * holds no run of the chain is dropped: its call is being entered or left,
+ * or its Python frames are not this thread's current chain (a greenlet
+ * runs on top of its parent's suspended C stack, whose evaluation loops
+ * belong to the parent's frames). Runs out of order, or one whose frame
+ * the unwind did not reach on a complete stack: the cut, as there.
+ */
+bool merge__stacks_by_entry(const struct merge_native *nat, uint32_t nn, bool native_complete,
+			    const uint32_t *run_len, uint32_t nruns, uint32_t npy,
+			    struct merge_item *out, uint32_t max, uint32_t *n);
 
 #endif

@@ -132,16 +132,19 @@ static bool is_file(const struct mapping *m)
 }
 
 /*
- * Each run of mappings of one file (anonymous ones, its .bss, may sit
- * between) that starts at file offset 0 (where libdwfl expects the ELF
- * header: it derives the load bias from the module's start) and maps code
- * becomes a module; data files and files mapped from an offset never hold a
- * pc.
+ * Each run of mappings of one file (anonymous ones, its .bss or the holes
+ * between its segments, may sit between) that starts at file offset 0 (where
+ * libdwfl expects the ELF header: it derives the load bias from the module's
+ * start) and maps code becomes a module; data files and files mapped from an
+ * offset never hold a pc. A loaded file's offsets rise from one mapping to
+ * the next: a mapping at a lower or equal offset is the same file mapped
+ * again (a reader's mmap of it just below the library), and anonymous code
+ * between is not the file's, so either starts a new run.
  */
 static int report_maps(struct native_modules *mods, const struct procmaps *pm)
 {
 	const struct mapping *first = NULL;
-	uint64_t end = 0;
+	uint64_t end = 0, offset = 0;
 	int exec = 0, err = 0;
 
 	for (size_t i = 0; i <= pm->n && !err; i++) {
@@ -151,11 +154,16 @@ static int report_maps(struct native_modules *mods, const struct procmaps *pm)
 			err = report_group(mods, m, m->end, 1);
 			continue;
 		}
-		if (m && !is_file(m))
-			continue;
+		if (m && !is_file(m)) {
+			if (m->perms[2] != 'x')
+				continue;
+			m = NULL;	/* ends the run; not a module itself */
+		}
 		if (m && first && m->inode == first->inode && m->dev_major == first->dev_major &&
-		    m->dev_minor == first->dev_minor && strcmp(m->path, first->path) == 0) {
+		    m->dev_minor == first->dev_minor && strcmp(m->path, first->path) == 0 &&
+		    m->offset > offset) {
 			end = m->end;
+			offset = m->offset;
 			exec |= m->perms[2] == 'x';
 			continue;
 		}
@@ -163,6 +171,7 @@ static int report_maps(struct native_modules *mods, const struct procmaps *pm)
 			err = report_group(mods, first, end, 0);
 		first = m;
 		end = m ? m->end : 0;
+		offset = m ? m->offset : 0;
 		exec = m && m->perms[2] == 'x';
 	}
 	return err;
@@ -198,10 +207,65 @@ static int collect_anon(struct native_modules *mods, const struct procmaps *pm)
 
 bool native_modules__in_anon(const struct native_modules *m, uint64_t pc)
 {
+	return native_modules__anon_range(m, pc, NULL, NULL) == 0;
+}
+
+int native_modules__anon_range(const struct native_modules *m, uint64_t pc, uint64_t *start,
+			       uint64_t *end)
+{
 	for (size_t i = 0; i < m->nanon; i++)
-		if (pc >= m->anon[i].start && pc < m->anon[i].end)
-			return true;
-	return false;
+		if (pc >= m->anon[i].start && pc < m->anon[i].end) {
+			if (start)
+				*start = m->anon[i].start;
+			if (end)
+				*end = m->anon[i].end;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+struct symbol_search {
+	const char *name;
+	uint64_t addr;
+	int found;
+};
+
+static int symbol_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		     void *arg)
+{
+	struct symbol_search *ss = arg;
+	struct nmod *nm = *userdata;
+	int n;
+
+	(void)modname;
+	(void)base;
+	if (!nm || nm->vdso || (n = dwfl_module_getsymtab(mod)) < 0)
+		return DWARF_CB_OK;
+	for (int i = 0; i < n; i++) {
+		const char *name;
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+
+		name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+		if (name && shndx != SHN_UNDEF && !strcmp(name, ss->name)) {
+			ss->addr = addr;
+			ss->found = 1;
+			return DWARF_CB_ABORT;
+		}
+	}
+	return DWARF_CB_OK;
+}
+
+int native_modules__symbol(struct native_modules *m, const char *name, uint64_t *addr)
+{
+	struct symbol_search ss = { .name = name };
+
+	dwfl_getmodules(m->dwfl, symbol_cb, &ss, 0);
+	if (!ss.found)
+		return -ENOENT;
+	*addr = ss.addr;
+	return 0;
 }
 
 /* The process's size in pages (/proc/PID/statm): a mapping added or removed

@@ -66,6 +66,15 @@ int native_modules__refresh(struct native_modules *m);
 bool native_modules__grew(struct native_modules *m);
 /* Is @pc in anonymous executable memory (JIT code) as of the last refresh? */
 bool native_modules__in_anon(const struct native_modules *m, uint64_t pc);
+/* The anonymous executable mapping that holds @pc: 0, or -ENOENT. */
+int native_modules__anon_range(const struct native_modules *m, uint64_t pc, uint64_t *start,
+			       uint64_t *end);
+/*
+ * The address of the symbol @name (of any type) in the first module that
+ * defines it, searched in every module's symbol table: slow (a pass over
+ * each table), for what is looked up once. 0, or -ENOENT.
+ */
+int native_modules__symbol(struct native_modules *m, const char *name, uint64_t *addr);
 
 /*
  * The module that holds @pc, or NULL. Not dwfl_addrmodule alone: libdwfl

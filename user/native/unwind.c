@@ -8,6 +8,8 @@
 #include <elfutils/libdwfl.h>
 #include "native/cfirows.h"
 #include "native/modules.h"
+#include "native/perfmap.h"
+#include "native/trampoline.h"
 #include "native/unwind.h"
 #include "native/x86_tail.h"
 
@@ -34,6 +36,8 @@ struct native_unwinder {
 	struct native_modules *mods;
 	Dwfl *dwfl;		/* the modules' */
 	struct cfirows *rows;
+	struct py_trampoline *tramp;
+	struct perfmap *perfmap;	/* names for anonymous code */
 	uint64_t refresh_ns, last_refresh;
 	struct sample s;
 	struct native_unwind_info last;
@@ -151,6 +155,7 @@ int native_unwinder__refresh(struct native_unwinder *u)
 	u->st.refreshes++;
 	/* rows name modules that may go: decoded again as needed */
 	cfirows__clear(u->rows);
+	py_trampoline__reset(u->tramp);
 	return native_modules__refresh(u->mods);
 }
 
@@ -165,6 +170,8 @@ void native_unwinder__free(struct native_unwinder *u)
 		return;
 	native_modules__free(u->mods);
 	cfirows__free(u->rows);
+	py_trampoline__free(u->tramp);
+	perfmap__free(u->perfmap);
 	free(u);
 }
 
@@ -182,6 +189,11 @@ int native_unwinder__new(pid_t pid, struct native_unwinder **out)
 	u->last_refresh = now_ns();
 	u->st.refreshes = 1;
 	err = cfirows__new(MAX_ROWS, &u->rows);
+	if (err)
+		goto err_free;
+	err = py_trampoline__new(pid, &u->tramp);
+	if (!err)
+		err = perfmap__new(pid, &u->perfmap);
 	if (err)
 		goto err_free;
 	err = native_modules__new(pid, &u->mods);
@@ -348,6 +360,42 @@ static bool step_libdwfl(struct native_unwinder *u, const struct native_regs *cu
 	       next->r[NATIVE_REG_IP];
 }
 
+/* A pc in no module: a copy of CPython's perf trampoline gets its row
+ * (trampoline.h); other anonymous code stays without one. Once per row. */
+static void anon_row(struct native_unwinder *u, struct cfi_row *row)
+{
+	uint64_t lo, hi;
+
+	if (row->anon_tried || !row->pc)
+		return;
+	if (!native_modules__anon_range(u->mods, row->pc, &lo, &hi) &&
+	    !py_trampoline__row(u->tramp, u->mods, lo, hi, row))
+		u->st.trampoline_rows++;
+	row->anon_tried = 1;
+}
+
+/*
+ * Functions that start a stack of their own, below which the memory is not
+ * their callers' frames: greenlet's first switch into a greenlet runs it
+ * from g_initialstub on top of the C stack of whichever greenlet started it,
+ * and that greenlet's stack has been saved away and overwritten since (the
+ * unwind went on into stale frames: 99% of a 3.15 greenlet program's samples
+ * cut). The stack ends there, complete, as a thread's ends at its start;
+ * its Python frames end at the greenlet's function likewise.
+ */
+static bool stack_root(const char *symbol)
+{
+	static const char *const roots[] = {
+		"_ZN8greenlet12UserGreenlet13g_initialstubEPv",	/* greenlet 3 (C++) */
+		"g_initialstub",				/* greenlet 1 and 2 (C) */
+	};
+
+	for (size_t i = 0; symbol && i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (!strcmp(symbol, roots[i]))
+			return true;
+	return false;
+}
+
 /* Fills @f's names from @row (named once per row). */
 static void name_frame(struct native_unwinder *u, struct cfi_row *row, struct native_frame *f)
 {
@@ -363,7 +411,13 @@ static void name_frame(struct native_unwinder *u, struct cfi_row *row, struct na
 			row->build_id_len = nm.build_id_len;
 			row->symbol = nm.symbol;
 			row->sym_start = nm.sym_start;
+		} else if ((row->symbol = perfmap__lookup(u->perfmap, row->pc,
+							  &row->sym_start))) {
+			/* JIT code the target named, as perf names it: the map
+			 * file its DSO, the address not relative to it */
+			row->path = perfmap__path(u->perfmap);
 		}
+		row->stack_root = stack_root(row->symbol);
 	}
 	f->module = row->path;
 	f->module_base = row->module_base;
@@ -402,8 +456,12 @@ static enum native_end unwind_once(struct native_unwinder *u, const struct nativ
 		row = cfirows__get(u->rows, u->mods, exact ? pc : pc - 1);
 		if (!row)
 			return NATIVE_END_BAD;
+		if (row->kind == CFI_NO_MODULE)
+			anon_row(u, row);
 		*f = (struct native_frame){ .pc = pc, .flags = exact ? NATIVE_FRAME_EXACT : 0,
 					    .sp = cur.r[NATIVE_REG_SP] };
+		if (row->trampoline)
+			f->flags |= NATIVE_FRAME_TRAMPOLINE;
 		(*n)++;
 		/* a return address into a signal trampoline is where it starts */
 		if (!exact && row->kind <= CFI_COMPLEX && row->signal) {
@@ -416,7 +474,7 @@ static enum native_end unwind_once(struct native_unwinder *u, const struct nativ
 			return NATIVE_END_NO_MODULE;
 		if (row->kind == CFI_NO_CFI)
 			return NATIVE_END_NO_CFI;
-		if (row->outermost)
+		if (row->outermost || row->stack_root)
 			return NATIVE_END_OUTERMOST;
 		if (row->kind == CFI_SIMPLE)
 			ok = step_row(u, row, &cur, &next, *n == 1);

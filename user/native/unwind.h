@@ -78,6 +78,8 @@ enum native_frame_flags {
 	/* pc is the instruction that was running (the sampled frame, or one a
 	 * signal interrupted), not a return address */
 	NATIVE_FRAME_EXACT = 1u << 0,
+	/* a copy of CPython's perf trampoline (trampoline.h): the interpreter's */
+	NATIVE_FRAME_TRAMPOLINE = 1u << 1,
 };
 
 struct native_frame {
@@ -138,6 +140,7 @@ struct native_unwinder_stats {
 	uint64_t reads_outside;		/* memory reads refused: not in the copy */
 	uint64_t epilogues;		/* samples in an epilogue, registers taken as popped */
 	uint64_t libdwfl_steps;		/* frames with CFI expressions, stepped by libdwfl */
+	uint64_t trampoline_rows;	/* pcs found in CPython's perf trampolines */
 	size_t modules;			/* modules known now */
 	size_t symbols;			/* function symbols indexed, all modules */
 	size_t symindex_bytes;		/* heap bytes of those indexes */
