@@ -1027,7 +1027,7 @@ static __always_inline int take_sample(bool switch_out)
 	struct pyprof_proc *pc;
 	__u64 mm, self, tstate, born, epoch;
 	__u32 n, nstates = 0;
-	bool relook = false;
+	bool relook = false, exiting;
 
 	if (only_tgid && tgid != only_tgid) {
 		count(PYPROF_CNT_FOREIGN);
@@ -1116,7 +1116,17 @@ static __always_inline int take_sample(bool switch_out)
 	 */
 	self = thread_id_of(task);
 	tstate = th ? th->tstate : 0;
-	if (tstate) {
+	/*
+	 * An exiting thread runs no Python, and its state may be gone: once it
+	 * is freed, a new thread (on the stack, so the thread id, this one
+	 * left to glibc's cache) may hold its memory and pass the check, and
+	 * lend its stack to this one (a request's thread sampled 2.3 ms after
+	 * join() showed the next request's handler).
+	 */
+	exiting = task->flags & PF_EXITING;
+	if (exiting) {
+		tstate = 0;
+	} else if (tstate) {
 		if (read_tstate(sc, tstate, &tv, s) ||
 		    (sc->cfg.thread_id_rel != PYPROF_REL_NONE && self && tv.thread_id != self)) {
 			count(PYPROF_CNT_STALE_TSTATE);
@@ -1142,7 +1152,7 @@ static __always_inline int take_sample(bool switch_out)
 			}
 		}
 	}
-	if (!tstate)
+	if (!tstate && !exiting)
 		relook = !th || th->misses < PYPROF_LOOKUP_EAGER ||
 			 s->ts_ns - th->lookup_ns >= sc->cfg.lookup_retry_ns;
 	if (relook) {
@@ -1170,7 +1180,7 @@ static __always_inline int take_sample(bool switch_out)
 		 * short thread): nothing seen from here tells which for
 		 * sure, so the marker says both. */
 		w->status = PYPROF_NO_PYSTATE;
-		if ((task->flags & PF_EXITING) || (th && th->had_state))
+		if (exiting || (th && th->had_state))
 			w->status = PYPROF_THREAD_EXIT;
 		else if (s->ts_ns - born < PYPROF_THREAD_YOUNG_NS)
 			w->status = PYPROF_THREAD_YOUNG;

@@ -133,6 +133,12 @@ TOTAL_TOL = 0.02
 # shares 4 points more; its [syscall] fsync share and kernel frames are
 # held as every role's.
 FSYNC_TOTAL_TOL = 0.04
+# Wall mode: the same tick bias on the CPU-bound spinner. Its ticks put it
+# on a CPU 2-5% (relative) more than schedstat does, with no steal, and its
+# total runs over the window by 0.7-2.1% (20 runs over the five
+# interpreters on a 2-vCPU Firecracker VM, 6.18, HZ 250); its [runnable]
+# falls short by about as much. Its total may run over by 3%.
+WALL_TOTAL_OVER = 0.03
 FSYNC_SHARE_EXTRA = 0.04
 KERNEL = "[kernel.kallsyms]"
 OURS = "[pyprof-bpf]"
@@ -552,7 +558,10 @@ def test_wall(interp, procs, tmp_path, disk_dir, mixes):
         g, t = got.get(role, collections.Counter()), truth[role]
         total = sum(g.values())
         line = dict(total=total / 1e9, calls=calls[role])
-        if abs(total - w) > TOTAL_TOL * w:
+        # a tick the hypervisor held the vCPU through is lost (cpu-clock's
+        # timer fires once when the vCPU is back), so the total may fall
+        # short by the steal the thread met
+        if total - w > WALL_TOTAL_OVER * w or w - total > TOTAL_TOL * w + steal_met(t, w):
             problems.append(f"{role}: total weight {total / 1e9:.3f} s, the recording "
                             f"{w / 1e9:.3f} s ({100 * (total / w - 1):+.1f}%)")
         if None in g:
