@@ -134,7 +134,16 @@ static void decode(struct cfi_row *row, struct native_modules *mods, uint64_t pc
 		frame = NULL;
 		cfi = dwfl_module_dwarf_cfi(mod, &bias);
 		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0) {
+			uint64_t off;
+
 			row->kind = CFI_NO_CFI;
+			/* The dynamic loader's entry code (glibc's _start and
+			 * _dl_start_user, calling _dl_start and _dl_init) has no
+			 * CFI, yet is the first frame of the process: a return
+			 * address into it ends the stack, complete (samples of
+			 * ld.so's relocations were cut there). */
+			row->outermost = !native_modules__entry_offset(mods, pc, &off) &&
+					 off < CFI_ENTRY_CODE;
 			return;
 		}
 	}

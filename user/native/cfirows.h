@@ -39,6 +39,9 @@
 #define CFI_REG_FP 6		/* %rbp */
 #define CFI_REG_SP 7
 #define CFI_REG_RA 16
+/* Bytes of a module's entry code (from its ELF entry point) taken as the
+ * outermost frame when it has no CFI: glibc's x86-64 ld.so entry is ~50. */
+#define CFI_ENTRY_CODE 64
 
 enum cfi_kind {
 	CFI_SIMPLE,		/* every rule below applies */

@@ -608,3 +608,16 @@ void native_modules__count(struct native_modules *m, size_t *modules, size_t *sy
 	*symbols = n[1];
 	*bytes = n[2];
 }
+
+int native_modules__entry_offset(struct native_modules *m, uint64_t pc, uint64_t *off)
+{
+	Dwfl_Module *mod = native_modules__at(m, pc);
+	Dwarf_Addr bias;
+	Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+	GElf_Ehdr eh;
+
+	if (!elf || !gelf_getehdr(elf, &eh) || !eh.e_entry || pc < eh.e_entry + bias)
+		return -ENOENT;
+	*off = pc - (eh.e_entry + bias);
+	return 0;
+}

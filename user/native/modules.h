@@ -93,6 +93,11 @@ int native_modules__info(struct native_modules *m, uint64_t pc, struct native_mo
  * not change under us), *@len bytes to the end of its segment; NULL if none. */
 const unsigned char *native_modules__code(struct native_modules *m, uint64_t pc, size_t *len);
 
+/* How far @pc lies past its module's ELF entry point (where the kernel or
+ * the dynamic loader starts the program): 0, or -ENOENT (no module, no
+ * entry point, or @pc below it). */
+int native_modules__entry_offset(struct native_modules *m, uint64_t pc, uint64_t *off);
+
 /* Modules known, function symbols indexed, the indexes' heap bytes. */
 void native_modules__count(struct native_modules *m, size_t *modules, size_t *symbols,
 			   size_t *bytes);

@@ -472,10 +472,10 @@ static enum native_end unwind_once(struct native_unwinder *u, const struct nativ
 		}
 		if (row->kind == CFI_NO_MODULE)
 			return NATIVE_END_NO_MODULE;
-		if (row->kind == CFI_NO_CFI)
-			return NATIVE_END_NO_CFI;
 		if (row->outermost || row->stack_root)
 			return NATIVE_END_OUTERMOST;
+		if (row->kind == CFI_NO_CFI)
+			return NATIVE_END_NO_CFI;
 		if (row->kind == CFI_SIMPLE)
 			ok = step_row(u, row, &cur, &next, *n == 1);
 		/* libdwfl starts at the pc: the row of pc - 1 must reach it */
