@@ -147,7 +147,7 @@ struct memo {
 	__u32 version;
 	__u32 gen;			/* valid when it is the sample's */
 	__u32 ident;			/* see code_version() */
-	__u32 pad;
+	__u32 unsent;			/* its snapshot could not be sent */
 };
 
 /*
@@ -309,24 +309,20 @@ hit:
 	return sc->win + off;
 }
 
-/* co_version of @code, read once per sample and code object. */
-static __always_inline __u64 mix64(__u64 h, __u64 x)
-{
-	h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdULL;
-}
-
 /*
  * 3.11 has no co_version. What tells a code object from the one freed before
  * at its address: the objects it owns (co_filename, co_name, co_qualname,
  * co_linetable), which a new object may get at the same addresses too, and
- * their contents' heads (the qualname's and filename's length, cached hash
- * and first characters; the table's length and first bytes), which differ
- * between generated functions and between modules. Never 0.
+ * their contents' heads (the qualname's and filename's length, kind and
+ * first characters; the table's length and first bytes), which differ
+ * between generated functions and between modules (pyprof_ident311(),
+ * which userspace computes alike). Nothing that changes while the object
+ * lives: a str's cached hash is -1 until first asked for, so a class body's
+ * qualname hashed between two samples gave its frames two identities.
  */
 static __always_inline __u32 ident311(struct scratch *sc, __u64 code)
 {
-	__u64 q[4] = {}, qs[6] = {}, fs[6] = {}, ls[4] = {}, h = 0;
+	__u64 q[4] = {}, qs[6] = {}, fs[6] = {}, ls[4] = {};
 
 	bpf_probe_read_user(q, sizeof(q), (const void *)(code + sc->cfg.code_ident));
 	if (q[2])
@@ -335,13 +331,7 @@ static __always_inline __u32 ident311(struct scratch *sc, __u64 code)
 		bpf_probe_read_user(fs, sizeof(fs), (const void *)(q[0] + sc->cfg.unicode_length));
 	if (q[3])
 		bpf_probe_read_user(ls, sizeof(ls), (const void *)(q[3] + sc->cfg.bytes_size));
-	for (int i = 0; i < 4; i++)
-		h = mix64(h, q[i]);
-	for (int i = 0; i < 6; i++)
-		h = mix64(mix64(h, qs[i]), fs[i]);
-	for (int i = 0; i < 4; i++)
-		h = mix64(h, ls[i]);
-	return (__u32)(h ^ (h >> 32)) | 1;
+	return pyprof_ident311(q, qs, fs, ls);
 }
 
 /*
@@ -484,11 +474,12 @@ static __always_inline long send_code(struct scratch *sc, __u64 code, __u32 vers
 }
 
 /*
- * First sighting of (@code, @version)? Then send its snapshot. A per-CPU
+ * First sighting of (@code, @version)? Then send its snapshot; false when
+ * it could not be sent (tried again at the next sighting). A per-CPU
  * direct-mapped table answers most frames with one comparison; the shared
  * LRU table makes one sighting send once across CPUs.
  */
-static __always_inline void note_code(struct scratch *sc, __u64 code, __u32 version,
+static __always_inline bool note_code(struct scratch *sc, __u64 code, __u32 version,
 				      __u32 ident)
 {
 	struct seen *e = &sc->seen[((code >> 4) ^ (code >> 14)) & (PYPROF_SEEN_L1 - 1)];
@@ -498,16 +489,17 @@ static __always_inline void note_code(struct scratch *sc, __u64 code, __u32 vers
 	__u32 *last;
 
 	if (e->tgid == sc->s.pid && e->code == code && e->version == tag)
-		return;
+		return true;
 	last = bpf_map_lookup_elem(&codes_seen, &key);
 	if (!last || *last != tag) {
 		if (send_code(sc, code, version))
-			return;
+			return false;
 		bpf_map_update_elem(&codes_seen, &key, &tag, BPF_ANY);
 	}
 	e->code = code;
 	e->version = tag;
 	e->tgid = sc->s.pid;
+	return true;
 }
 
 /* bpf_loop's context: the scratch of this CPU. */
@@ -581,8 +573,17 @@ static long walk_frame(__u32 i, void *arg)
 	f->code_version = code_version(sc, f->code, &ident, &fresh);
 	f->flags = sc->cfg.frame_is_entry &&
 		   buf[sc->cfg.frame_is_entry & (PYPROF_FRAME_READ_MAX - 1)] ? PYPROF_FF_ENTRY : 0;
-	if (sc->cfg.snapshots && f->code && fresh)
-		note_code(sc, f->code, f->code_version, ident);
+	if (sc->cfg.snapshots && f->code) {
+		/* The memo entry code_version() just used: a second walk of
+		 * the sample (3.11/3.12 from the caller) meets the code again
+		 * and must say again that no snapshot went. */
+		struct memo *m = &sc->memo[(f->code >> 4) & (PYPROF_VERSION_MEMO - 1)];
+
+		if (fresh)
+			m->unsent = !note_code(sc, f->code, f->code_version, ident);
+		if (m->code == f->code && m->unsent)
+			f->flags |= PYPROF_FF_NO_SNAPSHOT;
+	}
 	w->npy++;
 	if (fp == w->seek)
 		w->seen = 1;

@@ -129,6 +129,12 @@ enum {
 	 * only when config.frame_cache is set; code and instr are 0.
 	 */
 	PYPROF_FF_INTERP = 1 << 0,
+	/* The frame's code object was met for the first time (in this
+	 * process, with this version) and its snapshot could not be taken
+	 * (its memory not readable here: a page not present; or the ring
+	 * full): userspace reads the object instead, and on 3.11 trusts what
+	 * it finds there over the identity the frame carries. */
+	PYPROF_FF_NO_SNAPSHOT = 1 << 2,
 };
 
 /* Indices of the per-CPU counter map. */
@@ -631,5 +637,41 @@ struct pyprof_code {
 
 #define PYPROF_CODE_HDR_SIZE	__builtin_offsetof(struct pyprof_code, lt)
 #define PYPROF_CODE_SIZE(n)	(PYPROF_CODE_HDR_SIZE + (unsigned long)(n))
+
+/*
+ * 3.11's identity of a code object (it has no co_version), computed alike
+ * by the program at a sighting and by userspace to check what an address
+ * holds: from @q, the four pointers from co_filename (co_filename, co_name,
+ * co_qualname, co_linetable); @qs and @fs, 48 bytes of the qualname's and
+ * filename's str from its length (length, hash, state, wstr, then a compact
+ * ASCII string's first characters); @ls, 32 bytes of the table's bytes from
+ * its size (size, hash, first bytes). A read that faulted is zeros. Only
+ * what does not change while the object lives: not the cached hashes (-1
+ * until first asked for), the interned bits of state (its low 2), nor
+ * wstr. Never 0.
+ */
+static inline __attribute__((always_inline)) __u64 pyprof_mix64(__u64 h, __u64 x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static inline __attribute__((always_inline)) __u32
+pyprof_ident311(const __u64 *q, const __u64 *qs, const __u64 *fs, const __u64 *ls)
+{
+	__u64 h = 0;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		h = pyprof_mix64(h, q[i]);
+	h = pyprof_mix64(pyprof_mix64(h, qs[0]), fs[0]);
+	h = pyprof_mix64(pyprof_mix64(h, qs[2] & ~3ULL), fs[2] & ~3ULL);
+	for (i = 4; i < 6; i++)
+		h = pyprof_mix64(pyprof_mix64(h, qs[i]), fs[i]);
+	h = pyprof_mix64(h, ls[0]);
+	for (i = 2; i < 4; i++)
+		h = pyprof_mix64(h, ls[i]);
+	return (__u32)(h ^ (h >> 32)) | 1;
+}
 
 #endif

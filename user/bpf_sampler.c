@@ -118,6 +118,7 @@ _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct py_rawframe, code_version) &&
 	       offsetof(struct pyprof_frame, flags) == offsetof(struct py_rawframe, reserved),
 	       "records are handed out without copying");
+_Static_assert((int)PYPROF_FF_NO_SNAPSHOT == (int)SAMPLE_FF_NO_SNAPSHOT, "frame flags are the record's");
 _Static_assert(PYPROF_FF_INTERP == FC_FRAME_INTERP &&
 	       PYPROF_SF_ANCHOR_READ == FC_REC_ANCHOR_READ &&
 	       PYPROF_SF_AT_ANCHOR == FC_REC_AT_ANCHOR && PYPROF_SF_BASE == FC_REC_BASE,

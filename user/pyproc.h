@@ -82,6 +82,10 @@ struct py_thread {
 int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n);
 
 /* One frame of a raw stack: what the BPF side and the remote walker record. */
+/* py_rawframe.reserved: the sampler took no snapshot of the frame's code
+ * object at its first sighting (the BPF program could not read it). */
+#define PY_RAWFRAME_NO_SNAPSHOT (1u << 2)
+
 struct py_rawframe {
 	uint64_t frame;		/* _PyInterpreterFrame address */
 	uint64_t code;		/* code object address */

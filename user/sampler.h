@@ -122,6 +122,7 @@ struct sampler_async {
 enum {
 	SAMPLE_FF_INTERP = 1 << 0,	/* an interpreter frame, not Python code */
 	SAMPLE_FF_ENTRY = 1 << 1,	/* first frame of an evaluation loop's run */
+	SAMPLE_FF_NO_SNAPSHOT = PY_RAWFRAME_NO_SNAPSHOT,
 };
 
 enum sample_kind {

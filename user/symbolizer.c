@@ -5,6 +5,7 @@
 #include <string.h>
 #include "intern.h"
 #include "linetable.h"
+#include "pyprof.h"		/* pyprof_ident311() */
 #include "remote_mem.h"
 #include "symbolizer.h"
 #include "unicode.h"
@@ -237,6 +238,29 @@ static int key_from_copy(struct symbolizer *s, const unsigned char *cb, struct c
 	return 0;
 }
 
+/*
+ * 3.11: the sampler's identity of @code (pyprof_ident311()) from what the
+ * address holds now, read as the program reads it (a read that fails is
+ * zeros). 0 when the layout is not the one the program computes it on.
+ */
+static uint32_t ident311_now(struct symbolizer *s, uint64_t code)
+{
+	const struct py_offsets *o = s->off;
+	__u64 q[4] = { 0 }, qs[6] = { 0 }, fs[6] = { 0 }, ls[4] = { 0 };
+
+	if (o->code_version || o->code_linetable != o->code_filename + 24)
+		return 0;
+	if (remote_read(s->pid, code + o->code_filename, q, sizeof(q)))
+		memset(q, 0, sizeof(q));
+	if (q[2] && remote_read(s->pid, q[2] + o->unicode_length, qs, sizeof(qs)))
+		memset(qs, 0, sizeof(qs));
+	if (q[0] && remote_read(s->pid, q[0] + o->unicode_length, fs, sizeof(fs)))
+		memset(fs, 0, sizeof(fs));
+	if (q[3] && remote_read(s->pid, q[3] + o->bytes_size, ls, sizeof(ls)))
+		memset(ls, 0, sizeof(ls));
+	return pyprof_ident311(q, qs, fs, ls);
+}
+
 static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 {
 	unsigned char cb[PY_MAX_STRUCT_COPY];
@@ -333,6 +357,9 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 		struct code_key again;
 
 		rc = read_key(s, code, &again);
+		/* 3.11: the identity is the sampler's, not read */
+		if (!s->off->code_version)
+			again.version = key->version;
 		if (!rc && memcmp(&again, key, sizeof(again)) != 0)
 			rc = -ESTALE;
 	}
@@ -490,7 +517,16 @@ static int grow(struct symbolizer *s)
 	return 0;
 }
 
-static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
+/*
+ * The entry of @code as the frame saw it: @version its co_version (3.12+)
+ * or, on 3.11, the sampler's identity of it. @unsnapped: the sampler sent
+ * no snapshot of it (it could not read it); on 3.11 what the address holds
+ * now is then taken for it, as a walk without snapshots does (its identity
+ * recomputed here may differ: the sampler's read may have faulted part).
+ * Otherwise, on 3.11, what it holds now is the frame's when its identity
+ * recomputed now is the frame's.
+ */
+static int lookup(struct symbolizer *s, uint64_t code, uint32_t version, bool unsnapped,
 		  struct code_entry **out)
 {
 	struct code_key key;
@@ -518,6 +554,9 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 		rc = read_key(s, code, &key);
 		if (rc)
 			return rc;
+		if (!s->off->code_version && version &&
+		    (unsnapped || ident311_now(s, code) == version))
+			key.version = version;
 		/* the sampled object is gone: what is there now is another */
 		if (version && key.version != version)
 			return -ESTALE;
@@ -542,6 +581,11 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version,
 	rc = read_key(s, code, &key);
 	if (rc)
 		return rc;
+	/* 3.11: no snapshot of this identity came (or none could be taken):
+	 * the object there now is the frame's if its identity is the same */
+	if (!s->off->code_version && version &&
+	    (unsnapped || ident311_now(s, code) == version))
+		key.version = version;
 	if (version && key.version != version)
 		return -ESTALE;
 	rc = fill_entry(s, &s->codes[j], code, &key);
@@ -559,7 +603,7 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f, struc
 	int64_t offset;
 	int rc, line;
 
-	rc = lookup(s, f->code, f->code_version, &e);
+	rc = lookup(s, f->code, f->code_version, f->reserved & PY_RAWFRAME_NO_SNAPSHOT, &e);
 	if (rc)
 		return rc;
 	/* 3.11/3.12 point at the last instruction run, 3.13+ at the current
