@@ -578,10 +578,15 @@ static long walk_frame(__u32 i, void *arg)
 		 * the sample (3.11/3.12 from the caller) meets the code again
 		 * and must say again that no snapshot went. */
 		struct memo *m = &sc->memo[(f->code >> 4) & (PYPROF_VERSION_MEMO - 1)];
+		bool unsent;
 
-		if (fresh)
-			m->unsent = !note_code(sc, f->code, f->code_version, ident);
-		if (m->code == f->code && m->unsent)
+		if (fresh) {
+			unsent = !note_code(sc, f->code, f->code_version, ident);
+			m->unsent = unsent;
+		} else {
+			unsent = m->unsent;	/* not fresh: m is this code's */
+		}
+		if (unsent)
 			f->flags |= PYPROF_FF_NO_SNAPSHOT;
 	}
 	w->npy++;
