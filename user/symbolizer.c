@@ -261,6 +261,20 @@ static uint32_t ident311_now(struct symbolizer *s, uint64_t code)
 	return pyprof_ident311(q, qs, fs, ls);
 }
 
+/*
+ * 3.11: a key read now carries no identity. It takes the frame's @version
+ * when the object there is the frame's: its identity recomputed now is the
+ * same, or the sampler could send no snapshot (@unsnapped: its own reads
+ * may have faulted, so a recomputed identity may differ).
+ */
+static void claim_311(struct symbolizer *s, uint64_t code, uint32_t version, bool unsnapped,
+		      struct code_key *key)
+{
+	if (!s->off->code_version && version &&
+	    (unsnapped || ident311_now(s, code) == version))
+		key->version = version;
+}
+
 static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 {
 	unsigned char cb[PY_MAX_STRUCT_COPY];
@@ -554,9 +568,7 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version, bool un
 		rc = read_key(s, code, &key);
 		if (rc)
 			return rc;
-		if (!s->off->code_version && version &&
-		    (unsnapped || ident311_now(s, code) == version))
-			key.version = version;
+		claim_311(s, code, version, unsnapped, &key);
 		/* the sampled object is gone: what is there now is another */
 		if (version && key.version != version)
 			return -ESTALE;
@@ -583,9 +595,7 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version, bool un
 		return rc;
 	/* 3.11: no snapshot of this identity came (or none could be taken):
 	 * the object there now is the frame's if its identity is the same */
-	if (!s->off->code_version && version &&
-	    (unsnapped || ident311_now(s, code) == version))
-		key.version = version;
+	claim_311(s, code, version, unsnapped, &key);
 	if (version && key.version != version)
 		return -ESTALE;
 	rc = fill_entry(s, &s->codes[j], code, &key);
