@@ -1014,8 +1014,9 @@ def ticks(samples):
     """The samples grouped by tick. The output has no tick number: the
     remote backend reads the threads of one tick one after the other (each
     once, within ~0.1 ms, up to ~1 ms when it is preempted) and the next tick
-    comes a period (5 ms here) later, or ~2 ms when it is behind: a gap over
-    1 ms, or a thread seen again, starts a tick."""
+    comes a period (5 ms here) after the last began, and at least a quarter
+    period (1.25 ms) after the last ended when it is behind: a gap over 1 ms,
+    or a thread seen again, starts a tick."""
     out, last = [], None
     for s in sorted(samples, key=lambda s: s.ts):
         if last is None or s.ts - last > 1000 or any(x.tid == s.tid for x in out[-1]):

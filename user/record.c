@@ -1692,11 +1692,18 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 			if (rc)
 				break;
 			next += 1.0 / env.freq;
-			/* Behind: do not burst to catch up; a tick at least 2 ms
-			 * (or a period) after the last one starts, so that ticks
-			 * stay apart in time (readers group samples by tick). */
-			if (next < t)
-				next = t + (1.0 / env.freq < 0.002 ? 1.0 / env.freq : 0.002);
+			/* Behind (a slow or preempted tick): do not burst to
+			 * catch up. The next tick starts at least a quarter of a
+			 * period (up to 2 ms) after this one ended, so that ticks stay
+			 * apart in time (readers group samples by tick); from
+			 * the tick's start it could follow its end by ~0.5 ms. */
+			{
+				double gap = 0.25 / env.freq < 0.002 ? 0.25 / env.freq : 0.002;
+				double done = now_s();
+
+				if (next < done + gap)
+					next = done + gap;
+			}
 		}
 		if (progress && !cmd && t >= next_progress) {	/* the command's terminal */
 			next_progress = t + 1.0;
