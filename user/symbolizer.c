@@ -275,7 +275,13 @@ static void claim_311(struct symbolizer *s, uint64_t code, uint32_t version, boo
 		key->version = version;
 }
 
-static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
+/*
+ * The key of what @code holds now. 3.11 has no co_version to read: the
+ * key takes @ident311, the sampler's identity the caller knows it by (0:
+ * none known yet; claim_311() may give it one).
+ */
+static int read_key(struct symbolizer *s, uint64_t code, uint32_t ident311,
+		    struct code_key *key)
 {
 	unsigned char cb[PY_MAX_STRUCT_COPY];
 	int rc;
@@ -283,7 +289,10 @@ static int read_key(struct symbolizer *s, uint64_t code, struct code_key *key)
 	rc = remote_read(s->pid, code, cb, s->off->code_size);
 	if (rc)
 		return rc;
-	return key_from_copy(s, cb, key);
+	rc = key_from_copy(s, cb, key);
+	if (!rc && !s->off->code_version)
+		key->version = ident311;
+	return rc;
 }
 
 /* Decode the whole location table into spans of equal line, so that a
@@ -370,10 +379,7 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 		/* the object must not have changed while its parts were read */
 		struct code_key again;
 
-		rc = read_key(s, code, &again);
-		/* 3.11: the identity is the sampler's, not read */
-		if (!s->off->code_version)
-			again.version = key->version;
+		rc = read_key(s, code, key->version, &again);
 		if (!rc && memcmp(&again, key, sizeof(again)) != 0)
 			rc = -ESTALE;
 	}
@@ -434,11 +440,9 @@ static bool whole_table_of(struct symbolizer *s, const struct raw_code *c,
 	struct code_key now;
 
 	if (len < c->linetable_len || memcmp(tab, c->linetable, c->linetable_len) ||
-	    (c->linetable_size && len != c->linetable_size) || read_key(s, c->code, &now))
+	    (c->linetable_size && len != c->linetable_size) ||
+	    read_key(s, c->code, key->version, &now))
 		return false;
-	/* 3.11: no co_version; the key holds the sampler's identity. */
-	if (!s->off->code_version)
-		now.version = key->version;
 	return !memcmp(&now, key, sizeof(now));
 }
 
@@ -565,7 +569,7 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version, bool un
 			return 0;
 		}
 		/* Once per sample: is it still the same code object? */
-		rc = read_key(s, code, &key);
+		rc = read_key(s, code, 0, &key);
 		if (rc)
 			return rc;
 		claim_311(s, code, version, unsnapped, &key);
@@ -590,7 +594,7 @@ static int lookup(struct symbolizer *s, uint64_t code, uint32_t version, bool un
 		*out = e;
 		return 0;
 	}
-	rc = read_key(s, code, &key);
+	rc = read_key(s, code, 0, &key);
 	if (rc)
 		return rc;
 	/* 3.11: no snapshot of this identity came (or none could be taken):
