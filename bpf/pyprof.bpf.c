@@ -1184,11 +1184,19 @@ static __always_inline int take_sample(bool switch_out)
 		 * is ending. A young one whose state no sample saw is
 		 * starting (its state not bound yet) or already ending (a
 		 * short thread): nothing seen from here tells which for
-		 * sure, so the marker says both. */
+		 * sure, so the marker says both. A process's main thread is
+		 * born at its fork, maybe long before its exec (a launched
+		 * command waits for the events; a worker forks, then
+		 * execs): one that has run under PYPROF_MAIN_START_CPU_NS
+		 * on a CPU is an interpreter starting (loading, before its
+		 * first state: 13-15 ms after the first sample for pyenv's
+		 * 3.11 at 10 kHz, whose cost the thread is charged, and a
+		 * 20 ms bound was crossed before it, pre-exec time counted). */
 		w->status = PYPROF_NO_PYSTATE;
 		if (exiting || (th && th->had_state))
 			w->status = PYPROF_THREAD_EXIT;
-		else if (s->ts_ns - born < PYPROF_THREAD_YOUNG_NS)
+		else if (s->ts_ns - born < PYPROF_THREAD_YOUNG_NS ||
+			 (tid == tgid && task->se.sum_exec_runtime < PYPROF_MAIN_START_CPU_NS))
 			w->status = PYPROF_THREAD_YOUNG;
 		goto out;
 	}

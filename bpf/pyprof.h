@@ -62,6 +62,9 @@ enum pyprof_status {
 };
 
 #define PYPROF_THREAD_YOUNG_NS	(20 * 1000000ULL)
+/* A main thread with no state that has run less than this on a CPU (since
+ * its fork, exec included) is an interpreter starting: PYPROF_THREAD_YOUNG. */
+#define PYPROF_MAIN_START_CPU_NS	(100 * 1000000ULL)
 
 /* Bit of the thread state's _status word set while the thread state is the
  * current one of its OS thread (3.12 to 3.15 alike: initialized, bound,

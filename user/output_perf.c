@@ -89,7 +89,8 @@
  *   [no-python-state]   the thread had no Python thread state
  *   [no-python-frames]  the thread had a state but no Python frame
  *   [thread-start/exit] no state: a thread younger than 20 ms, starting or
- *                       (a short thread) already ending
+ *                       (a short thread) already ending; a main thread
+ *                       with under 100 ms of CPU time (starting)
  *   [thread-exit]       no state any more: the thread is ending
  *   [status-N]          a status this version does not know
  *   [<comm>:<pid>]      with comm_root: the process, outermost
