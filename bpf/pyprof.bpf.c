@@ -636,6 +636,7 @@ struct tstate_view {
 	__u64 base;		/* 3.15: base frame */
 	__u64 thread_id;	/* pthread_self() of its thread */
 	bool active;		/* its thread's current state (false when unknown) */
+	bool unfilled;		/* 3.11/3.12: an evaluation loop's record, no frame yet */
 };
 
 /*
@@ -673,6 +674,7 @@ static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct
 	v->fp = 0;
 	v->caller = 0;
 	v->caller_ok = false;
+	v->unfilled = false;
 	cframe = block64(sc->tsb, sc->cfg.cframe_rel);
 	if (!cframe)
 		return 0;
@@ -686,6 +688,11 @@ static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct
 	/* The thread's records live on its C stack, callers' at higher
 	 * addresses (the first in the thread state, its frame NULL). */
 	v->caller_ok = prev > cframe && prev - cframe < PYPROF_CSTACK_SPAN;
+	/* A frame-less record that is not the state's own is a loop's on the
+	 * C stack before it set its frame: a filled one always has one (its
+	 * slot held 0: a fresh stack; a request thread 0.3 ms into its
+	 * handler was said to run no Python). */
+	v->unfilled = !v->fp && sc->cfg.root_cframe && cframe != tstate + sc->cfg.root_cframe;
 	return 0;
 }
 
@@ -1261,7 +1268,7 @@ static __always_inline int take_sample(bool switch_out)
 		 * (on the same stack, older): walk that. A truncated chain is
 		 * let be: a deep one stops before it.
 		 */
-		bool eval_entry = w->cycle || w->must;
+		bool eval_entry = w->cycle || w->must || tv.unfilled;
 
 		if (w->must && tv.caller_ok) {
 			s->nframes = 0;

@@ -211,6 +211,7 @@ struct pyprof_config {
 	__u32 tstate_cframe;		/* non-zero: 3.11/3.12 */
 	__u64 cframe_current_frame;
 	__u64 cframe_previous;		/* the caller's C frame record */
+	__u64 root_cframe;		/* the state's own record (offset); 0 unknown */
 	/* 3.15 frame cache (frame_cache != 0), in the same block. */
 	__u32 base_frame_rel;
 	__u32 anchor_rel;

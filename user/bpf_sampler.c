@@ -506,6 +506,7 @@ static int fill_config(struct pyprof_config *c, const struct py_offsets *o, uint
 	}
 	c->cframe_current_frame = o->cframe_current_frame;
 	c->cframe_previous = o->cframe_previous;
+	c->root_cframe = o->tstate_root_cframe;
 	c->interpreters_head = runtime + o->runtime_interpreters_head;
 	c->interp_next = o->interp_next;
 	c->interp_threads_head = o->interp_threads_head;

@@ -22,6 +22,7 @@ static const struct py_offsets py311 = {
 	.interp_id = 48, .interp_next = 0, .interp_threads_head = 16,
 	.tstate_next = 8, .tstate_interp = 16,
 	.tstate_cframe = 56, .cframe_current_frame = 8, .cframe_previous = 16,
+	.tstate_root_cframe = 336,
 	.tstate_thread_id = 152, .tstate_native_thread_id = 160,
 	.frame_previous = 48, .frame_executable = 32, .frame_instr_ptr = 56, .frame_owner = 69,
 	.frame_owner_interp_min = 0,	/* 3.11 has no shim frames */
@@ -43,6 +44,7 @@ static const struct py_offsets py312 = {
 	.interp_id = 8, .interp_next = 0, .interp_threads_head = 72,
 	.tstate_next = 8, .tstate_interp = 16,
 	.tstate_cframe = 56, .cframe_current_frame = 0, .cframe_previous = 8,
+	.tstate_root_cframe = 272,
 	.tstate_thread_id = 136, .tstate_native_thread_id = 144,
 	.tstate_status = 24,
 	.frame_previous = 8, .frame_executable = 0, .frame_instr_ptr = 56, .frame_owner = 70,

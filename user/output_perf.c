@@ -92,6 +92,8 @@
  *                       (a short thread) already ending; a main thread
  *                       with under 100 ms of CPU time (starting)
  *   [thread-exit]       no state any more: the thread is ending
+ *   [eval-entry]        3.11/3.12: entering an evaluation loop from C, its
+ *                       frame not yet set: no stack at this instant
  *   [status-N]          a status this version does not know
  *   [<comm>:<pid>]      with comm_root: the process, outermost
  *   [<thread>:<tid>]    with --threads: the thread, below the process

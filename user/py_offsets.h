@@ -36,6 +36,9 @@ struct py_offsets {
 	uint64_t tstate_cframe;
 	uint64_t cframe_current_frame;
 	uint64_t cframe_previous;
+	/* 3.11/3.12: the thread state's own C frame record (root_cframe),
+	 * tstate->cframe while the thread runs no evaluation loop; 0 unknown. */
+	uint64_t tstate_root_cframe;
 	uint64_t tstate_thread_id;
 	uint64_t tstate_native_thread_id;
 	/* _status bitfield word (3.12+; 0: absent): says which of a thread's
