@@ -357,8 +357,9 @@ def outdrv(tmp_path_factory):
         pytest.fail("gcc is missing: run scripts/install-deps.sh")
     exe = str(tmp_path_factory.mktemp("outdrv") / "outdrv")
     srcs = [os.path.join(ROOT, "tests", "tools", "outdrv.c")] + sorted(
-        os.path.join(ROOT, "user", f) for f in os.listdir(os.path.join(ROOT, "user"))
-        if re.match(r"(output.*|json_writer)\.c$", f))
+        os.path.join(ROOT, "user", "output", f)
+        for f in os.listdir(os.path.join(ROOT, "user", "output"))
+        if re.match(r"(output.*|json_writer|frame_name)\.c$", f))
     run([cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
          "-Wno-missing-field-initializers", "-D_GNU_SOURCE", "-Iuser", "-Ibpf",
          "-o", exe] + srcs + ["-lz"], cwd=ROOT)

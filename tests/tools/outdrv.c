@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output.h"
+#include "output/output.h"
 
 #define MAXF 16
 

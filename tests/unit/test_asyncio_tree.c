@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "asyncio/asyncio.h"
-#include "symbolizer.h"
+#include "symbols/symbolizer.h"
 
 /* Task i has id 0x1000 * (i + 1), the name given, @nf frames "fK" (K = 0 the
  * innermost) in file "f.py" at line 10 + K. */

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "debug_offsets.h"
+#include "target/debug_offsets.h"
 
 #define MAX_FILES 16
 

@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "frame_cache.h"
-#include "sampler.h"
+#include "symbols/frame_cache.h"
+#include "sampling/sampler.h"
 
 #define MS 1000000ULL
 

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "debug_offsets.h"
-#include "offsets_legacy.h"
+#include "target/debug_offsets.h"
+#include "target/offsets_legacy.h"
 
 #define MAX_FILES 16
 

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "launch.h"
+#include "target/launch.h"
 
 static int run(char **argv, char *err, size_t errlen, struct launch **out)
 {

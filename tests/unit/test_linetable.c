@@ -21,7 +21,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "linetable.h"
+#include "symbols/linetable.h"
 
 /* ------------------------------------------------------------------------ */
 /* A table writer, from the format description, to build synthetic tables. */

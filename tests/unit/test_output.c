@@ -19,9 +19,9 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
-#include "json_writer.h"
-#include "output.h"
-#include "sampler.h"
+#include "output/json_writer.h"
+#include "output/output.h"
+#include "sampling/sampler.h"
 
 /* ---- helpers ---- */
 

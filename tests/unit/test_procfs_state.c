@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "procfs.h"
+#include "target/procfs.h"
 
 /* The state of a NUL-terminated @line, parsed without its NUL; '?' if refused. */
 static char state_of(const char *line)

@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
-#include "output.h"
-#include "rawrec.h"
-#include "sampler.h"
+#include "output/output.h"
+#include "output/rawrec.h"
+#include "sampling/sampler.h"
 
 /* The sanitizer runtime's allocation hooks (LLVM's sanitizer/allocator_interface.h). */
 int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t),

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "stack_memo.h"
+#include "symbols/stack_memo.h"
 
 /* ---- a fake symbolizer ---- */
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "thread_names.h"
+#include "target/thread_names.h"
 
 struct named {
 	const char *name;

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "output.h"
-#include "sampler.h"
-#include "top/aggregate.h"
-#include "top/top.h"
+#include "output/output.h"
+#include "sampling/sampler.h"
+#include "commands/top/aggregate.h"
+#include "commands/top/top.h"
 
 #define SEC 1000000000ull
 

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "unicode.h"
+#include "symbols/unicode.h"
 
 /* Convert into an exact-size heap buffer and compare with want. */
 static void expect_utf8(unsigned int kind, int ascii, const void *data, size_t length,

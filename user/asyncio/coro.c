@@ -10,20 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "asyncio/asyncio.h"
-#include "py_offsets.h"
-#include "remote_mem.h"
+#include "target/py_offsets.h"
+#include "target/remote_mem.h"
+#include "util/bytes.h"
 
 #define FRAME_OWNED_BY_GENERATOR 1
 /* _PyStackRef tag bits (3.14+): objects are at least 8-byte aligned. */
 #define STACKREF_TAGS 7ull
-
-static uint64_t get_u64(const unsigned char *b, uint64_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, 8);
-	return v;
-}
 
 /* Bytes of a coroutine object we read: up to the last frame field we use. */
 static uint64_t span_of(const struct py_offsets *po, const struct asyncio_offsets *ao)

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "asyncio/asyncio.h"
-#include "debug_offsets.h"
-#include "procmaps.h"
-#include "elf_symbols.h"
-#include "pyproc.h"
-#include "remote_mem.h"
+#include "target/debug_offsets.h"
+#include "target/procmaps.h"
+#include "target/elf_symbols.h"
+#include "target/pyproc.h"
+#include "target/remote_mem.h"
 
 
 static const char *base_name(const char *path)

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "asyncio/asyncio.h"
-#include "debug_offsets.h"
+#include "target/debug_offsets.h"
 
 /* Bigger than any struct of CPython we read a field of (an interpreter state
  * is ~220 KB); only catches nonsense. */

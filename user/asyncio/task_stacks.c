@@ -12,10 +12,10 @@
 #include <string.h>
 #include <inttypes.h>
 #include "asyncio/task_stacks.h"
-#include "output.h"
-#include "py_offsets.h"
-#include "pyproc.h"
-#include "unicode.h"
+#include "output/output.h"
+#include "target/py_offsets.h"
+#include "target/pyproc.h"
+#include "symbols/unicode.h"
 
 #define TPFLAGS_LONG_SUBCLASS (1ul << 24)
 #define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "asyncio/asyncio.h"
-#include "sampler.h"
-#include "symbolizer.h"
+#include "sampling/sampler.h"
+#include "symbols/symbolizer.h"
 
 #define TASK_STACKS_MIN_GAP_NS (100 * 1000000ULL)
 /* Frames of one spliced stack at most (markers included). */

@@ -18,10 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "asyncio/asyncio.h"
-#include "procfs.h"
-#include "pyproc.h"
-#include "remote_mem.h"
-#include "symbolizer.h"
+#include "target/procfs.h"
+#include "target/pyproc.h"
+#include "target/remote_mem.h"
+#include "symbols/symbolizer.h"
+#include "util/bytes.h"
 
 #define MAX_THREADS 16384
 #define MAX_THREAD_FRAMES 4096
@@ -66,14 +67,6 @@ struct walk {
 	uint64_t type_addr[TYPE_CACHE], type_flags[TYPE_CACHE];
 	unsigned int type_next;
 };
-
-static uint64_t get_u64(const unsigned char *b, uint64_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, 8);
-	return v;
-}
 
 /* ---- the lists ---- */
 

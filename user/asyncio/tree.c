@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "asyncio/asyncio.h"
-#include "symbolizer.h"
+#include "symbols/symbolizer.h"
+#include "util/text.h"
 
 #define TREE_MAX_DEPTH 100	/* tasks nested on one line's indentation */
 #define TREE_MAX_FRAMES 64	/* frames of one task shown (the rest elided) */
@@ -30,14 +31,6 @@ struct graph {
 	size_t *first, *kids;	/* children of task i: kids[first[i]..first[i+1]) */
 	unsigned char *has_parent, *expanded, *onpath;
 };
-
-/* A name from the target, control characters (a newline would break the
- * tree) written as '?'. */
-static void put_clean(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-}
 
 static void graph__free(struct graph *g)
 {

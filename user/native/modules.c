@@ -9,7 +9,7 @@
 #include <elfutils/libdwfl.h>
 #include "native/modules.h"
 #include "native/symindex.h"
-#include "procmaps.h"
+#include "target/procmaps.h"
 
 /* What is kept per libdwfl module (its userdata). */
 struct nmod {

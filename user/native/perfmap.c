@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "native/perfmap.h"
-#include "procfs.h"
+#include "target/procfs.h"
 
 #define MAX_ENTRIES (1u << 20)	/* a runaway map is read this far */
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "native/trampoline.h"
-#include "remote_mem.h"
+#include "target/remote_mem.h"
 
 struct py_trampoline {
 	pid_t pid;

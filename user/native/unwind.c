@@ -12,6 +12,7 @@
 #include "native/trampoline.h"
 #include "native/unwind.h"
 #include "native/x86_tail.h"
+#include "util/clock.h"
 
 #define DEFAULT_REFRESH_NS (100ull * 1000 * 1000)
 #define MAX_ROWS 16384		/* decoded CFI rows kept (~200 bytes each) */
@@ -57,14 +58,6 @@ static const char *const end_names[NATIVE_END__COUNT] = {
 const char *native_end__name(enum native_end end)
 {
 	return (unsigned int)end < NATIVE_END__COUNT ? end_names[end] : "?";
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- libdwfl callbacks: the one thread of a sample ---- */
@@ -151,7 +144,7 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 int native_unwinder__refresh(struct native_unwinder *u)
 {
-	u->last_refresh = now_ns();
+	u->last_refresh = mono_ns();
 	u->st.refreshes++;
 	/* rows name modules that may go: decoded again as needed */
 	cfirows__clear(u->rows);
@@ -186,7 +179,7 @@ int native_unwinder__new(pid_t pid, struct native_unwinder **out)
 		return -ENOMEM;
 	u->pid = pid;
 	u->refresh_ns = DEFAULT_REFRESH_NS;
-	u->last_refresh = now_ns();
+	u->last_refresh = mono_ns();
 	u->st.refreshes = 1;
 	err = cfirows__new(MAX_ROWS, &u->rows);
 	if (err)
@@ -523,7 +516,7 @@ int native_unwinder__unwind(struct native_unwinder *u, const struct native_regs 
 			wait = wait > UINT64_MAX / 10 ? UINT64_MAX : wait * 10;
 		else if (native_modules__grew(u->mods))
 			wait /= 20;
-		if (now_ns() - u->last_refresh >= wait && native_unwinder__refresh(u) == 0) {
+		if (mono_ns() - u->last_refresh >= wait && native_unwinder__refresh(u) == 0) {
 			u->last.refreshed = 1;
 			end = unwind_once(u, regs, stack, out, max, n);
 		}

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "pyproc.h"		/* struct py_rawframe */
+#include "target/pyproc.h"		/* struct py_rawframe */
 
 #define OFFCPU_KSTACK_MAX 32
 

@@ -20,8 +20,8 @@
 #define PYPROF_OFFCPU_LEAF_H
 
 #include <stdbool.h>
-#include "output.h"
-#include "sampler.h"
+#include "output/output.h"
+#include "sampling/sampler.h"
 
 #define LEAF_MAX 40
 

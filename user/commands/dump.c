@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "asyncio/asyncio.h"
+#include "commands/dump.h"
+#include "output/json_writer.h"
+#include "target/procfs.h"
+#include "target/pyproc.h"
+#include "symbols/symbolizer.h"
+
+#define DUMP_MAX_THREADS 16384
+#define DUMP_MAX_FRAMES 65536
+
+struct dump_thread {
+	struct py_thread t;
+	struct py_sym *syms;
+	size_t nframes;
+	int truncated;
+	char name[64];
+};
+
+static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+{
+	fprintf(out, "Process %d: Python %s\n", (int)pyproc__pid(p), pyproc__version(p));
+	for (size_t i = 0; i < n; i++) {
+		const struct dump_thread *t = &th[i];
+
+		fprintf(out, "\nThread %d", (int)t->t.host_tid);
+		if (t->name[0])
+			fprintf(out, " \"%s\"", t->name);
+		fprintf(out, " (most recent call last):%s\n", t->truncated ? " [truncated]" : "");
+		if (t->nframes == 0)
+			fprintf(out, "    (no Python frames)\n");
+		for (size_t k = t->nframes; k-- > 0;) {
+			const struct py_sym *s = &t->syms[k];
+
+			fprintf(out, "    %s (%s:%d)\n", s->function, s->file, s->line);
+		}
+	}
+}
+
+/* A frame object of the JSON outputs: {"function", "file", "line"}. */
+static void json_frame(FILE *out, const struct py_sym *s, int first)
+{
+	fprintf(out, "%s{\"function\": ", first ? "" : ", ");
+	json_write_string(out, s->function);
+	fputs(", \"file\": ", out);
+	json_write_string(out, s->file);
+	if (s->line >= 0)
+		fprintf(out, ", \"line\": %d}", s->line);
+	else
+		fputs(", \"line\": null}", out);
+}
+
+static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+{
+	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
+	json_write_string(out, pyproc__version(p));
+	fputs(", \"threads\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct dump_thread *t = &th[i];
+
+		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
+		json_write_string(out, t->name);
+		fputs(", \"frames\": [", out);
+		for (size_t k = 0; k < t->nframes; k++)
+			json_frame(out, &t->syms[k], k == 0);
+		fputs("]}", out);
+	}
+	fputs("]}\n", out);
+}
+
+/* A running thread changes its stack while we read it: a walk whose frames do
+ * not all resolve is taken again, a few times, before it is reported. */
+#define DUMP_ATTEMPTS 20
+
+
+static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
+		       struct py_rawframe *raw)
+{
+	size_t nf = 0, bad = 0;
+	int rc = 0;
+
+	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
+		rc = pyproc__walk(p, t->t.tstate, raw, DUMP_MAX_FRAMES, &nf, &t->truncated);
+		if (rc == -ESRCH)
+			return rc;
+		if (rc) {
+			if (!procfs__alive(pyproc__pid(p)))
+				return -ESRCH;
+			continue;
+		}
+		free(t->syms);
+		t->syms = calloc(nf ? nf : 1, sizeof(*t->syms));
+		if (!t->syms)
+			return -ENOMEM;
+		bad = 0;
+		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
+		if (!bad)
+			break;
+		if (!procfs__alive(pyproc__pid(p)))
+			return -ESRCH;
+	}
+	if (rc)
+		return rc;
+	if (bad)
+		return -EAGAIN;
+	if (t->truncated)
+		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
+			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
+	return 0;
+}
+
+/* ---- dump --async ---- */
+
+static const char *const task_states[] = {
+	[ASYNCIO_TASK_PENDING] = "pending", [ASYNCIO_TASK_RUNNING] = "running",
+	[ASYNCIO_TASK_CREATED] = "created", [ASYNCIO_TASK_DONE] = "done",
+};
+
+static void print_async_json(FILE *out, struct pyproc *p, const struct asyncio_snapshot *s)
+{
+	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
+	json_write_string(out, pyproc__version(p));
+	fprintf(out, ", \"torn\": %zu, \"finished_during_dump\": %zu, \"lists_truncated\": %zu, "
+		"\"lists_torn\": %zu, \"tasks\": [", s->torn, s->finished, s->lists_cut,
+		s->lists_torn);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct asyncio_task *t = &s->tasks[i];
+
+		fprintf(out, "%s{\"id\": %llu, \"name\": ", i ? ", " : "",
+			(unsigned long long)t->addr);
+		json_write_string(out, t->name);
+		if (t->tid)
+			fprintf(out, ", \"tid\": %d", (int)t->tid);
+		else
+			fputs(", \"tid\": null", out);
+		fprintf(out, ", \"running\": %s, \"state\": \"%s\"",
+			t->state == ASYNCIO_TASK_RUNNING ? "true" : "false", task_states[t->state]);
+		if (t->torn)
+			fputs(", \"torn\": true", out);
+		if (t->chain_cut)
+			fputs(", \"frames_truncated\": true", out);
+		if (t->awaiters_cut)
+			fputs(", \"awaited_by_truncated\": true", out);
+		fputs(", \"frames\": [", out);
+		for (size_t k = 0; k < t->nframes; k++)
+			json_frame(out, &t->frames[k], k == 0);
+		fputs("], \"awaited_by\": [", out);
+		for (size_t k = 0; k < t->nawaited; k++)
+			fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)t->awaited_by[k]);
+		fputs("]}", out);
+	}
+	fputs("]}\n", out);
+}
+
+static void print_async_notes(FILE *f, const struct asyncio_snapshot *s)
+{
+	if (s->torn)
+		fprintf(f, "[torn]: %zu task%s kept changing while read (%d tries); their frames "
+			"end in [torn]\n", s->torn, s->torn == 1 ? "" : "s", ASYNCIO_ATTEMPTS);
+	if (s->finished)
+		fprintf(f, "%zu task%s ended while read and %s not shown\n", s->finished,
+			s->finished == 1 ? "" : "s", s->finished == 1 ? "is" : "are");
+	if (s->lists_cut)
+		fprintf(f, "%zu task list%s longer than %d: the rest is not shown\n", s->lists_cut,
+			s->lists_cut == 1 ? " is" : "s are", ASYNCIO_MAX_LIST);
+	if (s->lists_torn)
+		fprintf(f, "%zu task list%s kept changing: read as far as %s held\n",
+			s->lists_torn, s->lists_torn == 1 ? "" : "s",
+			s->lists_torn == 1 ? "it" : "they");
+}
+
+static int dump_async(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	struct asyncio_snapshot snap = { 0 };
+	struct asyncio_offsets ao;
+	struct symbolizer *sym = NULL;
+	struct pyproc *p = NULL;
+	int rc;
+
+	rc = pyproc__open(o->pid, &p, err, errlen);
+	if (rc)
+		return rc;
+	rc = asyncio_offsets__load(p, &ao, err, errlen);
+	if (rc)
+		goto out;
+	rc = symbolizer__new(p, &sym);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = asyncio_snapshot__take(p, sym, &ao, &snap, err, errlen);
+	if (rc)
+		goto out;
+	if (o->json) {
+		print_async_json(out, p, &snap);
+		print_async_notes(stderr, &snap);
+	} else {
+		fprintf(out, "Process %d: Python %s, %zu asyncio task%s\n", (int)o->pid,
+			pyproc__version(p), snap.n, snap.n == 1 ? "" : "s");
+		print_async_notes(out, &snap);
+		fputc('\n', out);
+		rc = asyncio_tree__print(out, &snap);
+		if (rc) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
+	if (fflush(out) || ferror(out)) {
+		rc = -EIO;
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+	}
+out:
+	asyncio_snapshot__free(&snap);
+	symbolizer__free(sym);
+	pyproc__free(p);
+	return rc;
+}
+
+int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	struct py_thread *threads = NULL;
+	struct dump_thread *th = NULL;
+	struct py_rawframe *raw = NULL;
+	struct symbolizer *sym = NULL;
+	struct pyproc *p = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (o->async)
+		return dump_async(o, out, err, errlen);
+	rc = pyproc__open(o->pid, &p, err, errlen);
+	if (rc)
+		return rc;
+	threads = calloc(DUMP_MAX_THREADS, sizeof(*threads));
+	th = calloc(DUMP_MAX_THREADS, sizeof(*th));
+	raw = calloc(DUMP_MAX_FRAMES, sizeof(*raw));
+	if (!threads || !th || !raw) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = symbolizer__new(p, &sym);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	/* Threads that start or end while we walk the list make a read fail:
+	 * take the list again. */
+	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
+		rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, &n);
+		if (rc != -EFAULT && rc != -EPROTO && rc != -ELOOP)
+			break;
+	}
+	if (rc == -E2BIG) {
+		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
+			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
+		rc = 0;
+	}
+	if (rc)
+		goto fail_read;
+	for (size_t i = 0; i < n; i++) {
+		struct dump_thread *t = &th[i];
+
+		t->t = threads[i];
+		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		rc = dump_thread(p, sym, t, raw);
+		if (rc && rc != -ESRCH && !procfs__thread_alive(o->pid, t->t.host_tid)) {
+			/* it ended while we read it: it is not part of "now" */
+			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
+			free(t->syms);
+			t->syms = NULL;
+			n--;
+			i--;
+			continue;
+		}
+		if (rc == -ENOMEM) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		if (rc == -EAGAIN) {
+			snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
+				 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
+				 DUMP_ATTEMPTS);
+			goto out;
+		}
+		if (rc)
+			goto fail_read;
+	}
+	if (o->json)
+		print_json(out, p, th, n);
+	else
+		print_text(out, p, th, n);
+	rc = 0;
+	if (fflush(out) || ferror(out)) {
+		rc = -EIO;
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+	}
+	goto out;
+
+fail_read:
+	if (rc == -ESRCH || !procfs__alive(o->pid)) {
+		snprintf(err, errlen, "process %d exited during the dump", (int)o->pid);
+		rc = -ESRCH;
+	} else {
+		snprintf(err, errlen, "process %d: reading its stacks failed: %s", (int)o->pid,
+			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
+	}
+out:
+	for (size_t i = 0; th && i < n; i++)
+		free(th[i].syms);
+	free(th);
+	free(threads);
+	free(raw);
+	symbolizer__free(sym);
+	pyproc__free(p);
+	return rc;
+}

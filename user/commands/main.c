@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - the command line: `pyprof-bpf [record] -p PID ...` (or
+ * `-- CMD ARGS`),
+ * `pyprof-bpf top -p PID`, `pyprof-bpf dump -p PID`, `pyprof-bpf report -i FILE`.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "commands/dump.h"
+#include "target/pyproc.h"
+#include "commands/record.h"
+#include "commands/top/top.h"
+#include "version.h"	/* PYPROF_VERSION, PYPROF_COMMIT: made by the Makefile */
+#include "util/parse.h"
+
+const char *argp_program_version = "pyprof-bpf " PYPROF_VERSION " (commit " PYPROF_COMMIT ")";
+const char *argp_program_bug_address = "<https://github.com/pyprof-bpf/pyprof-bpf/issues>";
+
+/* ---- dump ---- */
+
+static const char dump_doc[] =
+"Print every thread's Python stack of a running process, now (with --async: its\n"
+"asyncio tasks, Python 3.14+).\n"
+"\n"
+"USAGE: pyprof-bpf dump [--async] -p PID [--json]\n"
+"\v"
+"EXAMPLES:\n"
+"    pyprof-bpf dump -p 1234           # tracebacks of every thread\n"
+"    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
+"    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
+"    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
+
+enum { OPT_JSON = 1000, OPT_ASYNC };
+
+static const struct argp_option dump_options[] = {
+	{ "pid", 'p', "PID", 0, "Process to read", 0 },
+	{ "json", OPT_JSON, NULL, 0, "Print JSON: {pid, python, threads: [{tid, name, frames}]}", 0 },
+	{ "async", OPT_ASYNC, NULL, 0, "The asyncio tasks (3.14+): an await tree like `python -m "
+	  "asyncio pstree`; with --json {pid, python, tasks: [{id, name, tid, running, frames, "
+	  "awaited_by}]}", 0 },
+	{ 0 },
+};
+
+static error_t dump_parse(int key, char *arg, struct argp_state *state)
+{
+	struct dump_opts *o = state->input;
+	long v = 0;
+
+	switch (key) {
+	case 'p':
+		if (parse_long(arg, 1, INT_MAX, &v))
+			argp_error(state, "invalid PID: %s", arg);
+		o->pid = (pid_t)v;
+		break;
+	case OPT_JSON:
+		o->json = 1;
+		break;
+	case OPT_ASYNC:
+		o->async = 1;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument: %s", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!o->pid)
+			argp_error(state, "a target is needed: -p PID");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = dump_options, .parser = dump_parse, .doc = dump_doc,
+	};
+	struct dump_opts o = { 0 };
+	char err[PYPROF_ERRLEN] = "";
+	int rc;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	rc = dump__run(&o, stdout, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f)
+{
+	fputs("Usage: pyprof-bpf [record] -p PID [-F HZ] [-d SECONDS] [-o FILE] [--format FMT]\n"
+	      "       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
+	      "       pyprof-bpf top -p PID [-F HZ] [--mode MODE]    (or -- CMD [ARGS...])\n"
+	      "       pyprof-bpf dump [--async] -p PID [--json]\n"
+	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
+	      "                         [--no-lines]\n"
+	      "\n"
+	      "A sampling profiler for CPython 3.11 to 3.15, assisted by eBPF.\n"
+	      "`pyprof-bpf COMMAND --help` describes each command.\n"
+	      "\n"
+	      "EXAMPLES:\n"
+	      "    sudo pyprof-bpf -p 1234 > out.perf            # 99 Hz to Ctrl-C, perf text\n"
+	      "    sudo pyprof-bpf -p 1234 -F 999 -d 10 -o out.folded\n"
+	      "    sudo pyprof-bpf -o out.html -- python3 app.py # run it, to its end\n"
+	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof   # raw, then any format:\n"
+	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
+	      "    sudo pyprof-bpf top -p 1234                   # live: hottest functions\n"
+	      "    pyprof-bpf dump -p 1234                       # every thread's stack now\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+		puts(argp_program_version);
+		return 0;
+	}
+	if (strcmp(cmd, "dump") == 0) {
+		argv[1] = "pyprof-bpf dump";
+		return cmd_dump(argc - 1, argv + 1);
+	}
+	/* argp names the command in its messages after argv[0] */
+	if (strcmp(cmd, "record") == 0) {
+		argv[1] = "pyprof-bpf record";
+		return record__main(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "top") == 0) {
+		argv[1] = "pyprof-bpf top";
+		return top__main(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "report") == 0) {
+		argv[1] = "pyprof-bpf report";
+		return report__main(argc - 1, argv + 1);
+	}
+	if (cmd[0] == '-') {
+		argv[0] = "pyprof-bpf";
+		return record__main(argc, argv);
+	}
+	fprintf(stderr, "pyprof-bpf: unknown command '%s'\n\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * top/format.c - the text of a `top` snapshot, the same on a terminal and in
+ * plain snapshots:
+ *
+ *   pyprof-bpf top: pid 1234 (python3), Python 3.14.0, cpu mode, 99 Hz, BPF per-CPU
+ *   samples 12345 (98.7/s), lost 0, errors 0, threads 3 active / 4 seen, 12 s
+ *   view: last 5 s, functions, all threads, sorted by own
+ *     %Own  %Total  OwnTime  TotalTime  Function (file:line)
+ *     62.1    62.1    3.10s      3.10s  hot (/app/work.py:12)
+ */
+#include <stdio.h>
+#include <string.h>
+#include "output/output.h"		/* out_utf8_seq() */
+#include "commands/top/top.h"
+
+/*
+ * @s into @buf as the terminal may show it: control characters (C0, DEL,
+ * C1) and bytes that are not UTF-8 become '?', so that a name the target
+ * chose cannot drive the terminal (as output_top.c does).
+ */
+static const char *clean(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (*s && n + 5 < len) {
+		uint32_t cp;
+		int k = out_utf8_seq((const unsigned char *)s, &cp);
+
+		if (k <= 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+			buf[n++] = '?';
+			s += k > 0 ? k : 1;
+			continue;
+		}
+		memcpy(buf + n, s, (size_t)k);
+		n += (size_t)k;
+		s += k;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Cut @buf to @width columns (UTF-8: continuation bytes take none). */
+static void cut(char *buf, int width)
+{
+	int cols = 0;
+
+	if (width <= 0)
+		return;
+	for (char *p = buf; *p; p++) {
+		if (((unsigned char)*p & 0xc0) == 0x80)
+			continue;
+		if (cols++ == width) {
+			*p = '\0';
+			return;
+		}
+	}
+}
+
+void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len, int width)
+{
+	const struct record_info *in = s->info;
+	const struct record_status *st = s->status;
+	const struct top_view *v = s->view;
+	char more[48] = "", thr[256], name[128];
+
+	switch (i) {
+	case 0:
+		/* -a: no one target; -p A,B, --subprocesses: the first and a count */
+		if (!in->pid)
+			snprintf(thr, sizeof(thr), "every Python process (%zu seen)", s->nprocs);
+		else if (s->nprocs > 1)
+			snprintf(thr, sizeof(thr), "pid %d (%s) + %zu more processes, Python %s",
+				 (int)in->pid, clean(in->comm, name, sizeof(name)), s->nprocs - 1,
+				 in->python_version);
+		else
+			snprintf(thr, sizeof(thr), "pid %d (%s), Python %s", (int)in->pid,
+				 clean(in->comm, name, sizeof(name)), in->python_version);
+		snprintf(buf, len, "pyprof-bpf top: %s, %s mode, %ld Hz, %s%s%s", thr, in->mode,
+			 in->freq_hz, in->backend, strcmp(in->backend, "BPF") ? "" :
+			 in->per_cpu ? " per-CPU" : " per-thread", s->paused ? "  [PAUSED]" : "");
+		break;
+	case 1:
+		snprintf(buf, len, "samples %llu (%.1f/s), lost %llu, errors %llu, threads %zu "
+			 "active / %zu seen, %.0f s",
+			 (unsigned long long)st->stats.samples,
+			 s->totals.seconds > 0 ? s->totals.samples / s->totals.seconds : 0.0,
+			 (unsigned long long)st->stats.lost, (unsigned long long)st->stats.errors,
+			 s->active_threads, s->nthreads, st->elapsed_s);
+		break;
+	default:
+		if (s->thread && s->nprocs > 1)
+			snprintf(thr, sizeof(thr), "thread %d (%s) of pid %d", (int)s->thread->tid,
+				 clean(s->thread->name, name, sizeof(name)), (int)s->thread->pid);
+		else if (s->thread)
+			snprintf(thr, sizeof(thr), "thread %d (%s)", (int)s->thread->tid,
+				 clean(s->thread->name, name, sizeof(name)));
+		else if (s->process)
+			snprintf(thr, sizeof(thr), "pid %d (%s), all its threads",
+				 (int)s->process->pid, clean(s->process->comm, name, sizeof(name)));
+		else
+			snprintf(thr, sizeof(thr), "all threads");
+		if (v->recent)
+			snprintf(more, sizeof(more), "last %.0f s", s->window_s);
+		else
+			snprintf(more, sizeof(more), "since the start");
+		snprintf(buf, len, "view: %s, %s, %s, sorted by %s", more,
+			 v->lines ? "lines" : "functions", thr, top_sort__name(v->sort));
+		break;
+	}
+	cut(buf, width);
+}
+
+void top_fmt__columns(char *buf, size_t len, int width)
+{
+	snprintf(buf, len, "%7s %7s %9s %9s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
+		 "Function (file:line)");
+	cut(buf, width);
+}
+
+void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len, int width)
+{
+	const struct top_row *r = &s->rows[i];
+	double w = s->totals.weight ? (double)s->totals.weight : 1.0;
+	char fn[1024], path[1024], line[16] = "";
+	const char *file = clean(r->file, path, sizeof(path));
+	int n, room;
+
+	if (r->line > 0)
+		snprintf(line, sizeof(line), ":%d", r->line);
+	n = snprintf(buf, len, "%7.1f %7.1f %8.2fs %8.2fs  %s", 100.0 * r->own / w,
+		     100.0 * r->total / w, r->own / 1e9, r->total / 1e9,
+		     clean(r->function, fn, sizeof(fn)));
+	if (n < 0 || (size_t)n >= len)
+		goto done;
+	if (!*file)
+		goto done;
+	/* What is left for " (file:line)": the file keeps its end. */
+	room = width > 0 ? width - n - 3 - (int)strlen(line) : 1 << 20;
+	if (room < (int)strlen(file)) {
+		if (room < 8)
+			goto done;
+		file += strlen(file) - (size_t)(room - 3);
+		while (((unsigned char)*file & 0xc0) == 0x80)	/* not mid-character */
+			file++;
+	}
+	snprintf(buf + n, len - (size_t)n, " (%s%s%s)", file != path ? "..." : "", file, line);
+done:
+	cut(buf, width);
+}

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+/*
+ * output_pprof.c - pprof's profile.proto, gzipped, encoded by hand.
+ *
+ * Sample types [samples/count, cpu/nanoseconds] (cpu is the default), period
+ * type cpu/nanoseconds with the recording's period. One sample per distinct
+ * (stack, thread) with labels pid, thread_id and thread_name. One function
+ * per (name, file, first line), one location per frame with its line; frame
+ * names are the qualnames (synthetic frames keep their bracketed text). Read
+ * by `go tool pprof`, Pyroscope, Parca, Grafana, speedscope, pprof-format.
+ *
+ * Mappings: id 1 is the process (the comm as its file name): Python and
+ * marker frames' locations. --native adds one mapping per DSO (and process
+ * address: memory_start, memory_limit = its mappings, first to last,
+ * file_offset = start - where file offset 0 is mapped, filename, build_id in
+ * hex when the file has one); kernel frames (--kernel, off-CPU stacks) are in
+ * a "[kernel.kallsyms]" mapping spanning their addresses. Every mapping says
+ * has_functions/filenames/line_numbers: the profile is symbolized, tools must
+ * not symbolize it again. Frames aggregate by function in every format, so a
+ * native or kernel frame is one location whose address is the first pc
+ * sampled in it; its function's system_name is the symbol and its filename
+ * the DSO's path ("[kernel.kallsyms]" for the kernel). A native function
+ * without a symbol is named "[<DSO basename>]" (as stackcollapse-perf.pl
+ * names it), not "[unknown]", so that pprof does not merge all of them.
+ *
+ * profile.proto field numbers used (github.com/google/pprof proto/profile.proto):
+ *   Profile: 1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
+ *            6 string_table, 10 duration_nanos, 9 time_nanos, 11 period_type,
+ *            12 period, 14 default_sample_type
+ *   ValueType: 1 type, 2 unit         Sample: 1 location_id, 2 value, 3 label
+ *   Label: 1 key, 2 str, 3 num        Mapping: 1 id, 2 memory_start,
+ *            3 memory_limit, 4 file_offset, 5 filename, 6 build_id, 7-9 has_*
+ *   Location: 1 id, 2 mapping_id, 3 address, 4 line
+ *   Line: 1 function_id, 2 line
+ *   Function: 1 id, 2 name, 3 system_name, 4 filename, 5 start_line
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "output/output.h"
+
+struct pbuf {
+	uint8_t *p;
+	size_t n, cap;
+	int err;
+};
+
+static void pb_bytes(struct pbuf *b, const void *d, size_t len)
+{
+	if (b->err)
+		return;
+	if (b->n + len > b->cap) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		uint8_t *np;
+
+		while (ncap < b->n + len)
+			ncap *= 2;
+		np = realloc(b->p, ncap);
+		if (!np) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->n, d, len);
+	b->n += len;
+}
+
+static void pb_varint(struct pbuf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	pb_bytes(b, tmp, n);
+}
+
+enum { WT_VARINT = 0, WT_LEN = 2 };
+
+static void pb_key(struct pbuf *b, unsigned int field, unsigned int wt)
+{
+	pb_varint(b, (uint64_t)field << 3 | wt);
+}
+
+/* A varint field, skipped when zero (proto3 default). */
+static void pb_uint(struct pbuf *b, unsigned int field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_key(b, field, WT_VARINT);
+	pb_varint(b, v);
+}
+
+/* Append @sub as a length-delimited field and empty it. */
+static void pb_sub(struct pbuf *b, unsigned int field, struct pbuf *sub)
+{
+	if (sub->err && !b->err)
+		b->err = sub->err;
+	pb_key(b, field, WT_LEN);
+	pb_varint(b, sub->n);
+	pb_bytes(b, sub->p, sub->n);
+	sub->n = 0;
+}
+
+struct pprof_ctx {
+	struct out_strtab strs;	/* string_table; id 0 is "" */
+	int err;
+};
+
+/* Index of @s in the string table; proto strings are UTF-8, so bad bytes become U+FFFD. */
+static uint64_t str(struct pprof_ctx *c, const char *s)
+{
+	const unsigned char *p;
+	uint32_t cp;
+	int64_t id;
+	char *clean;
+	int len;
+
+	for (p = (const unsigned char *)s; *p; p += len) {
+		len = out_utf8_seq(p, &cp);
+		if (!len)
+			break;
+	}
+	if (*p) {
+		clean = out_utf8_clean(s);
+		if (!clean) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		id = out_strtab__id(&c->strs, clean);
+		free(clean);
+	} else {
+		id = out_strtab__id(&c->strs, s);
+	}
+
+	if (id < 0) {
+		c->err = (int)id;
+		return 0;
+	}
+	return (uint64_t)id;
+}
+
+static void value_type(struct pprof_ctx *c, struct pbuf *b, struct pbuf *sub,
+		       unsigned int field, const char *type, const char *unit)
+{
+	pb_uint(sub, 1, str(c, type));
+	pb_uint(sub, 2, str(c, unit));
+	pb_sub(b, field, sub);
+}
+
+static int gzip_out(struct output *o, const struct pbuf *b)
+{
+	uint8_t chunk[16384];
+	z_stream zs;
+	int zr;
+
+	memset(&zs, 0, sizeof(zs));
+	/* windowBits 15 + 16: a gzip wrapper (mtime 0, so the output is reproducible). */
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = b->p;
+	zs.avail_in = (uInt)b->n;
+	do {
+		zs.next_out = chunk;
+		zs.avail_out = sizeof(chunk);
+		zr = deflate(&zs, Z_FINISH);
+		if (zr == Z_STREAM_ERROR)
+			break;
+		if (fwrite(chunk, 1, sizeof(chunk) - zs.avail_out, o->f) !=
+		    sizeof(chunk) - zs.avail_out)
+			break;
+	} while (zr != Z_STREAM_END);
+	deflateEnd(&zs);
+	if (output__check_io(o))
+		return o->err;
+	return zr == Z_STREAM_END ? 0 : -EIO;
+}
+
+/* The sample type of the time values: cpu, or what --mode weighs. */
+static const char *pprof_kind(const struct output *o)
+{
+	const char *m = o->opts.mode;
+
+	if (m && !strcmp(m, "wall"))
+		return "wall";
+	if (m && !strcmp(m, "off-cpu"))
+		return "off-cpu";
+	return "cpu";
+}
+
+/* A mapping of native or kernel frames. */
+struct pp_mapping {
+	uint64_t start, limit, offset;
+	char *file;
+	char *build_id;		/* hex; NULL: none */
+};
+
+/* What pprof keeps beyond the model: per frame id, its first address and
+ * mapping (index + 1; 0: the process mapping). */
+struct pp_state {
+	uint64_t *addr;
+	uint32_t *mapping;
+	uint32_t nframes, cap;
+	struct pp_mapping *maps;
+	uint32_t nmaps, maps_cap;
+	struct out_map map_of;		/* (dso string id, start) -> index */
+	uint32_t kernel;		/* index + 1 of the kernel mapping, 0: none */
+	struct out_strtab paths;
+};
+
+static void pp_free(struct output *o)
+{
+	struct pp_state *st = o->priv;
+
+	if (!st)
+		return;
+	for (uint32_t i = 0; i < st->nmaps; i++) {
+		free(st->maps[i].file);
+		free(st->maps[i].build_id);
+	}
+	free(st->maps);
+	free(st->addr);
+	free(st->mapping);
+	out_map__clear(&st->map_of);
+	out_strtab__clear(&st->paths);
+	free(st);
+	o->priv = NULL;
+}
+
+static int pp_new_mapping(struct pp_state *st, uint64_t start, uint64_t limit, uint64_t offset,
+			  const char *file, const unsigned char *id, size_t idlen, uint32_t *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct pp_mapping *mp;
+	int err = out_grow((void **)&st->maps, &st->maps_cap, (uint64_t)st->nmaps + 1,
+			   sizeof(*st->maps));
+
+	if (err)
+		return err;
+	mp = &st->maps[st->nmaps];
+	*mp = (struct pp_mapping){ start, limit, offset, strdup(file), NULL };
+	if (!mp->file)
+		return -ENOMEM;
+	if (id && idlen) {
+		mp->build_id = malloc(2 * idlen + 1);
+		if (!mp->build_id) {
+			free(mp->file);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < idlen; i++) {
+			mp->build_id[2 * i] = hex[id[i] >> 4];
+			mp->build_id[2 * i + 1] = hex[id[i] & 15];
+		}
+		mp->build_id[2 * idlen] = '\0';
+	}
+	*out = ++st->nmaps;
+	return 0;
+}
+
+/* Notes the first address (and mapping) of each native and kernel frame. */
+static int pprof_add(struct output *o, const struct out_sample *s, uint32_t thread,
+		     const uint32_t *stack, uint32_t n)
+{
+	struct pp_state *st = o->priv;
+	int err;
+
+	(void)thread;
+	if (!s->addrs && !s->nleaf)
+		return 0;
+	if (!st) {
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		o->priv = st;
+	}
+	if (o->m.nframes > st->nframes) {
+		uint32_t cap = st->cap;
+
+		err = out_grow((void **)&st->addr, &cap, o->m.nframes, sizeof(*st->addr));
+		if (!err)
+			err = out_grow((void **)&st->mapping, &st->cap, o->m.nframes,
+				       sizeof(*st->mapping));
+		if (err)
+			return err;
+		memset(st->addr + st->nframes, 0, (o->m.nframes - st->nframes) * sizeof(*st->addr));
+		memset(st->mapping + st->nframes, 0,
+		       (o->m.nframes - st->nframes) * sizeof(*st->mapping));
+		st->nframes = o->m.nframes;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct out_frame *fr = &o->m.frames[stack[i]];
+		uint32_t f = stack[i];
+
+		if (fr->kind == OUT_FRAME_KERNEL && i + s->nleaf >= n) {
+			const struct out_leaf *lf = &s->leaf[i - (n - s->nleaf)];
+			struct pp_mapping *k;
+
+			if (!lf->addr)
+				continue;
+			if (!st->kernel) {
+				err = pp_new_mapping(st, lf->addr, lf->addr + 1, 0,
+						     "[kernel.kallsyms]", NULL, 0, &st->kernel);
+				if (err)
+					return err;
+			}
+			k = &st->maps[st->kernel - 1];
+			if (lf->addr < k->start)
+				k->start = lf->addr;
+			if (lf->addr >= k->limit)
+				k->limit = lf->addr + 1;
+			if (!st->addr[f]) {
+				st->addr[f] = lf->addr;
+				st->mapping[f] = st->kernel;
+			}
+		} else if (fr->kind == OUT_FRAME_NATIVE && s->addrs && i + s->nleaf < n &&
+			   n - s->nleaf - 1 - i < s->nframes && !st->addr[f]) {
+			const struct out_addr *a = &s->addrs[n - s->nleaf - 1 - i];
+			int64_t path;
+			uint32_t id;
+
+			if (!a->pc || !a->map_end)
+				continue;
+			path = out_strtab__id(&st->paths, fr->file);
+			if (path < 0)
+				return (int)path;
+			id = out_map__get(&st->map_of, (uint64_t)path, a->map_start);
+			if (id == OUT_NONE) {
+				err = pp_new_mapping(st, a->map_start, a->map_end,
+						     a->map_start - a->map_base, fr->file,
+						     a->build_id, a->build_id_len, &id);
+				if (!err)
+					err = out_map__put(&st->map_of, (uint64_t)path,
+							   a->map_start, id);
+				if (err)
+					return err;
+			}
+			st->addr[f] = a->pc;
+			st->mapping[f] = id;
+		}
+	}
+	return 0;
+}
+
+static int pprof_finish(struct output *o)
+{
+	const struct pp_state *st = o->priv;
+	const struct out_model *m = &o->m;
+	struct pprof_ctx c = { 0 };
+	struct pbuf b = { 0 }, sub = { 0 }, sub2 = { 0 };
+	struct out_map fn_map = { 0 };
+	uint32_t *fn_of = NULL, *path = NULL, nfn = 0;
+	int err;
+
+	str(&c, "");
+	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
+	path = out_model__path_buf(m);
+	if (!fn_of || !path) {
+		err = -ENOMEM;
+		goto out;
+	}
+
+	value_type(&c, &b, &sub, 1, "samples", "count");
+	value_type(&c, &b, &sub, 1, pprof_kind(o), "nanoseconds");
+
+	/* Samples: location ids leaf first; location id = frame id + 1. */
+	for (uint32_t i = 0; i < m->naggs && !b.err; i++) {
+		const struct out_agg *a = &m->aggs[i];
+		const struct out_thread *t = &m->threads[a->thread];
+		uint32_t n = output__node_path(m, a->node, path);
+
+		pb_key(&sub, 1, WT_LEN);
+		for (uint32_t j = 0; j < n; j++)
+			pb_varint(&sub2, (uint64_t)path[n - 1 - j] + 1);
+		pb_varint(&sub, sub2.n);
+		pb_bytes(&sub, sub2.p, sub2.n);
+		sub2.n = 0;
+		pb_key(&sub, 2, WT_LEN);
+		pb_varint(&sub2, a->count);
+		pb_varint(&sub2, a->weight);
+		pb_varint(&sub, sub2.n);
+		pb_bytes(&sub, sub2.p, sub2.n);
+		sub2.n = 0;
+		/* Labels; a label's num may be 0, so it is written even when 0. */
+		pb_uint(&sub2, 1, str(&c, "pid"));
+		pb_key(&sub2, 3, WT_VARINT);
+		pb_varint(&sub2, (uint64_t)(int64_t)t->pid);
+		pb_sub(&sub, 3, &sub2);
+		pb_uint(&sub2, 1, str(&c, "thread_id"));
+		pb_key(&sub2, 3, WT_VARINT);
+		pb_varint(&sub2, (uint64_t)(int64_t)t->tid);
+		pb_sub(&sub, 3, &sub2);
+		pb_uint(&sub2, 1, str(&c, "thread_name"));
+		pb_uint(&sub2, 2, str(&c, t->name));
+		pb_sub(&sub, 3, &sub2);
+		pb_sub(&b, 2, &sub);
+	}
+
+	/* One mapping, fully symbolized: tools must not try to symbolize it. */
+	pb_uint(&sub, 1, 1);
+	pb_uint(&sub, 5, str(&c, m->nthreads ? m->threads[0].comm : "python"));
+	pb_uint(&sub, 7, 1);
+	pb_uint(&sub, 8, 1);
+	pb_uint(&sub, 9, 1);
+	pb_sub(&b, 3, &sub);
+	for (uint32_t i = 0; st && i < st->nmaps && !b.err; i++) {
+		const struct pp_mapping *mp = &st->maps[i];
+
+		pb_uint(&sub, 1, (uint64_t)i + 2);
+		pb_uint(&sub, 2, mp->start);
+		pb_uint(&sub, 3, mp->limit);
+		pb_uint(&sub, 4, mp->offset);
+		pb_uint(&sub, 5, str(&c, mp->file));
+		if (mp->build_id)
+			pb_uint(&sub, 6, str(&c, mp->build_id));
+		pb_uint(&sub, 7, 1);
+		pb_uint(&sub, 8, 1);
+		pb_uint(&sub, 9, 1);
+		pb_sub(&b, 3, &sub);
+	}
+
+	/* Functions: one per (name, file, first line, kind). */
+	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+		const struct out_frame *fr = &m->frames[i];
+		uint64_t ka = (uint64_t)fr->fn_id << 32 | fr->file_id;
+		uint64_t kb = (uint64_t)fr->kind << 32 | (uint32_t)fr->firstlineno;
+		uint32_t id = out_map__get(&fn_map, ka, kb);
+
+		if (id == OUT_NONE) {
+			id = ++nfn;
+			err = out_map__put(&fn_map, ka, kb, id);
+			if (err)
+				goto out;
+			const char *name = fr->function;
+			char unk[256];
+
+			/* An unnamed native function is named by its DSO, as
+			 * stackcollapse-perf.pl does: "[libz.so.1]". */
+			if (fr->kind == OUT_FRAME_NATIVE && !strcmp(name, "[unknown]") && *fr->file) {
+				const char *b = strrchr(fr->file, '/');
+
+				snprintf(unk, sizeof(unk), "[%s]", b ? b + 1 : fr->file);
+				name = unk;
+			}
+			pb_uint(&sub, 1, id);
+			pb_uint(&sub, 2, str(&c, name));
+			pb_uint(&sub, 3, str(&c, name));
+			pb_uint(&sub, 4, str(&c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
+					     fr->file));
+			pb_uint(&sub, 5, (uint64_t)fr->firstlineno);
+			pb_sub(&b, 5, &sub);
+		}
+		fn_of[i] = id;
+	}
+	/* Locations: one per frame, its line. */
+	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+		uint32_t mp = st && i < st->nframes ? st->mapping[i] : 0;
+
+		pb_uint(&sub, 1, (uint64_t)i + 1);
+		pb_uint(&sub, 2, (uint64_t)mp + 1);
+		if (mp)
+			pb_uint(&sub, 3, st->addr[i]);
+		pb_uint(&sub2, 1, fn_of[i]);
+		pb_uint(&sub2, 2, (uint64_t)m->frames[i].line);
+		pb_sub(&sub, 4, &sub2);
+		pb_sub(&b, 4, &sub);
+	}
+
+	pb_uint(&b, 9, o->opts.start_time_ns);
+	pb_uint(&b, 10, m->last_ts - m->first_ts);
+	value_type(&c, &b, &sub, 11, pprof_kind(o), "nanoseconds");
+	pb_uint(&b, 12, m->first_period);
+	pb_uint(&b, 14, str(&c, pprof_kind(o)));
+	/* The string table last: every string is known by now. */
+	for (uint32_t i = 0; i < c.strs.n; i++) {
+		size_t len = strlen(c.strs.strs[i]);
+
+		pb_key(&b, 6, WT_LEN);
+		pb_varint(&b, len);
+		pb_bytes(&b, c.strs.strs[i], len);
+	}
+	err = c.err ? c.err : b.err ? b.err : sub.err ? sub.err : sub2.err;
+	if (!err)
+		err = gzip_out(o, &b);
+out:
+	free(fn_of);
+	free(path);
+	free(b.p);
+	free(sub.p);
+	free(sub2.p);
+	out_map__clear(&fn_map);
+	out_strtab__clear(&c.strs);
+	return err;
+}
+
+const struct output_ops output_pprof_ops = {
+	.aggregate = 1,
+	.add = pprof_add,
+	.finish = pprof_finish,
+	.free_priv = pp_free,
+};

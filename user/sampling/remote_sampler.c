@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include "target/procfs.h"
+#include "target/remote_mem.h"
+#include "sampling/remote_sampler.h"
+#include "util/clock.h"
+
+#define MAX_THREADS 4096
+
+/*
+ * Per thread: what its last walk saw, to read the next one ahead; and, in
+ * the modes that sample running threads only, its /proc stat file kept open
+ * (a pread per tick costs a fraction of an open, read and close).
+ */
+struct thread_cache {
+	uint64_t tstate;
+	struct py_walk_cache walk;
+	int stat_fd;		/* -1: none */
+	pid_t stat_tid;		/* the thread stat_fd reads */
+};
+
+/*
+ * Where the GIL's state and the collector's flag are in the target; 0 when
+ * unknown. Read together, once per tick, in GIL mode.
+ */
+struct gil_addrs {
+	uint64_t holder;	/* last_holder: the PyThreadState * that took it last */
+	uint64_t locked;	/* int: non-zero while someone holds it */
+	uint64_t collecting;	/* int: non-zero while a collection runs; 0: unknown */
+	uint64_t interp;	/* the interpreter whose GIL it is; 0: every thread's */
+};
+
+/* How many ticks to keep asking where a GIL not created yet is. */
+#define GIL_TRIES 1000
+
+struct remote_sampler {
+	struct pyproc *proc;
+	struct sampler_opts opts;
+	struct thread_cache *caches;	/* MAX_THREADS, in thread-list order */
+	struct py_thread *threads;
+	struct py_rawframe *frames;
+	struct py_rawframe *check;	/* the second read of a stack */
+	struct sampler_stats stats;
+	struct gil_addrs gil;
+	int gil_rc;			/* where the GIL is: 0 known, -EAGAIN ask again */
+	unsigned int gil_tries;
+	size_t nstat_fds;		/* stat files kept open */
+	size_t max_stat_fds;		/* beyond it: opened and closed per read */
+	size_t slots_used;		/* caches below it have held a thread */
+};
+
+/*
+ * Where the main interpreter's GIL and collector are: 0, -EAGAIN while the
+ * target has not made them yet, or why not (then GIL mode samples the
+ * running threads without SAMPLE_F_GIL_KNOWN).
+ */
+static int gil_addrs_of(struct pyproc *p, struct gil_addrs *a)
+{
+	struct py_gil_gc g;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	rc = pyproc__gil_gc(p, &g);
+	if (rc)
+		return rc;
+	a->holder = g.gil_holder;
+	a->locked = g.gil_locked;
+	a->collecting = g.gc_collecting_size == sizeof(int32_t) ? g.gc_collecting : 0;
+	a->interp = g.interp;
+	return 0;
+}
+
+/* Half the descriptors we may have: the rest stay for everything else. */
+static size_t stat_fd_budget(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return MAX_THREADS;
+	return rl.rlim_cur / 2 < MAX_THREADS ? (size_t)(rl.rlim_cur / 2) : MAX_THREADS;
+}
+
+int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
+			 struct remote_sampler **out)
+{
+	struct remote_sampler *s;
+
+	switch (o->mode) {
+	case SAMPLER_MODE_CPU:
+	case SAMPLER_MODE_WALL:
+	case SAMPLER_MODE_GIL:
+		break;
+	case SAMPLER_MODE_OFFCPU:	/* polling cannot see why a thread waits */
+		return -ENOTSUP;
+	default:
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->proc = p;
+	s->opts = *o;
+	s->threads = calloc(MAX_THREADS, sizeof(*s->threads));
+	s->caches = calloc(MAX_THREADS, sizeof(*s->caches));
+	s->frames = calloc(o->max_frames, sizeof(*s->frames));
+	s->check = calloc(o->max_frames, sizeof(*s->check));
+	for (size_t i = 0; s->caches && i < MAX_THREADS; i++)
+		s->caches[i].stat_fd = -1;	/* before any free: 0 is an fd */
+	if (!s->threads || !s->caches || !s->frames || !s->check) {
+		remote_sampler__free(s);
+		return -ENOMEM;
+	}
+	s->max_stat_fds = stat_fd_budget();
+	s->gil_rc = -EAGAIN;	/* asked on the first tick */
+	*out = s;
+	return 0;
+}
+
+void remote_sampler__free(struct remote_sampler *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->caches && i < MAX_THREADS; i++) {
+		py_walk_cache__free(&s->caches[i].walk);
+		if (s->caches[i].stat_fd >= 0)
+			close(s->caches[i].stat_fd);
+	}
+	free(s->caches);
+	free(s->threads);
+	free(s->frames);
+	free(s->check);
+	free(s);
+}
+
+void remote_sampler__stats(const struct remote_sampler *s, struct sampler_stats *st)
+{
+	*st = s->stats;
+}
+
+/* The cache of @tstate: usually at the same index as last tick. */
+static struct py_walk_cache *cache_for(struct remote_sampler *s, size_t i, uint64_t tstate)
+{
+	struct thread_cache *c = &s->caches[i];
+
+	if (c->tstate == tstate)
+		return &c->walk;
+	for (size_t k = 0; k < MAX_THREADS; k++) {
+		if (s->caches[k].tstate == tstate) {
+			struct thread_cache tmp = s->caches[k];
+
+			s->caches[k] = *c;
+			*c = tmp;
+			return &c->walk;
+		}
+	}
+	/* a new thread: whatever this slot predicted is of no use */
+	c->tstate = tstate;
+	c->walk.n = 0;
+	return &c->walk;
+}
+
+/*
+ * A thread that runs while we read it can give a torn stack: a parent read
+ * after its child returned, a frame read while it was being pushed. So the
+ * chain is read twice (the second time in one call, predicted by the first)
+ * and kept only when both agree on every frame, and on every instruction
+ * but the innermost (which moves while the thread runs; a parent's does not
+ * while its child runs). A few tries, then the sample is a read fault.
+ */
+#define WALK_TRIES 3
+
+static int same_stack(const struct py_rawframe *a, const struct py_rawframe *b, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (a[k].frame != b[k].frame || a[k].code != b[k].code ||
+		    (k && a[k].instr != b[k].instr))
+			return 0;
+	}
+	return 1;
+}
+
+static int walk_consistent(struct remote_sampler *s, size_t i, size_t *nf, int *truncated,
+			   int *torn)
+{
+	uint64_t tstate = s->threads[i].tstate;
+	struct py_walk_cache *c = cache_for(s, i, tstate);
+	size_t n2;
+	int rc = 0, t2;
+
+	for (int try = 0; try < WALK_TRIES; try++) {
+		rc = pyproc__walk_cached(s->proc, tstate, c, s->frames, s->opts.max_frames, nf,
+					 truncated);
+		if (rc || *nf == 0)
+			break;
+		rc = pyproc__walk_cached(s->proc, tstate, c, s->check, s->opts.max_frames, &n2,
+					 &t2);
+		if (rc)
+			break;
+		*torn = !(n2 == *nf && same_stack(s->frames, s->check, n2));
+		if (!*torn)
+			break;
+	}
+	return rc;
+}
+
+static void stat_close(struct remote_sampler *s, struct thread_cache *c)
+{
+	if (c->stat_fd < 0)
+		return;
+	close(c->stat_fd);
+	c->stat_fd = -1;
+	s->nstat_fds--;
+}
+
+/*
+ * 1 when thread @tid (its cache @c) is running or runnable (state R), 0
+ * when it is not or its state cannot be read. Its stat file is kept open
+ * from one tick to the next while the budget allows.
+ */
+static int thread_running(struct remote_sampler *s, struct thread_cache *c, pid_t tid)
+{
+	pid_t pid = pyproc__pid(s->proc);
+	char st = 0;
+	int fd, rc;
+
+	if (c->stat_fd >= 0 && c->stat_tid != tid)
+		stat_close(s, c);	/* its thread state went to another thread */
+	if (c->stat_fd >= 0) {
+		if (procfs__stat_fd_state(c->stat_fd, &st) == 0)
+			return st == 'R';
+		/* gone, or its tid is another thread's now: once afresh */
+		stat_close(s, c);
+	}
+	fd = procfs__task_stat_open(pid, tid);
+	if (fd < 0)
+		return 0;
+	rc = procfs__stat_fd_state(fd, &st);
+	if (s->nstat_fds < s->max_stat_fds) {
+		c->stat_fd = fd;
+		c->stat_tid = tid;
+		s->nstat_fds++;
+	} else {
+		close(fd);
+	}
+	return rc == 0 && st == 'R';
+}
+
+/*
+ * The GIL's holder, 0 when it is free, and whether a collection runs: one
+ * read of the target for both. -ENOTSUP (or why) when where the GIL is is
+ * unknown.
+ */
+static int gil_read(struct remote_sampler *s, uint64_t *holder, int *collecting)
+{
+	uint64_t h = 0;
+	int32_t locked = 0, gc = 0;
+	struct remote_iov iov[3] = {
+		{ 0, &h, sizeof(h) },
+		{ 0, &locked, sizeof(locked) },
+		{ 0, &gc, sizeof(gc) },
+	};
+	int rc;
+
+	*holder = 0;
+	*collecting = 0;
+	if (s->gil_rc == -EAGAIN && s->gil_tries < GIL_TRIES) {
+		s->gil_tries++;
+		s->gil_rc = gil_addrs_of(s->proc, &s->gil);
+		if (s->gil_rc && (s->gil_rc != -EAGAIN || s->gil_tries == GIL_TRIES) &&
+		    s->opts.verbose)
+			fprintf(stderr, "pyprof-bpf: remote backend: where the GIL is is unknown "
+				"(%s): samples are not marked by whether it was held\n",
+				strerror(-s->gil_rc));
+	}
+	if (s->gil_rc)
+		return s->gil_rc == -ESRCH ? -ESRCH : -ENOTSUP;
+	iov[0].addr = s->gil.holder;
+	iov[1].addr = s->gil.locked;
+	iov[2].addr = s->gil.collecting;
+	rc = remote_readv(pyproc__pid(s->proc), iov, s->gil.collecting ? 3 : 2);
+	if (rc)
+		return rc;
+	*holder = locked ? h : 0;
+	*collecting = gc != 0;
+	return 0;
+}
+
+int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
+{
+	enum sampler_mode mode = s->opts.mode;
+	uint64_t gil_holder = 0;
+	int gil_known = 0, gc_running = 0;
+	size_t n;
+	int rc;
+
+	rc = pyproc__threads(s->proc, s->threads, MAX_THREADS, &n);
+	if (rc == -E2BIG)
+		rc = 0;
+	if (rc) {
+		/* the thread list changed under us: try again next tick */
+		s->stats.errors++;
+		return rc == -ESRCH ? rc : 0;
+	}
+	/*
+	 * The stat files of threads gone: a cache past the list is no listed
+	 * thread's (cache_for() moves a listed thread's to its index; it
+	 * swaps only with caches that held a thread before).
+	 */
+	for (size_t k = n; k < s->slots_used; k++)
+		stat_close(s, &s->caches[k]);
+	if (n > s->slots_used)
+		s->slots_used = n;
+	if (mode == SAMPLER_MODE_GIL) {
+		rc = gil_read(s, &gil_holder, &gc_running);
+		if (rc == -ESRCH)
+			return rc;
+		gil_known = rc == 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct raw_sample r = { 0 };
+		struct thread_cache *c;
+		size_t nf = 0;
+		int truncated = 0, torn = 0;
+
+		/* Its caches follow its thread state to index i. */
+		cache_for(s, i, s->threads[i].tstate);
+		c = &s->caches[i];
+		/* A thread state whose thread has no id yet (starting) or is
+		 * gone from /proc (ending) has nothing to attribute a sample to. */
+		if (!s->threads[i].host_tid) {
+			stat_close(s, c);
+			continue;
+		}
+		if (mode != SAMPLER_MODE_WALL && !thread_running(s, c, s->threads[i].host_tid))
+			continue;
+		rc = walk_consistent(s, i, &nf, &truncated, &torn);
+		if (rc == -ESRCH)
+			return rc;
+		r.pid = pyproc__pid(s->proc);
+		r.tid = s->threads[i].host_tid;
+		r.ts_ns = mono_ns();	/* vDSO: per thread is cheap */
+		r.status = rc || torn ? SAMPLE_READ_FAULT :
+			   truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
+		r.nframes = rc || torn ? 0 : (uint32_t)nf;
+		r.frames = s->frames;
+		r.kind = SAMPLE_KIND_CPU;
+		if (gil_known && (!s->gil.interp || s->threads[i].interp == s->gil.interp)) {
+			r.flags = SAMPLE_F_GIL_KNOWN;
+			if (s->threads[i].tstate == gil_holder)
+				r.flags |= SAMPLE_F_GIL_HELD | (gc_running ? SAMPLE_F_GC : 0);
+		}
+		s->stats.samples++;
+		if (rc || torn)
+			s->stats.errors++;
+		else if (truncated)
+			s->stats.truncated++;
+		rc = fn(ctx, &r);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbolizer.h - turns (code object, instruction) into (qualname, file, line),
+ * reading code objects from the target once and caching them.
+ *
+ * The cache is keyed by code address and checks the object is still the same
+ * one (address reuse after a code object is freed). Strings are interned and
+ * owned by the symbolizer: they stay valid until symbolizer__free().
+ */
+#ifndef PYPROF_SYMBOLIZER_H
+#define PYPROF_SYMBOLIZER_H
+
+#include <stdint.h>
+#include "target/pyproc.h"
+#include "sampling/sampler.h"
+
+struct symbolizer;
+
+struct py_sym {
+	const char *function;	/* co_qualname, UTF-8 */
+	const char *file;	/* co_filename verbatim, UTF-8 */
+	int line;		/* executing line; -1 when the code has none */
+	int firstlineno;	/* co_firstlineno */
+};
+
+int symbolizer__new(struct pyproc *p, struct symbolizer **out);
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Take a code snapshot (sampler.h): the code object is named from it from
+ * now on, even after the target frees it. Parts the snapshot cut short are
+ * read from the target. Returns 0 or -errno (-EINVAL for a copy that is not
+ * a code object); on error nothing changes.
+ */
+int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c);
+
+
+/* Start a new sample: cached code objects are checked again (once each)
+ * for address reuse before they are trusted. */
+void symbolizer__next_sample(struct symbolizer *s);
+
+/* Resolve one raw frame. -EFAULT when the code object cannot be read,
+ * -ENOENT for a frame Python does not show (pushed but not yet started). */
+int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f,
+			struct py_sym *out);
+
+/* Read the str object at @addr (at most 65,536 code points) as UTF-8, interned
+ * (valid until symbolizer__free()). -EFAULT, -EINVAL for what is not a
+ * compact str. */
+int symbolizer__read_str(struct symbolizer *s, uint64_t addr, const char **out);
+
+/*
+ * Resolve a whole stack (starts a new sample): frames Python does not show
+ * are dropped, frames that cannot be read become "<unknown>" and are counted
+ * in *unresolved. @out holds at least @n entries; *nout is how many it got.
+ */
+int symbolizer__resolve_stack(struct symbolizer *s, const struct py_rawframe *raw, size_t n,
+			      struct py_sym *out, size_t *nout, size_t *unresolved);
+
+#endif

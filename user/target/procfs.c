@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "target/procfs.h"
+
+void procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char fn[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	if (tid)
+		snprintf(fn, sizeof(fn), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	else
+		snprintf(fn, sizeof(fn), "/proc/%d/comm", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	else
+		buf[0] = '\0';
+	fclose(f);
+}
+
+/*
+ * What follows the comm in @pid's stat line ("pid (comm) S ppid ..."; the
+ * comm may hold ')' itself: the fields follow the last one) into @buf;
+ * NULL when unreadable.
+ */
+static const char *stat_fields(pid_t pid, char *buf, size_t len)
+{
+	char fn[64], *rp = NULL;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return NULL;
+	if (fgets(buf, (int)len, f))
+		rp = strrchr(buf, ')');
+	fclose(f);
+	return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}
+
+int procfs__alive(pid_t pid)
+{
+	char buf[512];
+	const char *st = stat_fields(pid, buf, sizeof(buf));
+
+	/* A zombie has exited already. */
+	return st && *st != 'Z' && *st != 'X';
+}
+
+int procfs__nspid(pid_t pid, pid_t tid, pid_t *out)
+{
+	char fn[64], line[256];
+	int err = -ENOENT;
+	FILE *f;
+
+	if (tid)
+		snprintf(fn, sizeof(fn), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	else
+		snprintf(fn, sizeof(fn), "/proc/%d/status", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *tok, *save = NULL;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		/* the last id is the one in the innermost namespace */
+		for (tok = strtok_r(line + 6, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save)) {
+			*out = (pid_t)atoi(tok);
+			err = *out > 0 ? 0 : -EINVAL;
+		}
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+int procfs__thread_alive(pid_t pid, pid_t tid)
+{
+	char fn[64];
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d", (int)pid, (int)tid);
+	return tid > 0 && access(fn, F_OK) == 0;
+}
+
+/* The parent of @pid from its stat line; 0 when unreadable. */
+static pid_t parent_of(pid_t pid)
+{
+	char buf[512];
+	const char *st = stat_fields(pid, buf, sizeof(buf));
+	int ppid = 0;
+
+	if (!st || sscanf(st, "%*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+int procfs__descendants(pid_t pid, pid_t *out, size_t max, size_t *n)
+{
+	pid_t *all = NULL, *par = NULL;
+	size_t nall = 0, cap = 0, k = 0, head = 0;
+	struct dirent *e;
+	int rc = 0;
+	DIR *d;
+
+	*n = 0;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+
+		if (*end || v <= 0 || (pid_t)v == pid)
+			continue;
+		if (nall == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			pid_t *a = realloc(all, nc * sizeof(*a)), *b;
+
+			if (!a) {
+				rc = -ENOMEM;
+				break;
+			}
+			all = a;
+			b = realloc(par, nc * sizeof(*b));
+			if (!b) {
+				rc = -ENOMEM;
+				break;
+			}
+			par = b;
+			cap = nc;
+		}
+		all[nall] = (pid_t)v;
+		par[nall++] = parent_of((pid_t)v);
+	}
+	closedir(d);
+	/* Breadth first from @pid: parents come before their children. */
+	for (pid_t cur = pid; !rc; cur = out[head++]) {
+		for (size_t i = 0; i < nall; i++) {
+			if (par[i] != cur || !procfs__alive(all[i]))
+				continue;
+			if (k == max) {
+				rc = -E2BIG;
+				break;
+			}
+			out[k++] = all[i];
+		}
+		if (head == k)
+			break;
+	}
+	free(all);
+	free(par);
+	*n = k;
+	return rc;
+}
+
+int procfs__stat_state(const char *buf, size_t len, char *state)
+{
+	size_t rp = len;
+	char c;
+
+	while (rp > 0 && buf[rp - 1] != ')')
+		rp--;
+	/* rp: just past the last ')'; the line goes on with " S" */
+	if (rp == 0 || !memchr(buf, '(', rp - 1) || rp + 2 > len || buf[rp] != ' ')
+		return -EINVAL;
+	c = buf[rp + 1];
+	if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+		return -EINVAL;
+	if (rp + 2 < len && buf[rp + 2] != ' ' && buf[rp + 2] != '\n')
+		return -EINVAL;
+	*state = c;
+	return 0;
+}
+
+int procfs__task_stat_open(pid_t pid, pid_t tid)
+{
+	char fn[64];
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
+}
+
+int procfs__stat_fd_state(int fd, char *state)
+{
+	/* A stat line is ~300 bytes; the state is within its first 30 (pid
+	 * at most 7 digits, comm at most 15 bytes): a line cut at the end
+	 * of this buffer still has it. */
+	char buf[512];
+	ssize_t got = pread(fd, buf, sizeof(buf), 0);
+
+	if (got < 0)
+		return -errno;
+	if (got == 0)
+		return -ESRCH;
+	return procfs__stat_state(buf, (size_t)got, state);
+}

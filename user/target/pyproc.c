@@ -1,0 +1,852 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "target/debug_offsets.h"
+#include "target/elf_symbols.h"
+#include "target/offsets_legacy.h"
+#include "target/procmaps.h"
+#include "target/procfs.h"
+#include "target/pyproc.h"
+#include "target/remote_mem.h"
+#include "util/bytes.h"
+
+/* Bounds on lists read from the target: a corrupt list must end somewhere. */
+#define MAX_INTERPRETERS 256
+#define MAX_THREADS_WALKED 65536
+/* Interpreter-owned frames are skipped without spending the depth budget,
+ * but the walk as a whole is bounded too. */
+#define WALK_BUDGET(max) ((max) * 4 + 64)
+
+struct tid_pair {
+	uint64_t ns_tid;
+	pid_t host_tid;
+};
+
+struct pyproc {
+	pid_t pid;
+	struct py_offsets off;
+	uint64_t runtime;
+	uint64_t code_type;
+	char version[32];
+	struct tid_pair *tids;		/* namespace tid -> host tid */
+	size_t ntids;
+	/* The thread list as last seen (one interpreter only), to read it
+	 * again in one process_vm_readv. */
+	uint64_t last_interp;
+	uint64_t *last_tstates;
+	size_t nlast, caplast;
+	unsigned char *tsbuf;		/* nlast thread states, tstate_size each */
+	struct remote_iov *tsiov;
+	struct py_gil_gc gil_gc;	/* valid when gil_gc.gil != 0 */
+};
+
+pid_t pyproc__pid(const struct pyproc *p) { return p->pid; }
+const struct py_offsets *pyproc__offsets(const struct pyproc *p) { return &p->off; }
+const char *pyproc__version(const struct pyproc *p) { return p->version; }
+uint64_t pyproc__runtime(const struct pyproc *p) { return p->runtime; }
+uint64_t pyproc__code_type(const struct pyproc *p) { return p->code_type; }
+
+void pyproc__free(struct pyproc *p)
+{
+	if (!p)
+		return;
+	free(p->tids);
+	free(p->last_tstates);
+	free(p->tsbuf);
+	free(p->tsiov);
+	free(p);
+}
+
+static void format_version(uint32_t hex, char *buf, size_t len)
+{
+	static const char *const level[] = { [0xa] = "a", [0xb] = "b", [0xc] = "rc" };
+	unsigned int lvl = (hex >> 4) & 0xf;
+
+	if (lvl == 0xf || lvl < 0xa)
+		snprintf(buf, len, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+	else
+		snprintf(buf, len, "%u.%u.%u%s%u", hex >> 24, (hex >> 16) & 0xff,
+			 (hex >> 8) & 0xff, level[lvl], hex & 0xf);
+}
+
+/* "3.10" out of ".../libpython3.10.so.1.0" or ".../python3.10". */
+static int version_from_name(const char *path, unsigned int *major, unsigned int *minor)
+{
+	const char *base = strrchr(path, '/');
+	const char *s;
+
+	base = base ? base + 1 : path;
+	s = strstr(base, "python");
+	if (!s)
+		return -ENOENT;
+	return sscanf(s, "python%u.%u", major, minor) == 2 ? 0 : -ENOENT;
+}
+
+static int exe_path(pid_t pid, char *buf, size_t len)
+{
+	char fn[64];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+	n = readlink(fn, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (n > 10 && strcmp(buf + n - 10, " (deleted)") == 0)
+		buf[n - 10] = '\0';
+	return 0;
+}
+
+static int is_libpython(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "libpython", 9) == 0;
+}
+
+struct runtime_loc {
+	const struct mapping *map;
+	struct elf_pyinfo info;
+	uint64_t bias;
+};
+
+/* Find the executable or libpython that holds _PyRuntime. */
+static int find_runtime(pid_t pid, const struct procmaps *maps, struct runtime_loc *loc,
+			char *err, size_t errlen)
+{
+	char exe[PATH_MAX] = "";
+	const char *seen[64];
+	size_t nseen = 0;
+	int err_open = 0;
+
+	exe_path(pid, exe, sizeof(exe));
+	/* The executable first, then every libpython*.so mapping. */
+	for (size_t i = 0; i <= maps->n; i++) {
+		const char *path = i == 0 ? exe : maps->maps[i - 1].path;
+		const struct mapping *first;
+		int fd, rc;
+
+		if (!path[0] || (i > 0 && !is_libpython(path)))
+			continue;
+		for (size_t k = 0; k < nseen; k++)
+			if (strcmp(seen[k], path) == 0)
+				goto next;
+		if (nseen < sizeof(seen) / sizeof(seen[0]))
+			seen[nseen++] = path;
+		first = procmaps__first(maps, path);
+		if (!first)
+			continue;
+		fd = procmaps__open_file(pid, first);
+		if (fd < 0) {
+			err_open = fd;
+			continue;
+		}
+		rc = elf_pyinfo__read(fd, &loc->info);
+		close(fd);
+		if (rc || !loc->info.runtime)
+			continue;
+		loc->map = first;
+		loc->bias = first->start - first->offset - loc->info.load_vaddr;
+		return 0;
+next:;
+	}
+	if (err_open == -EACCES || err_open == -EPERM) {
+		snprintf(err, errlen, "process %d: permission denied opening its executable", (int)pid);
+		return -EPERM;
+	}
+	snprintf(err, errlen, "process %d (%s) is not a Python process: no _PyRuntime in it or "
+		 "any libpython it maps", (int)pid, exe[0] ? exe : "?");
+	return -ENOEXEC;
+}
+
+static int read_version(struct pyproc *p, const struct runtime_loc *loc, char *err, size_t errlen)
+{
+	uint32_t hex = 0;
+	unsigned int major, minor;
+	int rc;
+
+	if (loc->info.py_version) {
+		rc = remote_read(p->pid, loc->bias + loc->info.py_version, &hex, sizeof(hex));
+		if (rc)
+			return rc;
+		if ((hex >> 24) == 3 && ((hex >> 16) & 0xff) >= 11)
+			return (int)(p->off.version_hex = hex, 0);
+	}
+	/* Py_Version appeared in 3.11: without it, name the version we can. */
+	if (hex && (hex >> 24) == 3)
+		minor = (hex >> 16) & 0xff, major = 3;
+	else if (version_from_name(loc->map->path, &major, &minor))
+		major = 0;
+	if (major)
+		snprintf(err, errlen, "unsupported Python %u.%u in process %d: pyprof-bpf reads 3.11 to 3.15",
+			 major, minor, (int)p->pid);
+	else
+		snprintf(err, errlen, "unsupported Python in process %d (older than 3.11): "
+			 "pyprof-bpf reads 3.11 to 3.15", (int)p->pid);
+	return -ENOTSUP;
+}
+
+static int load_offsets(struct pyproc *p, char *err, size_t errlen)
+{
+	uint32_t hex = p->off.version_hex;
+	unsigned char hdr[DEBUG_OFFSETS_HEADER], *buf;
+	long size;
+	int rc;
+
+	if (((hex >> 16) & 0xff) < 13) {
+		rc = offsets_legacy__get(hex, &p->off);
+		if (rc)
+			snprintf(err, errlen, "unsupported Python %u.%u", hex >> 24, (hex >> 16) & 0xff);
+		return rc;
+	}
+	rc = remote_read(p->pid, p->runtime, hdr, sizeof(hdr));
+	if (rc)
+		return rc;
+	if (memcmp(hdr, DEBUG_OFFSETS_COOKIE, 8) != 0) {
+		snprintf(err, errlen, "process %d: _PyRuntime does not start with the debug offsets "
+			 "cookie", (int)p->pid);
+		return -EPROTO;
+	}
+	{
+		uint64_t v;
+
+		memcpy(&v, hdr + 8, 8);
+		if ((uint32_t)v != hex) {
+			snprintf(err, errlen, "process %d: _Py_DebugOffsets says version 0x%llx but "
+				 "Py_Version is 0x%x", (int)p->pid, (unsigned long long)v, hex);
+			return -EPROTO;
+		}
+		size = debug_offsets__size(v);
+	}
+	if (size < 0) {
+		snprintf(err, errlen, "unsupported Python %u.%u in process %d: pyprof-bpf reads 3.11 to 3.15",
+			 hex >> 24, (hex >> 16) & 0xff, (int)p->pid);
+		return -ENOTSUP;
+	}
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	rc = remote_read(p->pid, p->runtime, buf, size);
+	if (!rc)
+		rc = debug_offsets__parse(buf, size, &p->off, err, errlen);
+	free(buf);
+	return rc;
+}
+
+/* Build the namespace-tid -> host-tid table from NSpid: lines. */
+static int load_tids(struct pyproc *p)
+{
+	char fn[64];
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task", (int)p->pid);
+	d = opendir(fn);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	p->ntids = 0;
+	while ((de = readdir(d))) {
+		pid_t host = (pid_t)atoi(de->d_name), inner = host;
+		int err;
+
+		if (host <= 0)
+			continue;
+		err = procfs__nspid(p->pid, host, &inner);
+		if (err == -ENOENT)
+			inner = host;	/* no NSpid line: no namespace to tell */
+		else if (err)
+			continue;	/* the thread just exited */
+		if (p->ntids == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct tid_pair *n = realloc(p->tids, ncap * sizeof(*n));
+
+			if (!n) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			p->tids = n;
+			cap = ncap;
+		}
+		p->tids[p->ntids++] = (struct tid_pair){ inner, host };
+	}
+	closedir(d);
+	return 0;
+}
+
+static pid_t host_tid(struct pyproc *p, uint64_t ns_tid, int reload)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < p->ntids; i++)
+			if (p->tids[i].ns_tid == ns_tid)
+				return p->tids[i].host_tid;
+		/* A thread started since we last looked: look again, once. */
+		if (pass || !reload || load_tids(p))
+			break;
+	}
+	return 0;
+}
+
+static void fill_thread(struct pyproc *p, const unsigned char *ts, uint64_t tstate,
+			uint64_t interp, struct py_thread *t, int *reloaded)
+{
+	const struct py_offsets *o = &p->off;
+
+	t->tstate = tstate;
+	t->interp = interp;
+	t->thread_id = get_u64(ts, o->tstate_thread_id);
+	t->native_tid = get_u64(ts, o->tstate_native_thread_id);
+	t->host_tid = host_tid(p, t->native_tid, !*reloaded);
+	if (!t->host_tid)
+		*reloaded = 1;
+}
+
+/* Remember the list for next time; failure only costs the fast path. */
+static void remember_threads(struct pyproc *p, uint64_t interp, const struct py_thread *t,
+			     size_t n, int complete)
+{
+	size_t sz = p->off.tstate_size;
+
+	p->nlast = 0;
+	if (!complete || n == 0)
+		return;
+	if (n > p->caplast) {
+		size_t cap = n * 2;
+		uint64_t *ts = realloc(p->last_tstates, cap * sizeof(*ts));
+
+		if (!ts)
+			return;
+		p->last_tstates = ts;
+		free(p->tsbuf);
+		free(p->tsiov);
+		p->tsbuf = malloc(cap * sz);
+		p->tsiov = malloc((cap + 3) * sizeof(*p->tsiov));
+		p->caplast = p->tsbuf && p->tsiov ? cap : 0;
+		if (!p->caplast)
+			return;
+	}
+	for (size_t i = 0; i < n; i++)
+		p->last_tstates[i] = t[i].tstate;
+	p->last_interp = interp;
+	p->nlast = n;
+}
+
+/* The list as it was last time, read in one call and checked link by link;
+ * 1 when it still holds, 0 to take the slow path. */
+static int threads_predicted(struct pyproc *p, struct py_thread *out, size_t max, size_t *n)
+{
+	const struct py_offsets *o = &p->off;
+	uint64_t head = 0, first = 0, next_interp = 1;
+	struct remote_iov *iov = p->tsiov;
+	size_t k = 0, done, sz = o->tstate_size;
+	int reloaded = 0;
+
+	if (!p->nlast || p->nlast > max)
+		return 0;
+	iov[k++] = (struct remote_iov){ p->runtime + o->runtime_interpreters_head, &head, 8 };
+	iov[k++] = (struct remote_iov){ p->last_interp + o->interp_threads_head, &first, 8 };
+	iov[k++] = (struct remote_iov){ p->last_interp + o->interp_next, &next_interp, 8 };
+	for (size_t i = 0; i < p->nlast; i++)
+		iov[k++] = (struct remote_iov){ p->last_tstates[i], p->tsbuf + i * sz, sz };
+	if (remote_readv_prefix(p->pid, iov, k, &done) || head != p->last_interp ||
+	    next_interp || first != p->last_tstates[0])
+		return 0;
+	for (size_t i = 0; i < p->nlast; i++) {
+		const unsigned char *ts = p->tsbuf + i * sz;
+		uint64_t next = i + 1 < p->nlast ? p->last_tstates[i + 1] : 0;
+
+		if (get_u64(ts, o->tstate_interp) != head || get_u64(ts, o->tstate_next) != next)
+			return 0;
+	}
+	for (size_t i = 0; i < p->nlast; i++)
+		fill_thread(p, p->tsbuf + i * sz, p->last_tstates[i], head, &out[i], &reloaded);
+	*n = p->nlast;
+	return 1;
+}
+
+int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n)
+{
+	const struct py_offsets *o = &p->off;
+	unsigned char ts[PY_MAX_STRUCT_COPY];
+	uint64_t interp;
+	size_t count = 0, walked = 0;
+	uint64_t first_interp;
+	int rc, reloaded = 0, ninterp = 0;
+
+	*n = 0;
+	if (threads_predicted(p, out, max, n))
+		return 0;
+	rc = remote_read_u64(p->pid, p->runtime + o->runtime_interpreters_head, &interp);
+	if (rc)
+		return rc;
+	first_interp = interp;
+	for (int ni = 0; interp && ni < MAX_INTERPRETERS; ni++, ninterp++) {
+		uint64_t tstate, next_interp;
+		struct remote_iov iov[2] = {
+			{ interp + o->interp_threads_head, &tstate, 8 },
+			{ interp + o->interp_next, &next_interp, 8 },
+		};
+
+		rc = remote_readv(p->pid, iov, 2);
+		if (rc)
+			return rc;
+		while (tstate) {
+			struct py_thread t;
+
+			if (++walked > MAX_THREADS_WALKED)
+				return -ELOOP;
+			rc = remote_read(p->pid, tstate, ts, o->tstate_size);
+			if (rc)
+				return rc;
+			/* Every thread state points back at its interpreter: a
+			 * cheap check that the offsets and the list are sane. */
+			if (get_u64(ts, o->tstate_interp) != interp)
+				return -EPROTO;
+			fill_thread(p, ts, tstate, interp, &t, &reloaded);
+			if (count < max)
+				out[count] = t;
+			count++;
+			tstate = get_u64(ts, o->tstate_next);
+		}
+		interp = next_interp;
+	}
+	*n = count < max ? count : max;
+	remember_threads(p, first_interp, out, *n, ninterp == 1 && count <= max);
+	return count > max ? -E2BIG : 0;
+}
+
+int pyproc__gil_gc(struct pyproc *p, struct py_gil_gc *out)
+{
+	const struct py_offsets *o = &p->off;
+	struct py_gil_gc g = { 0 };
+	int32_t locked = 0, collecting = 0;
+	int rc;
+
+	if (p->gil_gc.gil) {
+		*out = p->gil_gc;
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	if (!o->runtime_interpreters_main || !o->gil_size || !o->gil_last_holder ||
+	    !o->gil_locked || !o->interp_gc_collecting || o->gc_collecting_size != 4 ||
+	    (!o->runtime_gil && !o->interp_ceval_gil))
+		return -ENOTSUP;
+	rc = remote_read_u64(p->pid, p->runtime + o->runtime_interpreters_main, &g.interp);
+	if (rc)
+		return rc;
+	if (!g.interp)
+		return -EAGAIN;
+	if (o->runtime_gil) {
+		g.gil = p->runtime + o->runtime_gil;
+	} else {
+		/* The pointer is what the interpreter takes; the main one's
+		 * must be its own GIL, else our offsets are wrong. */
+		rc = remote_read_u64(p->pid, g.interp + o->interp_ceval_gil, &g.gil);
+		if (rc)
+			return rc;
+		if (!g.gil)
+			return -EAGAIN;
+		if (o->interp_gil && g.gil != g.interp + o->interp_gil)
+			return -EPROTO;
+	}
+	g.gil_size = o->gil_size;
+	g.gil_holder = g.gil + o->gil_last_holder;
+	g.gil_locked = g.gil + o->gil_locked;
+	g.gc_collecting = g.interp + o->interp_gc_collecting;
+	g.gc_collecting_size = o->gc_collecting_size;
+	g.gc_frame = o->interp_gc_frame ? g.interp + o->interp_gc_frame : 0;
+	{
+		struct remote_iov iov[2] = {
+			{ g.gil_locked, &locked, sizeof(locked) },
+			{ g.gc_collecting, &collecting, sizeof(collecting) },
+		};
+
+		rc = remote_readv(p->pid, iov, 2);
+		if (rc)
+			return rc;
+	}
+	if (locked == -1)	/* the GIL is not created yet */
+		return -EAGAIN;
+	if ((locked != 0 && locked != 1) || (collecting != 0 && collecting != 1))
+		return -EPROTO;
+	p->gil_gc = g;
+	*out = g;
+	return 0;
+}
+
+static int check_readable(pid_t pid, char *err, size_t errlen)
+{
+	char fn[64];
+
+	snprintf(fn, sizeof(fn), "/proc/%d", (int)pid);
+	if (pid <= 0 || access(fn, F_OK) != 0) {
+		snprintf(err, errlen, "no such process: %d", (int)pid);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
+{
+	struct procmaps maps = { 0 };
+	struct runtime_loc loc = { 0 };
+	struct pyproc *p;
+	struct py_thread first;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	rc = check_readable(pid, err, errlen);
+	if (rc)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	rc = procmaps__read(pid, &maps);
+	if (rc == -EACCES || rc == -EPERM) {
+		snprintf(err, errlen, "permission denied reading process %d: run as root or as its "
+			 "owner (with ptrace allowed, see kernel.yama.ptrace_scope)", (int)pid);
+		rc = -EPERM;
+		goto fail;
+	}
+	if (rc == -ESRCH && check_readable(pid, err, errlen) == 0) {
+		snprintf(err, errlen, "process %d is not a Python process: it has no memory map "
+			 "(a kernel thread, or a zombie)", (int)pid);
+		rc = -ENOEXEC;
+		goto fail;
+	}
+	if (rc == -ESRCH) {
+		snprintf(err, errlen, "process %d exited", (int)pid);
+		goto fail;
+	}
+	if (rc) {
+		snprintf(err, errlen, "reading /proc/%d/maps: %s", (int)pid, strerror(-rc));
+		goto fail;
+	}
+	rc = find_runtime(pid, &maps, &loc, err, errlen);
+	if (rc)
+		goto fail;
+	p->runtime = loc.bias + loc.info.runtime;
+	p->code_type = loc.info.code_type ? loc.bias + loc.info.code_type : 0;
+	rc = read_version(p, &loc, err, errlen);
+	if (rc)
+		goto fail_read;
+	rc = load_offsets(p, err, errlen);
+	if (rc)
+		goto fail_read;
+	format_version(p->off.version_hex, p->version, sizeof(p->version));
+	rc = load_tids(p);
+	if (rc)
+		goto fail_read;
+	/* The offsets must lead from the runtime to a thread and back. The
+	 * target runs: a thread state freed while the list is read breaks
+	 * the round trip too, so a few tries before calling it wrong. */
+	for (int i = 0; i < 5; i++) {
+		rc = pyproc__threads(p, &first, 1, &n);
+		if (rc != -EPROTO)
+			break;
+		usleep(2000);
+	}
+	if (rc == -EPROTO) {
+		snprintf(err, errlen, "process %d: Python %s's thread list does not match its offsets",
+			 (int)pid, p->version);
+		goto fail;
+	}
+	if (rc && rc != -E2BIG)
+		goto fail_read;
+	procmaps__free(&maps);
+	*out = p;
+	return 0;
+
+fail_read:
+	if (err[0] == '\0' || rc == -ESRCH || rc == -EPERM || rc == -EFAULT) {
+		if (rc == -EPERM)
+			snprintf(err, errlen, "permission denied reading the memory of process %d: run "
+				 "as root or with CAP_SYS_PTRACE", (int)pid);
+		else if (rc == -ESRCH || check_readable(pid, err, errlen))
+			snprintf(err, errlen, "process %d exited", (int)pid);
+		else if (rc == -EFAULT)
+			snprintf(err, errlen, "process %d: reading its runtime failed (exiting, or "
+				 "memory corrupt)", (int)pid);
+		else
+			snprintf(err, errlen, "process %d: %s", (int)pid, strerror(-rc));
+	}
+fail:
+	procmaps__free(&maps);
+	pyproc__free(p);
+	return rc;
+}
+
+/* co_version of every frame's code object, in one process_vm_readv. */
+static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
+{
+	struct remote_iov iov[256];
+	uint64_t off = p->off.code_version;
+
+	for (size_t done = 0; off && done < n;) {
+		size_t k = n - done < 256 ? n - done : 256;
+
+		for (size_t i = 0; i < k; i++) {
+			f[done + i].code_version = 0;
+			iov[i] = (struct remote_iov){ f[done + i].code + off,
+						      &f[done + i].code_version, 4 };
+		}
+		/* A fault leaves versions at 0 ("unknown"): the symbolizer
+		 * then checks the object itself. */
+		if (remote_readv(p->pid, iov, k) == -ESRCH)
+			return -ESRCH;
+		done += k;
+	}
+	return 0;
+}
+
+static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame, uint64_t *cframe)
+{
+	const struct py_offsets *o = &p->off;
+	int rc;
+
+	*frame = 0;
+	*cframe = 0;
+	if (!o->tstate_cframe)
+		return remote_read_u64(p->pid, tstate + o->tstate_current_frame, frame);
+	rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, cframe);
+	if (rc || !*cframe)
+		return rc;
+	return remote_read_u64(p->pid, *cframe + o->cframe_current_frame, frame);
+}
+
+void py_walk_cache__free(struct py_walk_cache *c)
+{
+	if (!c)
+		return;
+	free(c->frames);
+	free(c->codes);
+	free(c->foff);
+	free(c->fiov);
+	free(c->viov);
+	free(c->versions);
+	free(c->iov);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cache_reserve(struct py_walk_cache *c, size_t need)
+{
+	size_t cap = c->cap;
+	int ok = 1;
+
+	if (need <= cap)
+		return 0;
+	while (cap < need)
+		cap = cap ? cap * 2 : 64;
+#define GROW(field, n) do { \
+		void *np = realloc(c->field, (n) * sizeof(*c->field)); \
+		if (np) \
+			c->field = np; \
+		else \
+			ok = 0; \
+	} while (0)
+	GROW(frames, cap);
+	GROW(codes, cap);
+	GROW(foff, cap);
+	GROW(fiov, cap);
+	GROW(viov, cap);
+	GROW(versions, cap);
+	GROW(iov, 2 * cap + 2);
+#undef GROW
+	if (!ok)
+		return -ENOMEM;
+	c->cap = cap;
+	return 0;
+}
+
+/* Frames of one chain sit close together in the thread's data stack: read
+ * neighbours (closer than this) as one range, not one iovec each. */
+#define SPAN_GAP 1024
+#define SPAN_MAX (64u << 10)
+/* Code objects looked up for co_version, deduplicated (recursion repeats one
+ * code object a thousand times). */
+#define VSLOTS 64
+
+/*
+ * Read ahead what the last walk of this thread saw, in one process_vm_readv:
+ * the current frame pointer (3.11/3.12: through the C frame the last walk
+ * found), every frame (neighbours merged into ranges) and the co_version of
+ * every distinct code object. Sets *frame to the current frame when it is the
+ * predicted one, and returns how many frames, from the innermost, were read
+ * whole.
+ */
+static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+		       uint64_t *frame)
+{
+	const struct py_offsets *o = &p->off;
+	struct remote_iov *iov = c->iov;
+	uint64_t cframe = 0, lo = 0, hi = 0, vcode[VSLOTS] = { 0 };
+	uint32_t vidx[VSLOTS];
+	size_t k = 0, done = 0, head, spans, bytes = 0, ready;
+	const size_t fs = o->frame_size;
+
+	*frame = 0;
+	if (o->tstate_cframe) {
+		iov[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
+		iov[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame, 8 };
+	} else {
+		iov[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
+	}
+	head = k;
+	/* Pass 1: merge frames into ranges, in chain order. */
+	for (size_t i = 0; i < c->n; i++) {
+		uint64_t a = c->frames[i];
+		uint64_t nlo = a < lo ? a : lo, nhi = a + fs > hi ? a + fs : hi;
+
+		if (k == head || nhi - nlo > (hi - lo) + fs + SPAN_GAP || nhi - nlo > SPAN_MAX) {
+			if (k > head)
+				iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
+			k++;
+			nlo = a;
+			nhi = a + fs;
+		}
+		lo = nlo;
+		hi = nhi;
+		c->fiov[i] = (uint32_t)(k - 1);
+	}
+	if (k > head)
+		iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
+	spans = k;
+	/* Pass 2: place the ranges in the buffer. */
+	for (size_t j = head; j < spans; j++)
+		bytes += iov[j].len;
+	if (bytes > c->bufcap) {
+		unsigned char *nb = realloc(c->buf, bytes);
+
+		if (!nb)
+			return 0;
+		c->buf = nb;
+		c->bufcap = bytes;
+	}
+	bytes = 0;
+	for (size_t j = head; j < spans; j++) {
+		iov[j].buf = c->buf + bytes;
+		bytes += iov[j].len;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		const struct remote_iov *v = &iov[c->fiov[i]];
+
+		c->foff[i] = (uint32_t)((unsigned char *)v->buf - c->buf + (c->frames[i] - v->addr));
+	}
+	/* The versions, one read per distinct code object. */
+	for (size_t i = 0; o->code_version && i < c->n; i++) {
+		unsigned int h = (unsigned int)(c->codes[i] >> 4) % VSLOTS;
+
+		if (vcode[h] != c->codes[i]) {
+			vcode[h] = c->codes[i];
+			vidx[h] = (uint32_t)k;
+			iov[k] = (struct remote_iov){ c->codes[i] + o->code_version,
+						      &c->versions[k - spans], 4 };
+			k++;
+		}
+		c->viov[i] = vidx[h];
+	}
+	remote_readv_prefix(p->pid, iov, k, &done);
+	if (done < head || (o->tstate_cframe && cframe != c->cframe) || *frame != c->frames[0]) {
+		*frame = 0;	/* the thread moved on: read it the slow way */
+		return 0;
+	}
+	for (ready = 0; ready < c->n && c->fiov[ready] < done; ready++)
+		;
+	c->vdone = done;
+	c->vbase = spans;
+	return ready;
+}
+
+int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
+{
+	const struct py_offsets *o = &p->off;
+	unsigned char fb[PY_MAX_STRUCT_COPY];
+	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
+	uint64_t frame = 0, cframe = 0;
+	int rc;
+
+	*n = 0;
+	*truncated = 0;
+	/* A thread whose innermost frame is where it was last time most
+	 * likely has the same chain under it: read it all at once. */
+	if (c && c->n)
+		ready = prefetch(p, tstate, c, &frame);
+	if (frame) {
+		cframe = c->cframe;
+	} else {
+		rc = current_frame(p, tstate, &frame, &cframe);
+		if (rc || !frame) {
+			if (c)
+				c->n = 0;
+			return rc;
+		}
+	}
+	while (frame) {
+		const unsigned char *b = fb;
+		uint64_t code;
+		uint8_t owner;
+
+		if (budget-- == 0 || count == max) {
+			*truncated = 1;
+			break;
+		}
+		if (visited < ready && c->frames[visited] == frame) {
+			b = c->buf + c->foff[visited];
+		} else {
+			ready = 0;	/* off the predicted chain */
+			rc = remote_read(p->pid, frame, fb, o->frame_size);
+			if (rc)
+				goto out;
+		}
+		owner = b[o->frame_owner];
+		code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
+		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
+			out[count].frame = frame;
+			out[count].code = code;
+			out[count].instr = get_u64(b, o->frame_instr_ptr);
+			out[count].code_version = 0;
+			out[count].reserved = 0;
+			if (visited < ready && c->codes[visited] == code &&
+			    o->code_version && c->viov[visited] < c->vdone)
+				out[count].code_version = c->versions[c->viov[visited] - c->vbase];
+			else
+				missing++;
+			count++;
+		}
+		/* What this walk saw is the next one's prediction; the buffers
+		 * are only read above, before this overwrite moves past them. */
+		if (c && cache_reserve(c, visited + 1) == 0) {
+			c->frames[visited] = frame;
+			c->codes[visited] = code;
+		}
+		visited++;
+		frame = get_u64(b, o->frame_previous);
+	}
+	rc = 0;
+out:
+	if (c) {
+		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
+		c->cframe = cframe;
+	}
+	*n = count;
+	if (rc)
+		return rc;
+	return missing ? read_versions(p, out, count) : 0;
+}
+
+int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
+		 size_t *n, int *truncated)
+{
+	return pyproc__walk_cached(p, tstate, NULL, out, max, n, truncated);
+}

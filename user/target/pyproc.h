@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyproc.h - an attached Python process: where its runtime is, which version
+ * it runs, the offsets to read it with, and its threads.
+ *
+ * pyproc__open() does all the one-time work (maps, ELF, debug offsets) and
+ * validates it; nothing on the sampling path re-reads /proc or ELF files.
+ */
+#ifndef PYPROF_PYPROC_H
+#define PYPROF_PYPROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "target/py_offsets.h"
+
+struct remote_iov;
+
+struct pyproc;
+
+/* Space for one clear error line, filled by functions that take it. */
+#define PYPROF_ERRLEN 512
+
+/*
+ * Attach to @pid. On failure returns -errno and writes one line saying what
+ * is wrong into @err: -ESRCH no such process, -EPERM no permission,
+ * -ENOEXEC not a Python process, -ENOTSUP unsupported Python version,
+ * -EPROTO the target's tables failed validation.
+ */
+int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen);
+void pyproc__free(struct pyproc *p);
+
+pid_t pyproc__pid(const struct pyproc *p);
+const struct py_offsets *pyproc__offsets(const struct pyproc *p);
+/* "3.14.10" */
+const char *pyproc__version(const struct pyproc *p);
+/* Address of PyCode_Type in the target (0 if unknown). */
+uint64_t pyproc__code_type(const struct pyproc *p);
+/* Address of _PyRuntime in the target. */
+uint64_t pyproc__runtime(const struct pyproc *p);
+
+/*
+ * Addresses in the target that say who holds the main interpreter's GIL and
+ * whether its collector runs. A thread waiting for the GIL sleeps on a futex
+ * inside [gil, gil + gil_size) (its cond or mutex).
+ */
+struct py_gil_gc {
+	uint64_t interp;	/* the main PyInterpreterState */
+	uint64_t gil;		/* its struct _gil_runtime_state */
+	uint64_t gil_size;
+	uint64_t gil_holder;	/* &gil->last_holder: PyThreadState * */
+	uint64_t gil_locked;	/* &gil->locked: int, 1 while held */
+	uint64_t gc_collecting;	/* &interp->gc.collecting: non-zero while collecting */
+	uint64_t gc_collecting_size;	/* its width in bytes (4) */
+	uint64_t gc_frame;	/* 3.15+: &interp->gc.frame (_PyInterpreterFrame *); else 0 */
+};
+
+/*
+ * Fill @out. The first success reads the target (the main interpreter, the
+ * GIL pointer 3.12+ keeps in it, and checks locked and collecting hold 0 or
+ * 1) and is remembered: later calls read nothing. -ENOTSUP when the offsets
+ * for this version are unknown, -EAGAIN while the runtime has no main
+ * interpreter or GIL yet, -EPROTO when the target disagrees with the
+ * offsets, or a read error (-ESRCH, -EFAULT, -EPERM).
+ */
+int pyproc__gil_gc(struct pyproc *p, struct py_gil_gc *out);
+
+struct py_thread {
+	uint64_t tstate;	/* PyThreadState address in the target */
+	uint64_t interp;	/* its interpreter */
+	uint64_t thread_id;	/* pthread id (threading.get_ident()) */
+	uint64_t native_tid;	/* tid as the target sees it (its PID namespace) */
+	pid_t host_tid;		/* tid in our namespace; 0 if not found */
+};
+
+/*
+ * Snapshot of every thread of every interpreter, at most @max. Sets *n to the
+ * number found; returns -E2BIG (with the first @max filled) when there were
+ * more, -EFAULT when the target's lists could not be read (it is exiting or
+ * its memory is corrupt), -ESRCH when it is gone.
+ */
+int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n);
+
+/* One frame of a raw stack: what the BPF side and the remote walker record. */
+/* py_rawframe.reserved: the sampler took no snapshot of the frame's code
+ * object at its first sighting (the BPF program could not read it). */
+#define PY_RAWFRAME_NO_SNAPSHOT (1u << 2)
+
+struct py_rawframe {
+	uint64_t frame;		/* _PyInterpreterFrame address */
+	uint64_t code;		/* code object address */
+	uint64_t instr;		/* instruction pointer (instr_ptr / prev_instr) */
+	uint32_t code_version;	/* co_version (3.12+), 0 when unknown */
+	uint32_t reserved;
+};
+
+/*
+ * Walk @tstate's frame chain, innermost first, skipping interpreter-owned
+ * frames. Fills at most @max frames; *truncated says the chain went on.
+ */
+int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out,
+		 size_t max, size_t *n, int *truncated);
+
+/*
+ * What the last walk of one thread saw, owned by the caller (one per thread):
+ * the next walk reads the same frames and code versions ahead in one
+ * process_vm_readv when the thread's innermost frame has not moved, and
+ * falls back to one read per frame where the chain differs.
+ */
+struct py_walk_cache {
+	uint64_t *frames;	/* frames visited, innermost first */
+	uint64_t *codes;
+	size_t n, cap;
+	uint64_t cframe;	/* 3.11/3.12: the C frame it was found through */
+	/* prefetch scratch, reused from one walk to the next */
+	uint32_t *foff;		/* per frame: its bytes in buf */
+	uint32_t *fiov;		/* per frame: the iovec (range) that holds it */
+	uint32_t *viov;		/* per frame: the iovec of its code's co_version */
+	uint32_t *versions;	/* per version iovec */
+	size_t vdone, vbase;	/* iovecs read whole; first version iovec */
+	struct remote_iov *iov;
+	unsigned char *buf;
+	size_t bufcap;
+};
+
+int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+			struct py_rawframe *out, size_t max, size_t *n, int *truncated);
+void py_walk_cache__free(struct py_walk_cache *c);
+
+#endif

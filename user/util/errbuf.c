@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* errbuf.c - see errbuf.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "util/errbuf.h"
+
+void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
