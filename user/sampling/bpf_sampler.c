@@ -1691,27 +1691,25 @@ uint64_t bpf_sampler__lost_intervals(const struct bpf_sampler *s)
 	return s->lost_intervals;
 }
 
+void bpf_sampler__detail(const struct bpf_sampler *s, struct bpf_sampler_detail *d)
+{
+	*d = (struct bpf_sampler_detail){ 0 };
+	if (s->verbose && s->cache && s->fc) {
+		d->frame_cache = true;
+		frame_cache__stats(s->fc, &d->fc);
+	}
+	if (s->ivs) {
+		d->offcpu = true;
+		d->reused_walks = s->reused;
+		d->inferred = counter(s, PYPROF_CNT_SWITCH_IN_INFERRED);
+		d->lost_intervals = s->lost_intervals;
+	}
+}
+
 void bpf_sampler__free(struct bpf_sampler *s)
 {
 	if (!s)
 		return;
-	if (s->verbose && s->cache && s->fc) {
-		struct frame_cache_stats st;
-
-		frame_cache__stats(s->fc, &st);
-		fprintf(stderr, "pyprof-bpf: frame cache: %llu samples spliced, %llu walked whole, "
-			"%llu mismatched (delivered truncated); %llu frames sent by the kernel, "
-			"%llu reused; %llu anchors written (%llu failed)\n",
-			(unsigned long long)st.spliced, (unsigned long long)st.whole,
-			(unsigned long long)st.mismatches, (unsigned long long)st.frames_sent,
-			(unsigned long long)st.frames_reused, (unsigned long long)st.reanchors,
-			(unsigned long long)st.reanchor_failures);
-	}
-	if (s->verbose && s->ivs)
-		fprintf(stderr, "pyprof-bpf: off-CPU: %llu switch-outs stood on their thread's last "
-			"walk, %llu intervals closed by inference, %llu lost\n",
-			(unsigned long long)s->reused, (unsigned long long)counter(s,
-			PYPROF_CNT_SWITCH_IN_INFERRED), (unsigned long long)s->lost_intervals);
 	bpf_sampler__stop(s);
 	release_anchors(s);
 	ring_buffer__free(s->rb);

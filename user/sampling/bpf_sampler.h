@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include "target/pyproc.h"
 #include "sampling/sampler.h"
+#include "symbols/frame_cache.h"
 
 struct bpf_sampler;
 
@@ -172,6 +173,15 @@ int bpf_sampler__finish_intervals(struct bpf_sampler *s, uint64_t end_ns, sample
 /* Off-CPU intervals whose stack never reached us (ring full), not delivered. */
 uint64_t bpf_sampler__lost_intervals(const struct bpf_sampler *s);
 /* Detach and unload; no program, map, link or event remains. Accepts NULL. */
+/* TEMP (until the sampler split lands): what -v says of the sampler. */
+struct bpf_sampler_detail {
+	bool frame_cache;		/* the 3.15 frame cache was used: fc holds its counts */
+	struct frame_cache_stats fc;
+	bool offcpu;			/* off-CPU intervals were tracked */
+	uint64_t reused_walks, inferred, lost_intervals;
+};
+void bpf_sampler__detail(const struct bpf_sampler *s, struct bpf_sampler_detail *d);
+
 void bpf_sampler__free(struct bpf_sampler *s);
 
 #endif

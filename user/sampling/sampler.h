@@ -188,6 +188,10 @@ struct sampler_stats {
 	uint64_t errors;	/* no Python state + read faults */
 };
 
+/* Count @r as the samplers count what they deliver: a consumer that
+ * leaves a sample out takes it off their counts with these. */
+void sampler_stats__count(struct sampler_stats *st, const struct raw_sample *r);
+
 /* What is sampled (--mode). */
 enum sampler_mode {
 	SAMPLER_MODE_CPU = 0,	/* threads on a CPU (remote: in state R) */
@@ -238,5 +242,43 @@ struct sampler_opts {
 	 * bpf_sampler__set_async() is refused. */
 	int async_tasks;
 };
+
+/*
+ * ---- One interface over both backends ----
+ *
+ * A struct sampler is the BPF backend (sampling/bpf_sampler.h: ticks and
+ * switches snapshotted in the kernel, read from a ring buffer) or the
+ * remote backend (sampling/remote_sampler.h: every thread read from
+ * outside at each tick). The recording loop drives either the same way:
+ * poll() delivers what is due, next_poll() says when to call it again,
+ * refresh() keeps the thread list current, finish() delivers what is left
+ * once sampling stops.
+ */
+struct sampler;
+struct bpf_sampler;
+struct remote_sampler;
+
+/* Wrap an opened backend; the sampler owns it from then on. */
+int sampler__from_bpf(struct bpf_sampler *bs, const struct sampler_opts *o,
+		      struct sampler **out);
+int sampler__from_remote(struct remote_sampler *rs, const struct sampler_opts *o,
+			 struct sampler **out);
+/* "BPF" or "remote". */
+const char *sampler__name(const struct sampler *s);
+/* The BPF backend, for what only it does (processes, asyncio, stack
+ * ends); NULL for the remote one. */
+struct bpf_sampler *sampler__bpf(struct sampler *s);
+/* Deliver what is due to @fn: >= 0, the callback's non-zero return, or
+ * -errno (-ESRCH: the one target is gone). */
+int sampler__poll(struct sampler *s, sample_fn fn, void *ctx);
+/* When (CLOCK_MONOTONIC s) to poll next, the last poll having begun at @started. */
+double sampler__next_poll(struct sampler *s, double started);
+/* Keep the target's thread list current; call once a loop, at @now. */
+void sampler__refresh(struct sampler *s, double now);
+void sampler__stats(const struct sampler *s, struct sampler_stats *st);
+/* Stop sampling, then deliver what is left: the samples taken before the
+ * stop, and the intervals of threads off the CPU now (ended at @end_ns). */
+int sampler__finish(struct sampler *s, uint64_t end_ns, sample_fn fn, void *ctx);
+void sampler__close(struct sampler *s);
 
 #endif

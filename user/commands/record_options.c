@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/* record_options.c - record's command line (record_options.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pyprof.h"		/* PYPROF_USTACK_MAX */
+#include "commands/record.h"
+#include "commands/record_options.h"
+#include "output/rawrec.h"
+#include "util/parse.h"
+
+const char record_doc[] =
+"Sample a running Python process, or a command it starts, and write its stacks.\n"
+"\n"
+"USAGE: pyprof-bpf [record] -p PID[,PID...] [-F HZ] [-d SECONDS] [-o FILE]\n"
+"                          [--format FMT] [--subprocesses]\n"
+"       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
+"\v"
+"With a command, pyprof-bpf starts it (under sudo, as the invoking user:\n"
+"SUDO_UID, SUDO_GID and SUDO_USER's groups) and samples it until it exits, then\n"
+"writes the recording and exits with the command's status (128 + N when it was\n"
+"killed by signal N; 127 or 126 when it cannot be run, as in a shell). The\n"
+"command keeps the terminal, standard input and output: -o FILE is required,\n"
+"so the recording never mixes with its output. Ctrl-C reaches the command from\n"
+"the terminal, and SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to pyprof-bpf are passed\n"
+"on to it; pyprof-bpf itself goes on recording until the command exits. -d\n"
+"ends the recording, not the command: pyprof-bpf writes the recording at once,\n"
+"then waits for the command (passing signals on) and exits with its status.\n"
+"The process started is sampled, through its exec()s (env, chroot, a shell\n"
+"script that execs python), not its children; it must run Python within 5 s.\n"
+"If pyprof-bpf fails before sampling begins it kills the command; later, it\n"
+"says why and waits for the command (exit status 1). Everything from the first\n"
+"argument that is not an option (or after --) is the command's own.\n"
+"\n"
+"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top,\n"
+"raw; with -o the format is inferred from the extension (.perf .folded\n"
+".speedscope.json .pb.gz .html .pyprof). raw is the recording itself, which\n"
+"`pyprof-bpf report` turns into any other format later, without the target;\n"
+"--raw FILE writes it besides another format.\n"
+"\n"
+"Modes (--mode): cpu (default) samples threads while they run on a CPU; off-cpu\n"
+"records every interval a thread spends off the CPU, weighing its time, its stack\n"
+"ending in why: [syscall] NAME and the kernel functions it slept in, [GIL wait],\n"
+"or [runnable] (woken or preempted, waiting for a CPU); wall is both, so each\n"
+"thread's samples add up to its time; gil marks CPU samples of a thread without\n"
+"the GIL [GIL released]. A thread running a garbage collection gets <GC> in\n"
+"every mode. The remote backend (used without CAP_BPF/CAP_PERFMON) polls the\n"
+"target from outside at each tick: it offers cpu (threads in state R), wall\n"
+"(every thread) and gil, and cannot tell why a thread waits (no off-cpu).\n"
+"\n"
+"EXAMPLES:\n"
+"    sudo pyprof-bpf -p 1234                      # 99 Hz to stdout, to Ctrl-C\n"
+"    sudo pyprof-bpf -p 1234 -F 999 -d 30 -o out.perf\n"
+"    sudo pyprof-bpf -p 1234 -d 10 --format collapsed | flamegraph.pl > f.svg\n"
+"    sudo pyprof-bpf -p 1234 -d 30 -o rec.pyprof  # for: pyprof-bpf report\n"
+"    sudo pyprof-bpf -p 1234 -o f.html --raw r.pyprof  # both, same samples\n"
+"    sudo pyprof-bpf -p 1234 -F 9999 --events thread  # per-thread events\n"
+"    sudo pyprof-bpf -o out.html -- python3 app.py  # start, sample to its exit\n"
+"    sudo pyprof-bpf -F 999 -o out.perf -- ./run.sh  # a script exec'ing python\n"
+"    sudo pyprof-bpf -p 1234 --subprocesses -o f.html  # and what it starts\n"
+"    sudo pyprof-bpf -p 1234,5678 -d 10 -o out.folded  # several at once\n"
+"    sudo pyprof-bpf -a -d 10 -o host.html        # every Python process here\n"
+"    sudo pyprof-bpf -a --comm '^gunicorn' -d 10  # those named like this\n"
+"    sudo pyprof-bpf -p 1234 --mode wall -d 10 -o wall.html  # on and off CPU\n"
+"    sudo pyprof-bpf -p 1234 --mode off-cpu -d 10 -o wait.folded  # why it waits\n"
+"    sudo pyprof-bpf -p 1234 --mode gil -d 10 -o gil.html  # who holds the GIL\n"
+"    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
+"    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
+
+enum {
+	OPT_BACKEND = 1000,
+	OPT_NO_FRAME_CACHE,
+	OPT_EVENTS,
+	OPT_MAX_DEPTH,
+	OPT_RAW,
+	OPT_SUBPROCESSES,
+	OPT_MODE,
+	OPT_KERNEL,
+	OPT_NATIVE,
+	OPT_STACK_SIZE,
+	OPT_ASYNC,
+	OPT_COMM,
+};
+
+const struct argp_option record_options[] = {
+	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to profile", 0 },
+	{ "all", 'a', NULL, 0, "BPF: every Python process of the host and its containers, "
+	  "found from the samples themselves (each one's first tick), those that start "
+	  "during the recording too; one root per process", 0 },
+	{ "comm", OPT_COMM, "REGEX", 0, "With -a: only processes whose name (comm) matches "
+	  "this extended regular expression", 0 },
+	{ "subprocesses", OPT_SUBPROCESSES, NULL, 0, "BPF: also every process the targets "
+	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
+	  "its own pid; outputs get one root per process", 0 },
+	{ "freq", 'F', "HZ", 0, "Samples a second per running thread (default 99)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit; "
+	  "a command started runs on)", 0 },
+	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
+	  "to remote when BPF cannot be used)", 0 },
+	{ "no-frame-cache", OPT_NO_FRAME_CACHE, NULL, 0, "CPython 3.15, BPF: walk every stack "
+	  "whole, and never write the frame-cache anchor (last_profiled_frame) into the target "
+	  "(by default a rare 16-byte write, without stopping it, makes deep stacks cost about "
+	  "what shallow ones do)", 0 },
+	{ "events", OPT_EVENTS, "KIND", 0, "BPF: thread: one cpu-clock event per thread of "
+	  "the target (ticks only while it runs, but a cost at each of its context switches); "
+	  "cpu: one per CPU (no cost at its switches, a timer on every CPU); auto (default): "
+	  "cpu while the rate is at most 1,000 Hz and CPUs x rate at most 200,000", 0 },
+	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
+	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
+	  "the GIL was held (gil)", 0 },
+	{ "kernel", OPT_KERNEL, NULL, 0, "BPF: a sample taken in the kernel (a system call at "
+	  "work) ends in the kernel functions it was in", 0 },
+	{ "native", OPT_NATIVE, NULL, 0, "BPF: native frames too (C extensions, libc, the "
+	  "interpreter), merged with the Python frames in call order; DWARF unwinding with "
+	  "libdw, no frame pointers needed", 0 },
+	{ "stack-size", OPT_STACK_SIZE, "BYTES", 0, "--native: user stack copied per sample at "
+	  "most (default and most 32768; a thread's copies stop at its outermost frame once "
+	  "found)", 0 },
+	{ "async", OPT_ASYNC, "all", OPTION_ARG_OPTIONAL, "BPF, CPython 3.14+: task-aware "
+	  "stacks: a thread running an asyncio task shows that task's frames, then <task NAME>, "
+	  "then the frames of the task awaiting it, and so on to the root task; =all: also "
+	  "every pending task at each tick, read from outside, weighing the wall time since "
+	  "the last (event task-wait)", 0 },
+	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
+	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
+	  "`pyprof-bpf report`)", 0 },
+	{ "verbose", 'v', NULL, 0, "Verbose (libbpf) messages", 0 },
+	{ 0 },
+};
+
+const char *record_mode_name(enum sampler_mode m)
+{
+	switch (m) {
+	case SAMPLER_MODE_OFFCPU:
+		return "off-cpu";
+	case SAMPLER_MODE_WALL:
+		return "wall";
+	case SAMPLER_MODE_GIL:
+		return "gil";
+	default:
+		return "cpu";
+	}
+}
+
+/* -p PID[,PID...]: every element a PID: "12,", ",12" and "12,,34" are refused. */
+static void parse_pids(struct record_env *env, char *arg, struct argp_state *state)
+{
+	long v = 0;
+
+	for (char *tok = arg, *next; tok; tok = next) {
+		next = strchr(tok, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*tok)
+			argp_error(state, "invalid PID list: an empty element");
+		if (parse_long(tok, 1, INT_MAX, &v))
+			argp_error(state, "invalid PID: %s", tok);
+		if (env->npids == MAX_PIDS)
+			argp_error(state, "at most %d processes with -p", MAX_PIDS);
+		for (size_t i = 0; i < env->npids; i++)
+			if (env->pids[i] == (pid_t)v)
+				argp_error(state, "PID %ld given twice", v);
+		env->pids[env->npids++] = (pid_t)v;
+	}
+	if (!env->npids)
+		argp_error(state, "invalid PID: %s", arg);
+	env->pid = env->pids[0];
+}
+
+/* @arg among @names (NULL-terminated): its index; else argp_error with @what. */
+static int parse_choice(const char *arg, const char *const *names, const char *what,
+			struct argp_state *state)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return i;
+	argp_error(state, "invalid %s: %s", what, arg);
+	return 0;
+}
+
+static void parse_enums(struct record_env *env, int key, char *arg, struct argp_state *state)
+{
+	static const char *const backends[] = { "bpf", "remote", NULL };
+	static const char *const events[] = { "auto", "thread", "cpu", NULL };
+	static const char *const modes[] = { "cpu", "off-cpu", "offcpu", "wall", "gil", NULL };
+	static const enum sampler_mode mode_of[] = { SAMPLER_MODE_CPU, SAMPLER_MODE_OFFCPU,
+						     SAMPLER_MODE_OFFCPU, SAMPLER_MODE_WALL,
+						     SAMPLER_MODE_GIL };
+
+	switch (key) {
+	case OPT_BACKEND:
+		env->backend = parse_choice(arg, backends, "backend (bpf or remote)", state) ?
+			       BACKEND_REMOTE : BACKEND_BPF;
+		break;
+	case OPT_EVENTS:
+		env->events = (enum sampler_events)parse_choice(arg, events,
+					"events (auto, thread or cpu)", state);
+		break;
+	case OPT_MODE:
+		env->mode = mode_of[parse_choice(arg, modes, "mode (cpu, off-cpu, wall or gil)",
+						 state)];
+		break;
+	}
+}
+
+/* The options that take a number, or a duration. */
+static void parse_numbers(struct record_env *env, int key, char *arg, struct argp_state *state)
+{
+	char *end;
+	long v = 0;
+
+	switch (key) {
+	case 'F':
+		if (parse_long(arg, 1, 100000, &v))
+			argp_error(state, "invalid frequency (1 to 100000 Hz): %s", arg);
+		env->freq = v;
+		break;
+	case 'd':
+		errno = 0;
+		env->duration = strtod(arg, &end);
+		if (errno || end == arg || *end || env->duration <= 0 || env->duration > 1e7)
+			argp_error(state, "invalid duration: %s", arg);
+		break;
+	case OPT_STACK_SIZE:
+		if (parse_long(arg, 1024, PYPROF_USTACK_MAX, &v))
+			argp_error(state, "invalid stack size (1024 to %d bytes): %s",
+				   PYPROF_USTACK_MAX, arg);
+		env->stack_size = v;
+		break;
+	case OPT_MAX_DEPTH:
+		if (parse_long(arg, 1, 65536, &v))
+			argp_error(state, "invalid depth (1 to 65536): %s", arg);
+		env->max_frames = v;
+		break;
+	}
+}
+
+static bool wants_raw(const struct record_env *env)
+{
+	return env->raw || rawrec__wanted(env->out.format, env->out.output);
+}
+
+/* What is sampled: the targets, -a, a command, and their outputs. */
+static void check_targets(struct record_env *env, struct argp_state *state)
+{
+	if (env->all && (env->pid || env->argv))
+		argp_error(state, "-a takes every Python process: not with -p or a command");
+	if (env->comm_re && !env->all)
+		argp_error(state, "--comm narrows -a");
+	if (env->comm_re) {
+		int rc = regcomp(&env->comm, env->comm_re, REG_EXTENDED | REG_NOSUB);
+
+		if (rc) {
+			char msg[128];
+
+			regerror(rc, &env->comm, msg, sizeof(msg));
+			argp_error(state, "invalid --comm regular expression '%s': %s",
+				   env->comm_re, msg);
+		}
+	}
+	if (env->all && env->backend == BACKEND_REMOTE)
+		argp_error(state, "-a is for the BPF backend: processes are found from "
+			   "the kernel's samples");
+	if (env->all && env->events == SAMPLER_EVENTS_THREAD)
+		argp_error(state, "-a needs per-CPU events (--events cpu)");
+	if (env->all && wants_raw(env))
+		argp_error(state, "a raw recording holds one process: not with -a");
+	if (env->all && env->async)
+		argp_error(state, "--async samples one process: not with -a");
+	if (!env->pid && !env->argv && !env->all)
+		argp_error(state, "a target is needed: -p PID, -a, or -- COMMAND [ARGS...]");
+	if (env->pid && env->argv)
+		argp_error(state, "-p PID and a command exclude each other");
+	if (env->argv && !env->sink && (!env->out.output || strcmp(env->out.output, "-") == 0))
+		argp_error(state, "with a command, -o FILE is needed: the command's "
+			   "output is on stdout");
+	if (env->argv && env->raw && strcmp(env->raw, "-") == 0)
+		argp_error(state, "with a command, --raw needs a file: the command's "
+			   "output is on stdout");
+	if (env->raw && rawrec__wanted(env->out.format, env->out.output))
+		argp_error(state, "--raw is for writing another format besides the raw "
+			   "recording; -o already writes one");
+}
+
+/* What needs the BPF backend, and the options that do not combine. */
+static void check_features(struct record_env *env, struct argp_state *state)
+{
+	if (env->events && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--events is for the BPF backend");
+	if (env->mode == SAMPLER_MODE_OFFCPU && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--mode off-cpu needs the BPF backend: polling from "
+			   "outside cannot see when or why a thread leaves the CPU (the "
+			   "remote backend offers cpu, wall and gil)");
+	if (env->stack_size && !env->native_stack)
+		argp_error(state, "--stack-size is for --native");
+	if (env->native_stack && env->stack_size)
+		env->native_stack = env->stack_size;
+	if (env->native_stack && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--native is for the BPF backend");
+	if (env->native_stack && env->mode == SAMPLER_MODE_OFFCPU)
+		argp_error(state, "--native unwinds samples on a CPU: not with --mode off-cpu");
+	if (env->async && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--async is for the BPF backend: the running task is "
+			   "read with the stack, in the kernel");
+	if (env->async && (env->subprocesses || env->npids > 1))
+		argp_error(state, "--async samples one process: not with --subprocesses "
+			   "or several -p targets");
+	if (env->async && env->native_stack)
+		argp_error(state, "--async and --native do not combine yet");
+	if (env->async && env->mode == SAMPLER_MODE_OFFCPU)
+		argp_error(state, "--async reads the running task of a tick: not with "
+			   "--mode off-cpu");
+	if (env->async && wants_raw(env))
+		argp_error(state, "--async: a raw recording does not keep tasks yet");
+	if (env->kernel && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--kernel is for the BPF backend");
+	if (env->mode == SAMPLER_MODE_OFFCPU && env->events)
+		argp_error(state, "--events is for the modes that sample on a CPU");
+}
+
+/* Several processes at once (--subprocesses, -p A,B). */
+static void check_multi(struct record_env *env, struct argp_state *state)
+{
+	if ((env->subprocesses || env->npids > 1) && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--subprocesses and several -p targets are for the BPF "
+			   "backend");
+	/* Per-thread events are opened on the first target's threads only. */
+	if (env->subprocesses && env->events == SAMPLER_EVENTS_THREAD)
+		argp_error(state, "--subprocesses needs per-CPU events (--events cpu)");
+	if (env->npids > 1 && env->events == SAMPLER_EVENTS_THREAD)
+		argp_error(state, "several -p targets need per-CPU events (--events cpu)");
+	if ((env->subprocesses || env->npids > 1) && wants_raw(env))
+		argp_error(state, "a raw recording holds one process: not with "
+			   "--subprocesses or several -p targets");
+}
+
+error_t record_options__parse(int key, char *arg, struct argp_state *state)
+{
+	struct record_env *env = state->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = env->sink ? env->sink->argp_input : &env->out;
+		break;
+	case 'p':
+		parse_pids(env, arg, state);
+		break;
+	case OPT_SUBPROCESSES:
+		env->subprocesses = 1;
+		break;
+	case 'a':
+		env->all = 1;
+		break;
+	case OPT_COMM:
+		env->comm_re = arg;
+		break;
+	case 'F':
+	case 'd':
+	case OPT_STACK_SIZE:
+	case OPT_MAX_DEPTH:
+		parse_numbers(env, key, arg, state);
+		break;
+	case OPT_BACKEND:
+	case OPT_EVENTS:
+	case OPT_MODE:
+		parse_enums(env, key, arg, state);
+		break;
+	case OPT_NO_FRAME_CACHE:
+		env->no_frame_cache = 1;
+		break;
+	case OPT_KERNEL:
+		env->kernel = 1;
+		break;
+	case OPT_NATIVE:
+		if (!env->native_stack)
+			env->native_stack = DEFAULT_NATIVE_STACK;
+		break;
+	case OPT_ASYNC:
+		if (arg && strcmp(arg, "all"))
+			argp_error(state, "invalid --async=%s (--async, or --async=all)", arg);
+		env->async = arg ? 2 : 1;
+		break;
+	case OPT_RAW:
+		env->raw = arg;
+		break;
+	case 'v':
+		env->verbose = 1;
+		break;
+	case ARGP_KEY_ARG:
+		/* The first argument that is not an option (parsed in order:
+		 * ARGP_IN_ORDER) starts the command; the rest are its own,
+		 * options included. */
+		env->argv = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		check_targets(env, state);
+		check_features(env, state);
+		check_multi(env, state);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}

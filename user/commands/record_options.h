@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record_options.h - record's command line (also top's: the same options
+ * with a display in place of the outputs), parsed and checked whole.
+ */
+#ifndef PYPROF_COMMANDS_RECORD_OPTIONS_H
+#define PYPROF_COMMANDS_RECORD_OPTIONS_H
+
+#include <argp.h>
+#include <regex.h>
+#include <sys/types.h>
+#include "output/output_args.h"
+#include "sampling/sampler.h"
+
+#define DEFAULT_FREQ 99
+#define DEFAULT_NATIVE_STACK 32768
+#define DEFAULT_MAX_FRAMES 2048
+/* -p PID,PID,... at most */
+#define MAX_PIDS 64
+
+enum backend { BACKEND_AUTO, BACKEND_BPF, BACKEND_REMOTE };
+
+struct record_sink;
+
+struct record_env {
+	pid_t pid;		/* the first -p target, or the command */
+	pid_t pids[MAX_PIDS];	/* every -p target */
+	size_t npids;
+	int subprocesses;	/* --subprocesses */
+	char **argv;		/* -- CMD ARGS: a command to start, NULL-terminated */
+	long freq;
+	double duration;	/* seconds, 0 = until stopped */
+	struct output_args out;	/* -o, --format, --threads, ... */
+	const char *raw;	/* --raw FILE */
+	enum backend backend;
+	long max_frames;
+	int verbose;
+	int no_frame_cache;	/* --no-frame-cache */
+	enum sampler_events events;	/* --events */
+	enum sampler_mode mode;		/* --mode */
+	int kernel;			/* --kernel */
+	long native_stack;		/* --native: bytes of user stack; 0: off */
+	long stack_size;		/* --stack-size */
+	const struct record_sink *sink;	/* `top`: samples go there (record.h) */
+	int async;			/* --async: 1; --async=all: 2 */
+	int all;			/* -a: every Python process */
+	const char *comm_re;		/* --comm REGEX (with -a) */
+	regex_t comm;
+};
+
+extern const char record_doc[];
+extern const struct argp_option record_options[];
+/* argp's parser of record_options over a struct record_env (state->input). */
+error_t record_options__parse(int key, char *arg, struct argp_state *state);
+
+/* "cpu", "off-cpu", "wall", "gil" */
+const char *record_mode_name(enum sampler_mode m);
+
+#endif

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* sinks.c - where a resolved sample goes (sinks.h). */
+#include "commands/record.h"
+#include "commands/sinks.h"
+#include "output/output.h"
+#include "output/rawrec.h"
+
+static int failed(struct sinks *k, int rc, const char *file)
+{
+	k->err = rc;
+	k->err_file = file;
+	return rc;
+}
+
+int sinks__emit(struct sinks *k, const struct out_sample *s)
+{
+	int rc = k->out ? output__add(k->out, s) : 0;
+
+	if (rc)
+		return failed(k, rc, k->out_path);
+	if (k->live) {
+		rc = k->live->sample(k->live->ctx, s);
+		if (rc)
+			return failed(k, rc, "the live view");
+	}
+	if (k->summary && output__add(k->summary, s)) {
+		output__free(k->summary);	/* a nicety: never fail the recording */
+		k->summary = NULL;
+	}
+	rc = k->raw ? rawrec_writer__add(k->raw, s) : 0;
+	if (rc)
+		return failed(k, rc, k->raw_path);
+	return 0;
+}
+
+void sinks__free(struct sinks *k)
+{
+	output__free(k->out);
+	rawrec_writer__free(k->raw);
+	output__free(k->summary);
+	k->out = NULL;
+	k->raw = NULL;
+	k->summary = NULL;
+}

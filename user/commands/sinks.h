@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sinks.h - where a resolved sample goes: the last stage of its path. The
+ * same sample reaches -o's writer, a live view (`top`), the terminal's
+ * end-of-run summary and the raw recording, so that `report` of the raw
+ * recording gives what the writer wrote.
+ */
+#ifndef PYPROF_COMMANDS_SINKS_H
+#define PYPROF_COMMANDS_SINKS_H
+
+struct out_sample;
+struct output;
+struct rawrec_writer;
+struct record_sink;
+
+struct sinks {
+	struct output *out;		/* -o's writer; NULL: none */
+	const char *out_path;		/* its file ("-", NULL: stdout) */
+	const struct record_sink *live;	/* `top`'s view; NULL: none */
+	struct output *summary;		/* the hottest functions on stderr; NULL: none */
+	struct rawrec_writer *raw;	/* the raw recording; NULL: none */
+	const char *raw_path;
+	/* The first failure, and the file it is about; sampling stops then. */
+	int err;
+	const char *err_file;
+};
+
+/* @s to every sink: 0, or the first failure's -errno (in err, err_file). */
+int sinks__emit(struct sinks *k, const struct out_sample *s);
+void sinks__free(struct sinks *k);
+
+#endif

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* resolver.c - a raw sample made a resolved one (resolver.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include "asyncio/task_stacks.h"
+#include "resolve/resolver.h"
+#include "sampling/proc_follow.h"
+#include "symbols/stack_memo.h"
+#include "symbols/symbolizer.h"
+#include "target/procset.h"
+#include "target/thread_names.h"
+#include "util/clock.h"
+
+struct resolver {
+	struct resolver_opts o;
+	uint64_t deadline_ns;
+	struct task_stacks *tasks;
+	struct proc_entry *async_proc;
+	struct resolver_stats st;
+};
+
+int resolver__new(const struct resolver_opts *o, struct resolver **out)
+{
+	struct resolver *rv = calloc(1, sizeof(*rv));
+
+	*out = NULL;
+	if (!rv)
+		return -ENOMEM;
+	rv->o = *o;
+	*out = rv;
+	return 0;
+}
+
+void resolver__free(struct resolver *rv)
+{
+	if (!rv)
+		return;
+	leaf_names__free(rv->o.leaf);
+	thread_names__free(rv->o.names);
+	native_mixer__free(rv->o.mixer);
+	task_stacks__free(rv->tasks);
+	free(rv);
+}
+
+void resolver__set_deadline(struct resolver *rv, uint64_t deadline_ns)
+{
+	rv->deadline_ns = deadline_ns;
+}
+
+void resolver__set_tasks(struct resolver *rv, struct task_stacks *tasks, struct proc_entry *proc)
+{
+	rv->tasks = tasks;
+	rv->async_proc = proc;
+}
+
+struct task_stacks *resolver__tasks(const struct resolver *rv)
+{
+	return rv->tasks;
+}
+
+void resolver__add_code(struct resolver *rv, const struct raw_code *code)
+{
+	struct proc_entry *e = proc_follow__sample_proc(rv->o.follow, code->pid);
+
+	/* One that cannot be taken only leaves the object to be read later. */
+	if (!e || symbolizer__add_code(e->sym, code))
+		rv->st.snapshot_errors++;
+}
+
+const char *resolver__thread_name(struct resolver *rv, pid_t pid, pid_t tid, const char *comm)
+{
+	return thread_names__get(rv->o.names, pid, tid, comm);
+}
+
+/*
+ * An off-CPU interval, ending at r->ts_ns: clipped to the window's end
+ * (runnable time last, so first to go), as its blocked part (with why) and
+ * its runnable part, each weighing its nanoseconds.
+ */
+static void split_interval(struct resolver *rv, const struct raw_sample *r, struct resolved *out)
+{
+	uint64_t blocked = r->blocked_ns, runnable = r->runnable_ns, cut;
+	struct out_sample s = out->s[0];
+
+	if (rv->deadline_ns && s.ts_ns > rv->deadline_ns) {
+		cut = s.ts_ns - rv->deadline_ns;
+		rv->st.clipped_ns += cut;
+		if (cut >= runnable) {
+			cut -= runnable;
+			runnable = 0;
+			blocked = cut >= blocked ? 0 : blocked - cut;
+		} else {
+			runnable -= cut;
+		}
+		s.ts_ns = rv->deadline_ns;
+	}
+	s.event = "offcpu-time";
+	out->n = 0;
+	if (blocked) {
+		out->s[out->n] = s;
+		out->s[out->n].period_ns = blocked;
+		out->s[out->n].nleaf = rv->o.leaf ? leaf_names__frames(rv->o.leaf, r, LEAF_BLOCKED,
+									false, out->leaf[out->n]) : 0;
+		out->s[out->n].leaf = out->leaf[out->n];
+		out->n++;
+		s.unchanged = 0;	/* the next part is not the same stack again */
+	}
+	if (runnable) {
+		out->s[out->n] = s;
+		out->s[out->n].period_ns = runnable;
+		out->s[out->n].nleaf = rv->o.leaf ? leaf_names__frames(rv->o.leaf, r, LEAF_RUNNABLE,
+									false, out->leaf[out->n]) : 0;
+		out->s[out->n].leaf = out->leaf[out->n];
+		out->n++;
+	}
+}
+
+/* A tick: native frames merged, tasks spliced, leaf frames added. */
+static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct raw_sample *orig,
+		       const struct raw_sample *r, struct resolved *out)
+{
+	struct out_sample *s = &out->s[0];
+	int rc;
+
+	if (rv->o.mixer && r->uregs)
+		native_mixer__merge(rv->o.mixer, r, s, &out->end);
+	if (rv->tasks && r->ntasks && e == rv->async_proc) {
+		rc = task_stacks__splice(rv->tasks, r, mono_ns(), &s->frames, &s->kinds,
+					 &s->nframes);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			s->unchanged = 0;
+	}
+	if (rv->o.leaf) {
+		s->nleaf = leaf_names__frames(rv->o.leaf, orig, LEAF_CPU, rv->o.gil_mode,
+					      out->leaf[0]);
+		s->leaf = out->leaf[0];
+	}
+	out->n = 1;
+	return 0;
+}
+
+int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct resolved *out)
+{
+	struct proc_entry *e = proc_follow__sample_proc(rv->o.follow, r->pid);
+	const struct raw_sample *orig = r;
+	struct raw_sample stripped;
+	int rc;
+
+	out->n = 0;
+	out->end = (struct stack_end){ 0 };
+	if (!e) {
+		sampler_stats__count(&rv->st.unknown, r);
+		return -ENOENT;
+	}
+	e->samples++;
+	out->s[0] = (struct out_sample){
+		.comm = e->comm, .pid = r->pid, .tid = r->tid, .cpu = r->cpu, .ts_ns = r->ts_ns,
+		.period_ns = rv->o.period_ns, .status = r->status,
+		.thread_name = thread_names__get(rv->o.names, r->pid, r->tid, e->comm),
+	};
+	/* --native: every sample, one of no Python frame too (start-up,
+	 * finalization): its runs are its own, never the last sample's. */
+	if (rv->o.mixer) {
+		rc = native_mixer__strip(rv->o.mixer, r, &stripped);
+		if (rc)
+			return rc;
+		r = &stripped;
+	}
+	/* -ENOMEM only costs the reuse: the symbols are there. */
+	stack_memo__resolve(e->memo, e->sym, r, &out->s[0].frames, &out->s[0].nframes,
+			    &out->s[0].unchanged, &rv->st.unresolved);
+	if (r->kind == SAMPLE_KIND_OFFCPU) {
+		split_interval(rv, r, out);
+		return 0;
+	}
+	return finish_tick(rv, e, orig, r, out);
+}
+
+void resolver__drop(struct resolver *rv, const struct raw_sample *r)
+{
+	sampler_stats__count(&rv->st.unknown, r);
+}
+
+void resolver__stats(const struct resolver *rv, struct resolver_stats *st)
+{
+	*st = rv->st;
+}
+
+const struct native_mixer *resolver__mixer(const struct resolver *rv)
+{
+	return rv->o.mixer;
+}
