@@ -64,6 +64,86 @@ static int reg8(int reg, unsigned int rex)
 }
 
 /* Decodes one instruction of the small set (see x86_tail.h). */
+/* 0x66 then 0x66/0x2e prefixes: a nop (90, or 0f 1f /0). */
+static bool decode_66_nop(const unsigned char *p, size_t left, struct insn *in)
+{
+	size_t k = 1, m;
+
+	while (k < left && (p[k] == 0x66 || p[k] == 0x2e))
+		k++;
+	if (k < left && p[k] == 0x90) {
+		in->len = k + 1;
+		return true;
+	}
+	if (k + 2 < left && p[k] == 0x0f && p[k + 1] == 0x1f &&
+	    ((p[k + 2] >> 3) & 7) == 0 && (m = modrm_len(p + k + 2, left - k - 2))) {
+		in->len = k + 2 + m;
+		return true;
+	}
+	return false;
+}
+
+/* 80, 81, 83: group 1 with an immediate; c6, c7: mov r/m, imm; c0, c1,
+ * d0-d3: shifts; f6, f7: test, not, neg, mul, div. @p is past the REX. */
+static bool decode_group(const unsigned char *p, size_t left, size_t pre, unsigned int rex,
+			 struct insn *in)
+{
+	unsigned int op = p[0];
+	size_t m;
+
+	unsigned int sub = (p[1] >> 3) & 7;
+	size_t imm = 0;
+
+	if (!(m = modrm_len(p + 1, left - 1)))
+		return false;
+	if (op == 0x80 || op == 0x83 || op == 0xc0 || op == 0xc1 || op == 0xc6)
+		imm = 1;
+	else if (op == 0x81 || op == 0xc7)
+		imm = 4;
+	else if ((op == 0xf6 || op == 0xf7) && sub <= 1)	/* test r/m, imm */
+		imm = op == 0xf6 ? 1 : 4;
+	if ((op == 0xc6 || op == 0xc7) && sub != 0)
+		return false;
+	in->len = pre + 1 + m + imm;
+	if (in->len - pre > left)
+		return false;
+	if ((op == 0x80 || op == 0x81 || op == 0x83) && sub == 7)
+		return true;					/* cmp */
+	if ((op == 0xf6 || op == 0xf7) && sub <= 1)
+		return true;					/* test */
+	if ((op == 0xf6 || op == 0xf7) && sub >= 4) {		/* mul, div: rdx:rax */
+		in->dst = 0;
+		in->dst2 = 2;
+		return true;
+	}
+	in->dst = rm_reg(p[1], rex);
+	if (op == 0x80 || op == 0xc0 || op == 0xc6 || op == 0xd0 || op == 0xd2 ||
+	    op == 0xf6)
+		in->dst = reg8(in->dst, rex);
+	return true;
+}
+
+/* 0f xx: setcc, cmov, movzx/movsx, imul, nop r/m. @p is past the REX. */
+static bool decode_0f(const unsigned char *p, size_t left, size_t pre, unsigned int rex,
+		      struct insn *in)
+{
+	size_t m;
+
+	unsigned int op2 = p[1];
+
+	if (!(m = modrm_len(p + 2, left - 2)))
+		return false;
+	in->len = pre + 2 + m;
+	if (op2 >= 0x90 && op2 <= 0x9f)				/* setcc */
+		in->dst = reg8(rm_reg(p[2], rex), rex);
+	else if ((op2 >= 0x40 && op2 <= 0x4f) || op2 == 0xb6 || op2 == 0xb7 ||
+		 op2 == 0xbe || op2 == 0xbf || op2 == 0xaf)	/* cmov, movzx, imul */
+		in->dst = reg_field(p[2], rex);
+	else if (op2 != 0x1f || ((p[2] >> 3) & 7) != 0)		/* nop r/m */
+		return false;
+	return true;
+}
+
 static bool decode(const unsigned char *p, size_t left, struct insn *in)
 {
 	unsigned int rex = 0, op;
@@ -71,22 +151,8 @@ static bool decode(const unsigned char *p, size_t left, struct insn *in)
 
 	*in = (struct insn){ .dst = NONE, .dst2 = NONE };
 	/* 0x66: only in nops here (it would change immediate sizes) */
-	if (left >= 2 && p[0] == 0x66) {
-		size_t k = 1;
-
-		while (k < left && (p[k] == 0x66 || p[k] == 0x2e))
-			k++;
-		if (k < left && p[k] == 0x90) {
-			in->len = k + 1;
-			return true;
-		}
-		if (k + 2 < left && p[k] == 0x0f && p[k + 1] == 0x1f &&
-		    ((p[k + 2] >> 3) & 7) == 0 && (m = modrm_len(p + k + 2, left - k - 2))) {
-			in->len = k + 2 + m;
-			return true;
-		}
-		return false;
-	}
+	if (left >= 2 && p[0] == 0x66)
+		return decode_66_nop(p, left, in);
 	if (p[0] >= 0x40 && p[0] <= 0x4f) {
 		rex = p[0];
 		pre = 1;
@@ -167,53 +233,10 @@ static bool decode(const unsigned char *p, size_t left, struct insn *in)
 	 * c0, c1, d0-d3: shifts; f6, f7: test, not, neg, mul, div */
 	if (left >= 2 && (op == 0x80 || op == 0x81 || op == 0x83 || op == 0xc6 || op == 0xc7 ||
 			  op == 0xc0 || op == 0xc1 || (op >= 0xd0 && op <= 0xd3) ||
-			  op == 0xf6 || op == 0xf7)) {
-		unsigned int sub = (p[1] >> 3) & 7;
-		size_t imm = 0;
-
-		if (!(m = modrm_len(p + 1, left - 1)))
-			return false;
-		if (op == 0x80 || op == 0x83 || op == 0xc0 || op == 0xc1 || op == 0xc6)
-			imm = 1;
-		else if (op == 0x81 || op == 0xc7)
-			imm = 4;
-		else if ((op == 0xf6 || op == 0xf7) && sub <= 1)	/* test r/m, imm */
-			imm = op == 0xf6 ? 1 : 4;
-		if ((op == 0xc6 || op == 0xc7) && sub != 0)
-			return false;
-		in->len = pre + 1 + m + imm;
-		if (in->len - pre > left)
-			return false;
-		if ((op == 0x80 || op == 0x81 || op == 0x83) && sub == 7)
-			return true;					/* cmp */
-		if ((op == 0xf6 || op == 0xf7) && sub <= 1)
-			return true;					/* test */
-		if ((op == 0xf6 || op == 0xf7) && sub >= 4) {		/* mul, div: rdx:rax */
-			in->dst = 0;
-			in->dst2 = 2;
-			return true;
-		}
-		in->dst = rm_reg(p[1], rex);
-		if (op == 0x80 || op == 0xc0 || op == 0xc6 || op == 0xd0 || op == 0xd2 ||
-		    op == 0xf6)
-			in->dst = reg8(in->dst, rex);
-		return true;
-	}
-	if (op == 0x0f && left >= 3) {
-		unsigned int op2 = p[1];
-
-		if (!(m = modrm_len(p + 2, left - 2)))
-			return false;
-		in->len = pre + 2 + m;
-		if (op2 >= 0x90 && op2 <= 0x9f)				/* setcc */
-			in->dst = reg8(rm_reg(p[2], rex), rex);
-		else if ((op2 >= 0x40 && op2 <= 0x4f) || op2 == 0xb6 || op2 == 0xb7 ||
-			 op2 == 0xbe || op2 == 0xbf || op2 == 0xaf)	/* cmov, movzx, imul */
-			in->dst = reg_field(p[2], rex);
-		else if (op2 != 0x1f || ((p[2] >> 3) & 7) != 0)		/* nop r/m */
-			return false;
-		return true;
-	}
+			  op == 0xf6 || op == 0xf7))
+		return decode_group(p, left, pre, rex, in);
+	if (op == 0x0f && left >= 3)
+		return decode_0f(p, left, pre, rex, in);
 	return false;
 }
 
