@@ -150,6 +150,33 @@ static const char *frame_line(struct perf_state *st, const struct out_frame *fr,
 	return l;
 }
 
+/*
+ * Where frame @i of the sample's @n-frame stack is, when the sample says:
+ * native frames (s->frames, reversed) and leaf frames (last) carry their
+ * addresses (a leaf's is built in @ka). NULL: not known.
+ */
+static const struct out_addr *frame_address(const struct out_sample *s,
+					    const struct out_frame *fr, uint32_t i, uint32_t n,
+					    struct out_addr *ka)
+{
+	const struct out_addr *a = NULL;
+
+	if (fr->kind == OUT_FRAME_KERNEL && i + s->nleaf >= n) {
+		const struct out_leaf *lf = &s->leaf[i - (n - s->nleaf)];
+
+		if (lf->addr) {
+			*ka = (struct out_addr){ .pc = lf->addr, .symoff = lf->symoff };
+			a = ka;
+		}
+	} else if (fr->kind == OUT_FRAME_NATIVE && s->addrs && i + s->nleaf < n &&
+		   n - s->nleaf - 1 - i < s->nframes) {
+		a = &s->addrs[n - s->nleaf - 1 - i];
+		if (!a->pc)
+			a = NULL;
+	}
+	return a;
+}
+
 static int perf_add(struct output *o, const struct out_sample *s, uint32_t thread,
 		    const uint32_t *stack, uint32_t n)
 {
@@ -198,26 +225,11 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 	pos = (size_t)hl;
 	for (uint32_t i = n; i-- > 0;) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
-		const struct out_addr *a = NULL;
 		struct out_addr ka;
+		const struct out_addr *a = frame_address(s, fr, i, n, &ka);
 		const char *line;
 		uint32_t len;
 
-		/* Native frames (s->frames, reversed) and leaf frames (last)
-		 * carry their addresses. */
-		if (fr->kind == OUT_FRAME_KERNEL && i + s->nleaf >= n) {
-			const struct out_leaf *lf = &s->leaf[i - (n - s->nleaf)];
-
-			if (lf->addr) {
-				ka = (struct out_addr){ .pc = lf->addr, .symoff = lf->symoff };
-				a = &ka;
-			}
-		} else if (fr->kind == OUT_FRAME_NATIVE && s->addrs && i + s->nleaf < n &&
-			   n - s->nleaf - 1 - i < s->nframes) {
-			a = &s->addrs[n - s->nleaf - 1 - i];
-			if (!a->pc)
-				a = NULL;
-		}
 		line = frame_line(st, fr, stack[i], a != NULL, &len);
 		if (!line)
 			return -ENOMEM;
