@@ -359,7 +359,8 @@ def outdrv(tmp_path_factory):
     srcs = [os.path.join(ROOT, "tests", "tools", "outdrv.c")] + sorted(
         os.path.join(ROOT, "user", "output", f)
         for f in os.listdir(os.path.join(ROOT, "user", "output"))
-        if re.match(r"(output.*|json_writer|frame_name|flamegraph_js)\.c$", f))
+        if re.match(r"(output.*|json_writer|frame_name|flamegraph_js)\.c$", f)) + [
+        os.path.join(ROOT, "user", "util", f) for f in ("errbuf.c", "text.c")]
     run([cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
          "-Wno-missing-field-initializers", "-D_GNU_SOURCE", "-Iuser", "-Ibpf",
          "-o", exe] + srcs + ["-lz"], cwd=ROOT)
