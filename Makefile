@@ -98,6 +98,9 @@ $(SAN_DIR)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS)
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
+# The flame graph's script is built in with .incbin (user/output/flamegraph_js.c).
+$(OUTPUT)/output/flamegraph_js.o $(SAN_DIR)/output/flamegraph_js.o: user/output/assets/flamegraph.js
+
 $(SAN_DIR)/test_%: tests/unit/test_%.c $(SAN_LIB)
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -lcmocka -o $@

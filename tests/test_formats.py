@@ -3,7 +3,7 @@
 A synthetic workload with a known CPU split (under a 30-deep stack: `hot` 60%,
 `warm` 30%, `cold` 10%, in three threads, plus names full of characters that
 break parsers, and samples that are not whole stacks) goes through the
-writers (tests/tools/outdrv.c, built here against user/output*.c), and:
+writers (tests/tools/outdrv.c, built here against user/output/), and:
 
 - perf-script, collapsed with stackcollapse-perf.pl's rules (reimplemented
   below from FlameGraph's script, NOTES section 5), equals our collapsed output
@@ -57,7 +57,7 @@ def run(cmd, **kw):
     return p
 
 
-# ---- the naming rule of user/output_perf.c, written again from its comment ----
+# ---- the naming rule of user/output/frame_name.c, written again from its comment ----
 
 UNICODE_SPACES = set(range(0x80, 0xA1)) | {0x1680, 0x2028, 0x2029, 0x202F, 0x205F,
                                           0x3000, 0xFEFF} | set(range(0x2000, 0x200B))
@@ -359,7 +359,7 @@ def outdrv(tmp_path_factory):
     srcs = [os.path.join(ROOT, "tests", "tools", "outdrv.c")] + sorted(
         os.path.join(ROOT, "user", "output", f)
         for f in os.listdir(os.path.join(ROOT, "user", "output"))
-        if re.match(r"(output.*|json_writer|frame_name)\.c$", f)) + sorted(
+        if re.match(r"(output.*|json_writer|frame_name|flamegraph_js)\.c$", f)) + sorted(
         os.path.join(ROOT, "user", "util", f)
         for f in os.listdir(os.path.join(ROOT, "user", "util")) if f.endswith(".c"))
     run([cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",

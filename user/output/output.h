@@ -31,7 +31,7 @@
  * pprof's cpu/nanoseconds are sums of weights; pprof's samples/count and the
  * top table count samples. How frames are named in the text formats (and so
  * what FlameGraph, speedscope and the Firefox Profiler show) is documented at
- * the top of output_perf.c.
+ * the top of frame_name.c.
  */
 #ifndef PYPROF_OUTPUT_H
 #define PYPROF_OUTPUT_H
@@ -157,8 +157,8 @@ const char *output__format_for_path(const char *path);
 /*
  * ---- For the format writers only (output_*.c); not part of the API. ----
  *
- * output.c turns every sample into a list of interned frame ids, root first
- * (struct out_frame), interns the thread, and for aggregating formats interns
+ * output_model.c turns every sample into a list of interned frame ids, root
+ * first (struct out_frame), interns the thread, and for aggregating formats interns
  * the stack as a node of a call tree (a trie of (parent, frame) pairs) and adds
  * the sample's count and weight to its (node, thread) aggregate. Writers read
  * these tables and keep their own maps (struct out_map, struct out_strtab);
@@ -189,6 +189,9 @@ struct out_strtab {
 int64_t out_strtab__id(struct out_strtab *t, const char *s);
 void out_strtab__clear(struct out_strtab *t);
 
+/* The 64-bit FNV-1a hash of @s. */
+uint64_t out_fnv1a(const char *s);
+
 /* Length (1-4) of the valid UTF-8 sequence at @s, 0 if invalid (or NUL); sets *cp. */
 int out_utf8_seq(const unsigned char *s, uint32_t *cp);
 /* A copy of @s with each byte that is not valid UTF-8 replaced by U+FFFD; NULL: ENOMEM. */
@@ -213,7 +216,7 @@ struct out_frame {
 	const char *file;	/* "" for synthetic frames and unknown files */
 	int line;		/* executing line, or firstlineno with no_lines; >= 0 */
 	int firstlineno;	/* >= 0; the first one seen for this frame */
-	char *text;		/* perf-script symbol = collapsed frame (output_perf.c) */
+	char *text;		/* perf-script symbol = collapsed frame (frame_name.c) */
 	char *dso;		/* perf-script dso field */
 	/* The frame in collapsed stacks and the flame graph when it differs
 	 * from text (as stackcollapse-perf.pl --kernel writes it: kernel
@@ -280,6 +283,14 @@ struct out_model {
 /* A zeroed array long enough for the deepest node's path (free() it); NULL
  * when out of memory. */
 uint32_t *out_model__path_buf(const struct out_model *m);
+/*
+ * Intern sample @s into @m: its thread (*thread), its stack (*n frame ids,
+ * root first, in m->threads[*thread].ids, as @opts roots it) and, when
+ * @aggregate, its call-tree node and aggregate; then the totals. 0 or -ENOMEM.
+ */
+int out_model__add(struct out_model *m, const struct output_opts *opts, int aggregate,
+		   const struct out_sample *s, uint32_t *thread, uint32_t *n);
+void out_model__free(struct out_model *m);
 
 struct output_ops {
 	int aggregate;		/* build nodes and aggregates in output__add() */
@@ -341,10 +352,6 @@ struct out_folded {
 };
 int output__build_folded(struct output *o, struct out_folded **out, size_t *n);
 void output__free_folded(struct out_folded *v, size_t n);
-
-/* The perf-script naming rule (output_perf.c): sets fr->text, fr->dso,
- * fr->folded, fr->addr. */
-int output_perf__name_frame(struct out_frame *fr);
 
 /* A frame's text in collapsed stacks and the flame graph. */
 static inline const char *out_frame__folded(const struct out_frame *fr)

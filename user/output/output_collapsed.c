@@ -4,7 +4,7 @@
  *
  * Exactly what stackcollapse-perf.pl (default options) prints for our
  * perf-script output: the comm as the first frame, the frame texts of
- * output_perf.c, the summed periods as the count (nanoseconds of CPU for
+ * frame_name.c, the summed periods as the count (nanoseconds of CPU for
  * cpu-clock; a sample without a period counts 1), lines sorted in byte order.
  * Feed it to flamegraph.pl, speedscope or anything that reads folded stacks.
  */

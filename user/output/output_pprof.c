@@ -347,85 +347,90 @@ static int pprof_add(struct output *o, const struct out_sample *s, uint32_t thre
 	return 0;
 }
 
-static int pprof_finish(struct output *o)
+/* What pprof_finish() encodes with: the string table, the profile, and two
+ * scratch buffers for nested messages. */
+struct pp_enc {
+	struct pprof_ctx c;
+	struct pbuf b, sub, sub2;
+};
+
+/* The samples: one per aggregate, location ids leaf first (a frame's id + 1). */
+static void pp_samples(struct pp_enc *e, const struct out_model *m, uint32_t *path)
 {
-	const struct pp_state *st = o->priv;
-	const struct out_model *m = &o->m;
-	struct pprof_ctx c = { 0 };
-	struct pbuf b = { 0 }, sub = { 0 }, sub2 = { 0 };
-	struct out_map fn_map = { 0 };
-	uint32_t *fn_of = NULL, *path = NULL, nfn = 0;
-	int err;
+	struct pbuf *sub = &e->sub, *sub2 = &e->sub2;
 
-	str(&c, "");
-	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
-	path = out_model__path_buf(m);
-	if (!fn_of || !path) {
-		err = -ENOMEM;
-		goto out;
-	}
-
-	value_type(&c, &b, &sub, 1, "samples", "count");
-	value_type(&c, &b, &sub, 1, pprof_kind(o), "nanoseconds");
-
-	/* Samples: location ids leaf first; location id = frame id + 1. */
-	for (uint32_t i = 0; i < m->naggs && !b.err; i++) {
+	for (uint32_t i = 0; i < m->naggs && !e->b.err; i++) {
 		const struct out_agg *a = &m->aggs[i];
 		const struct out_thread *t = &m->threads[a->thread];
 		uint32_t n = output__node_path(m, a->node, path);
 
-		pb_key(&sub, 1, WT_LEN);
+		pb_key(sub, 1, WT_LEN);
 		for (uint32_t j = 0; j < n; j++)
-			pb_varint(&sub2, (uint64_t)path[n - 1 - j] + 1);
-		pb_varint(&sub, sub2.n);
-		pb_bytes(&sub, sub2.p, sub2.n);
-		sub2.n = 0;
-		pb_key(&sub, 2, WT_LEN);
-		pb_varint(&sub2, a->count);
-		pb_varint(&sub2, a->weight);
-		pb_varint(&sub, sub2.n);
-		pb_bytes(&sub, sub2.p, sub2.n);
-		sub2.n = 0;
+			pb_varint(sub2, (uint64_t)path[n - 1 - j] + 1);
+		pb_varint(sub, sub2->n);
+		pb_bytes(sub, sub2->p, sub2->n);
+		sub2->n = 0;
+		pb_key(sub, 2, WT_LEN);
+		pb_varint(sub2, a->count);
+		pb_varint(sub2, a->weight);
+		pb_varint(sub, sub2->n);
+		pb_bytes(sub, sub2->p, sub2->n);
+		sub2->n = 0;
 		/* Labels; a label's num may be 0, so it is written even when 0. */
-		pb_uint(&sub2, 1, str(&c, "pid"));
-		pb_key(&sub2, 3, WT_VARINT);
-		pb_varint(&sub2, (uint64_t)(int64_t)t->pid);
-		pb_sub(&sub, 3, &sub2);
-		pb_uint(&sub2, 1, str(&c, "thread_id"));
-		pb_key(&sub2, 3, WT_VARINT);
-		pb_varint(&sub2, (uint64_t)(int64_t)t->tid);
-		pb_sub(&sub, 3, &sub2);
-		pb_uint(&sub2, 1, str(&c, "thread_name"));
-		pb_uint(&sub2, 2, str(&c, t->name));
-		pb_sub(&sub, 3, &sub2);
-		pb_sub(&b, 2, &sub);
+		pb_uint(sub2, 1, str(&e->c, "pid"));
+		pb_key(sub2, 3, WT_VARINT);
+		pb_varint(sub2, (uint64_t)(int64_t)t->pid);
+		pb_sub(sub, 3, sub2);
+		pb_uint(sub2, 1, str(&e->c, "thread_id"));
+		pb_key(sub2, 3, WT_VARINT);
+		pb_varint(sub2, (uint64_t)(int64_t)t->tid);
+		pb_sub(sub, 3, sub2);
+		pb_uint(sub2, 1, str(&e->c, "thread_name"));
+		pb_uint(sub2, 2, str(&e->c, t->name));
+		pb_sub(sub, 3, sub2);
+		pb_sub(&e->b, 2, sub);
 	}
+}
+
+/* The mappings: 1 for the Python frames, then the native DSOs' (id 2...). */
+static void pp_mappings(struct pp_enc *e, const struct out_model *m, const struct pp_state *st)
+{
+	struct pbuf *sub = &e->sub;
 
 	/* One mapping, fully symbolized: tools must not try to symbolize it. */
-	pb_uint(&sub, 1, 1);
-	pb_uint(&sub, 5, str(&c, m->nthreads ? m->threads[0].comm : "python"));
-	pb_uint(&sub, 7, 1);
-	pb_uint(&sub, 8, 1);
-	pb_uint(&sub, 9, 1);
-	pb_sub(&b, 3, &sub);
-	for (uint32_t i = 0; st && i < st->nmaps && !b.err; i++) {
+	pb_uint(sub, 1, 1);
+	pb_uint(sub, 5, str(&e->c, m->nthreads ? m->threads[0].comm : "python"));
+	pb_uint(sub, 7, 1);
+	pb_uint(sub, 8, 1);
+	pb_uint(sub, 9, 1);
+	pb_sub(&e->b, 3, sub);
+	for (uint32_t i = 0; st && i < st->nmaps && !e->b.err; i++) {
 		const struct pp_mapping *mp = &st->maps[i];
 
-		pb_uint(&sub, 1, (uint64_t)i + 2);
-		pb_uint(&sub, 2, mp->start);
-		pb_uint(&sub, 3, mp->limit);
-		pb_uint(&sub, 4, mp->offset);
-		pb_uint(&sub, 5, str(&c, mp->file));
+		pb_uint(sub, 1, (uint64_t)i + 2);
+		pb_uint(sub, 2, mp->start);
+		pb_uint(sub, 3, mp->limit);
+		pb_uint(sub, 4, mp->offset);
+		pb_uint(sub, 5, str(&e->c, mp->file));
 		if (mp->build_id)
-			pb_uint(&sub, 6, str(&c, mp->build_id));
-		pb_uint(&sub, 7, 1);
-		pb_uint(&sub, 8, 1);
-		pb_uint(&sub, 9, 1);
-		pb_sub(&b, 3, &sub);
+			pb_uint(sub, 6, str(&e->c, mp->build_id));
+		pb_uint(sub, 7, 1);
+		pb_uint(sub, 8, 1);
+		pb_uint(sub, 9, 1);
+		pb_sub(&e->b, 3, sub);
 	}
+}
 
-	/* Functions: one per (name, file, first line, kind). */
-	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+/* The functions: one per (name, file, first line, kind); fn_of[frame] is its
+ * function's id. 0 or -ENOMEM. */
+static int pp_functions(struct pp_enc *e, const struct out_model *m, uint32_t *fn_of)
+{
+	struct out_map fn_map = { 0 };
+	struct pbuf *sub = &e->sub;
+	uint32_t nfn = 0;
+	int err = 0;
+
+	for (uint32_t i = 0; i < m->nframes && !e->b.err; i++) {
 		const struct out_frame *fr = &m->frames[i];
 		uint64_t ka = (uint64_t)fr->fn_id << 32 | fr->file_id;
 		uint64_t kb = (uint64_t)fr->kind << 32 | (uint32_t)fr->firstlineno;
@@ -435,7 +440,7 @@ static int pprof_finish(struct output *o)
 			id = ++nfn;
 			err = out_map__put(&fn_map, ka, kb, id);
 			if (err)
-				goto out;
+				break;
 			const char *name = fr->function;
 			char unk[256];
 
@@ -447,54 +452,92 @@ static int pprof_finish(struct output *o)
 				snprintf(unk, sizeof(unk), "[%s]", b ? b + 1 : fr->file);
 				name = unk;
 			}
-			pb_uint(&sub, 1, id);
-			pb_uint(&sub, 2, str(&c, name));
-			pb_uint(&sub, 3, str(&c, name));
-			pb_uint(&sub, 4, str(&c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
-					     fr->file));
-			pb_uint(&sub, 5, (uint64_t)fr->firstlineno);
-			pb_sub(&b, 5, &sub);
+			pb_uint(sub, 1, id);
+			pb_uint(sub, 2, str(&e->c, name));
+			pb_uint(sub, 3, str(&e->c, name));
+			pb_uint(sub, 4, str(&e->c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
+					    fr->file));
+			pb_uint(sub, 5, (uint64_t)fr->firstlineno);
+			pb_sub(&e->b, 5, sub);
 		}
 		fn_of[i] = id;
 	}
-	/* Locations: one per frame, its line. */
-	for (uint32_t i = 0; i < m->nframes && !b.err; i++) {
+	out_map__clear(&fn_map);
+	return err;
+}
+
+/* The locations: one per frame, its function and line (and address in its
+ * native mapping). */
+static void pp_locations(struct pp_enc *e, const struct out_model *m, const struct pp_state *st,
+			 const uint32_t *fn_of)
+{
+	for (uint32_t i = 0; i < m->nframes && !e->b.err; i++) {
 		uint32_t mp = st && i < st->nframes ? st->mapping[i] : 0;
 
-		pb_uint(&sub, 1, (uint64_t)i + 1);
-		pb_uint(&sub, 2, (uint64_t)mp + 1);
+		pb_uint(&e->sub, 1, (uint64_t)i + 1);
+		pb_uint(&e->sub, 2, (uint64_t)mp + 1);
 		if (mp)
-			pb_uint(&sub, 3, st->addr[i]);
-		pb_uint(&sub2, 1, fn_of[i]);
-		pb_uint(&sub2, 2, (uint64_t)m->frames[i].line);
-		pb_sub(&sub, 4, &sub2);
-		pb_sub(&b, 4, &sub);
+			pb_uint(&e->sub, 3, st->addr[i]);
+		pb_uint(&e->sub2, 1, fn_of[i]);
+		pb_uint(&e->sub2, 2, (uint64_t)m->frames[i].line);
+		pb_sub(&e->sub, 4, &e->sub2);
+		pb_sub(&e->b, 4, &e->sub);
 	}
+}
 
-	pb_uint(&b, 9, o->opts.start_time_ns);
-	pb_uint(&b, 10, m->last_ts - m->first_ts);
-	value_type(&c, &b, &sub, 11, pprof_kind(o), "nanoseconds");
-	pb_uint(&b, 12, m->first_period);
-	pb_uint(&b, 14, str(&c, pprof_kind(o)));
-	/* The string table last: every string is known by now. */
-	for (uint32_t i = 0; i < c.strs.n; i++) {
-		size_t len = strlen(c.strs.strs[i]);
+/* Times, the period, and the string table last: every string is known by now. */
+static void pp_tail(struct pp_enc *e, const struct output *o)
+{
+	const struct out_model *m = &o->m;
 
-		pb_key(&b, 6, WT_LEN);
-		pb_varint(&b, len);
-		pb_bytes(&b, c.strs.strs[i], len);
+	pb_uint(&e->b, 9, o->opts.start_time_ns);
+	pb_uint(&e->b, 10, m->last_ts - m->first_ts);
+	value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), "nanoseconds");
+	pb_uint(&e->b, 12, m->first_period);
+	pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));
+	for (uint32_t i = 0; i < e->c.strs.n; i++) {
+		size_t len = strlen(e->c.strs.strs[i]);
+
+		pb_key(&e->b, 6, WT_LEN);
+		pb_varint(&e->b, len);
+		pb_bytes(&e->b, e->c.strs.strs[i], len);
 	}
-	err = c.err ? c.err : b.err ? b.err : sub.err ? sub.err : sub2.err;
+}
+
+static int pprof_finish(struct output *o)
+{
+	const struct pp_state *st = o->priv;
+	const struct out_model *m = &o->m;
+	struct pp_enc e = { 0 };
+	uint32_t *fn_of = NULL, *path = NULL;
+	int err;
+
+	str(&e.c, "");
+	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
+	path = out_model__path_buf(m);
+	if (!fn_of || !path) {
+		err = -ENOMEM;
+		goto out;
+	}
+	value_type(&e.c, &e.b, &e.sub, 1, "samples", "count");
+	value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), "nanoseconds");
+	pp_samples(&e, m, path);
+	pp_mappings(&e, m, st);
+	err = pp_functions(&e, m, fn_of);
+	if (err)
+		goto out;
+	pp_locations(&e, m, st, fn_of);
+	pp_tail(&e, o);
+	err = e.c.err ? e.c.err : e.b.err ? e.b.err : e.sub.err ? e.sub.err : e.sub2.err;
 	if (!err)
-		err = gzip_out(o, &b);
+		err = gzip_out(o, &e.b);
 out:
 	free(fn_of);
 	free(path);
-	free(b.p);
-	free(sub.p);
-	free(sub2.p);
-	out_map__clear(&fn_map);
-	out_strtab__clear(&c.strs);
+	free(e.b.p);
+	free(e.sub.p);
+	free(e.sub2.p);
+	out_strtab__clear(&e.c.strs);
 	return err;
 }
 

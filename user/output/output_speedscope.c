@@ -35,25 +35,12 @@ static void write_frame(FILE *f, const struct out_frame *fr)
 	fputc('}', f);
 }
 
-static int speedscope_finish(struct output *o)
+/*
+ * The aggregates grouped by thread, each group in order of first appearance:
+ * order[start[t]..start[t + 1]) are thread t's.
+ */
+static void group_by_thread(const struct out_model *m, uint32_t *start, uint32_t *order)
 {
-	const struct out_model *m = &o->m;
-	uint32_t *start = NULL, *order = NULL, *path = NULL, maxdepth = 0, active = 0;
-	FILE *f = o->f;
-	char title[128];
-	int err = 0;
-
-	start = calloc((size_t)m->nthreads + 1, sizeof(*start));
-	order = calloc(m->naggs ? m->naggs : 1, sizeof(*order));
-	for (uint32_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i].depth > maxdepth)
-			maxdepth = m->nodes[i].depth;
-	path = calloc((size_t)maxdepth + 1, sizeof(*path));
-	if (!start || !order || !path) {
-		err = -ENOMEM;
-		goto out;
-	}
-	/* Aggregates grouped by thread, each group in order of first appearance. */
 	for (uint32_t i = 0; i < m->naggs; i++)
 		start[m->aggs[i].thread + 1]++;
 	for (uint32_t t = 0; t < m->nthreads; t++)
@@ -64,18 +51,70 @@ static int speedscope_finish(struct output *o)
 	for (uint32_t t = m->nthreads; t > 0; t--)
 		start[t] = start[t - 1];
 	start[0] = 0;
-	for (uint32_t t = 1; t < m->nthreads; t++)
-		if (m->threads[t].weight > m->threads[active].weight)
-			active = t;
+}
+
+static void profile_title(const struct output *o, char *title, size_t len)
+{
+	const struct out_model *m = &o->m;
 
 	if (o->opts.title)
-		snprintf(title, sizeof(title), "%s", o->opts.title);
+		snprintf(title, len, "%s", o->opts.title);
 	else if (m->nthreads)
-		snprintf(title, sizeof(title), "%s (pid %d)%s%s", m->threads[0].comm,
+		snprintf(title, len, "%s (pid %d)%s%s", m->threads[0].comm,
 			 (int)m->threads[0].pid, o->opts.mode && strcmp(o->opts.mode, "cpu") ? ", " : "",
 			 o->opts.mode && strcmp(o->opts.mode, "cpu") ? output__mode_label(&o->opts) : "");
 	else
-		snprintf(title, sizeof(title), "empty profile");
+		snprintf(title, len, "empty profile");
+}
+
+/* Thread @t's sampled profile: its stacks and their weights. */
+static void write_profile(FILE *f, const struct out_model *m, uint32_t t, const uint32_t *start,
+			  const uint32_t *order, uint32_t *path)
+{
+	const struct out_thread *th = &m->threads[t];
+	char name[256];
+
+	snprintf(name, sizeof(name), "%s pid %d tid %d (%s)", th->comm, (int)th->pid,
+		 (int)th->tid, th->name);
+	fputs(t ? ",\n{" : "\n{", f);
+	fputs("\"type\":\"sampled\",\"name\":", f);
+	json_write_string(f, name);
+	fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64
+		",\n\"samples\":[", th->weight);
+	for (uint32_t k = start[t]; k < start[t + 1]; k++) {
+		uint32_t n = output__node_path(m, m->aggs[order[k]].node, path);
+
+		fputs(k > start[t] ? ",[" : "[", f);
+		for (uint32_t j = 0; j < n; j++)
+			fprintf(f, j ? ",%u" : "%u", path[j]);
+		fputc(']', f);
+	}
+	fputs("],\n\"weights\":[", f);
+	for (uint32_t k = start[t]; k < start[t + 1]; k++)
+		fprintf(f, "%s%" PRIu64, k > start[t] ? "," : "", m->aggs[order[k]].weight);
+	fputs("]}", f);
+}
+
+static int speedscope_finish(struct output *o)
+{
+	const struct out_model *m = &o->m;
+	uint32_t *start = NULL, *order = NULL, *path = NULL, active = 0;
+	FILE *f = o->f;
+	char title[128];
+	int err = 0;
+
+	start = calloc((size_t)m->nthreads + 1, sizeof(*start));
+	order = calloc(m->naggs ? m->naggs : 1, sizeof(*order));
+	path = out_model__path_buf(m);
+	if (!start || !order || !path) {
+		err = -ENOMEM;
+		goto out;
+	}
+	group_by_thread(m, start, order);
+	for (uint32_t t = 1; t < m->nthreads; t++)
+		if (m->threads[t].weight > m->threads[active].weight)
+			active = t;
+	profile_title(o, title, sizeof(title));
 
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n", f);
 	fputs("\"exporter\":\"pyprof-bpf\",\"name\":", f);
@@ -87,33 +126,8 @@ static int speedscope_finish(struct output *o)
 		write_frame(f, &m->frames[i]);
 	}
 	fputs("]},\n\"profiles\":[", f);
-	for (uint32_t t = 0; t < m->nthreads; t++) {
-		const struct out_thread *th = &m->threads[t];
-		char name[256];
-
-		snprintf(name, sizeof(name), "%s pid %d tid %d (%s)", th->comm, (int)th->pid,
-			 (int)th->tid, th->name);
-		fputs(t ? ",\n{" : "\n{", f);
-		fputs("\"type\":\"sampled\",\"name\":", f);
-		json_write_string(f, name);
-		fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64
-			",\n\"samples\":[", th->weight);
-		for (uint32_t k = start[t]; k < start[t + 1]; k++) {
-			uint32_t n = output__node_path(m, m->aggs[order[k]].node, path);
-
-			fputs(k > start[t] ? ",[" : "[", f);
-			for (uint32_t j = 0; j < n; j++)
-				fprintf(f, j ? ",%u" : "%u", path[j]);
-			fputc(']', f);
-		}
-		fputs("],\n\"weights\":[", f);
-		for (uint32_t k = start[t]; k < start[t + 1]; k++)
-			fprintf(f, "%s%" PRIu64, k > start[t] ? "," : "",
-				m->aggs[order[k]].weight);
-		fputs("]}", f);
-		if (ferror(f))
-			break;
-	}
+	for (uint32_t t = 0; t < m->nthreads && !ferror(f); t++)
+		write_profile(f, m, t, start, order, path);
 	fputs("]}\n", f);
 	err = output__check_io(o);
 out:

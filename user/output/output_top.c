@@ -49,24 +49,19 @@ static int digits(uint64_t v)
 	return n;
 }
 
-static int top_finish(struct output *o)
-{
-	const struct out_model *m = &o->m;
-	struct out_map fmap = { 0 };
-	struct top_fn *fns = NULL;
-	uint32_t *fn_of = NULL, *path = NULL, nfn = 0, fcap = 0, rows;
-	/* Time when the samples weigh different times; counts otherwise. */
-	bool by_time = m->total_weight != m->total_count * (m->first_period ? m->first_period : 1);
-	uint64_t total = by_time ? m->total_weight : m->total_count;
-	int err = 0, w;
-	FILE *f = o->f;
+/* The functions of the recording's frames, as they are ranked. */
+struct top_table {
+	struct top_fn *fns;
+	uint32_t nfn, fcap;
+	uint32_t *fn_of;	/* by frame id: its function, OUT_NONE for the roots */
+	struct out_map fmap;	/* (fn_id, file_id), (kind, first line) -> function */
+};
 
-	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
-	path = out_model__path_buf(m);
-	if (!fn_of || !path) {
-		err = -ENOMEM;
-		goto out;
-	}
+/* One function per (name, file, kind, first line) of the frames; roots are none. */
+static int top_functions(const struct out_model *m, struct top_table *tt)
+{
+	int err;
+
 	for (uint32_t i = 0; i < m->nframes; i++) {
 		const struct out_frame *fr = &m->frames[i];
 		uint64_t ka = (uint64_t)fr->fn_id << 32 | fr->file_id;
@@ -74,47 +69,62 @@ static int top_finish(struct output *o)
 		uint32_t id;
 
 		if (fr->kind == OUT_FRAME_PROCESS || fr->kind == OUT_FRAME_THREAD) {
-			fn_of[i] = OUT_NONE;
+			tt->fn_of[i] = OUT_NONE;
 			continue;
 		}
-		id = out_map__get(&fmap, ka, kb);
+		id = out_map__get(&tt->fmap, ka, kb);
 		if (id == OUT_NONE) {
-			err = out_grow((void **)&fns, &fcap, nfn + 1, sizeof(*fns));
+			err = out_grow((void **)&tt->fns, &tt->fcap, tt->nfn + 1, sizeof(*tt->fns));
 			if (!err)
-				err = out_map__put(&fmap, ka, kb, nfn);
+				err = out_map__put(&tt->fmap, ka, kb, tt->nfn);
 			if (err)
-				goto out;
-			id = nfn++;
-			fns[id] = (struct top_fn){ .frame = i, .stamp = OUT_NONE };
+				return err;
+			id = tt->nfn++;
+			tt->fns[id] = (struct top_fn){ .frame = i, .stamp = OUT_NONE };
 		}
-		fn_of[i] = id;
+		tt->fn_of[i] = id;
 	}
+	return 0;
+}
+
+/* Each function's own and total samples (or time, @by_time). */
+static void top_count(const struct out_model *m, struct top_table *tt, uint32_t *path,
+		      bool by_time)
+{
 	for (uint32_t i = 0; i < m->naggs; i++) {
 		const struct out_agg *a = &m->aggs[i];
 		uint32_t n = output__node_path(m, a->node, path);
-
 		uint64_t v = by_time ? a->weight : a->count;
 
-		if (fn_of[path[n - 1]] != OUT_NONE)
-			fns[fn_of[path[n - 1]]].own += v;
+		if (tt->fn_of[path[n - 1]] != OUT_NONE)
+			tt->fns[tt->fn_of[path[n - 1]]].own += v;
 		for (uint32_t j = 0; j < n; j++) {
-			uint32_t id = fn_of[path[j]];
+			uint32_t id = tt->fn_of[path[j]];
 
-			if (id == OUT_NONE || fns[id].stamp == i)
+			if (id == OUT_NONE || tt->fns[id].stamp == i)
 				continue;
-			fns[id].stamp = i;
-			fns[id].total += v;
+			tt->fns[id].stamp = i;
+			tt->fns[id].total += v;
 		}
 	}
-	if (nfn)
-		qsort(fns, nfn, sizeof(*fns), cmp_fn);
+}
+
+/* The ranked table: a summary line, a header, the top rows. */
+static void top_print(struct output *o, const struct top_table *tt, bool by_time)
+{
+	const struct out_model *m = &o->m;
+	uint64_t total = by_time ? m->total_weight : m->total_count;
+	const struct top_fn *fns = tt->fns;
+	uint32_t rows;
+	FILE *f = o->f;
+	int w;
 
 	fprintf(f, "%" PRIu64 " samples in %u thread%s, %.3f s of %s\n", m->total_count,
 		m->nthreads, m->nthreads == 1 ? "" : "s", (double)m->total_weight / 1e9,
 		by_time ? "time on and off the CPU" : "CPU");
-	if (!nfn) {
+	if (!tt->nfn) {
 		fputs("(no samples)\n", f);
-		goto io;
+		return;
 	}
 	w = by_time ? digits(total / 1000000) + 2 : digits(total);
 	if (w < (by_time ? 8 : 5))
@@ -122,7 +132,7 @@ static int top_finish(struct output *o)
 	fprintf(f, "%*s %7s %*s %7s  %s\n", w, by_time ? "OWN ms" : "OWN", "OWN%", w,
 		by_time ? "TOTAL ms" : "TOTAL", "TOTAL%", "FUNCTION (FILE:LINE)");
 	rows = o->opts.top_rows ? o->opts.top_rows : 30;
-	for (uint32_t i = 0; i < nfn && i < rows; i++) {
+	for (uint32_t i = 0; i < tt->nfn && i < rows; i++) {
 		const struct out_frame *fr = &m->frames[fns[i].frame];
 		double own = total ? 100.0 * (double)fns[i].own / (double)total : 0.0;
 		double tot = total ? 100.0 * (double)fns[i].total / (double)total : 0.0;
@@ -141,15 +151,33 @@ static int top_finish(struct output *o)
 		}
 		fputc('\n', f);
 	}
-	if (nfn > rows)
-		fprintf(f, "(%u more functions)\n", nfn - rows);
-io:
-	err = output__check_io(o);
-out:
-	free(fns);
-	free(fn_of);
+	if (tt->nfn > rows)
+		fprintf(f, "(%u more functions)\n", tt->nfn - rows);
+}
+
+static int top_finish(struct output *o)
+{
+	const struct out_model *m = &o->m;
+	struct top_table tt = { 0 };
+	uint32_t *path = NULL;
+	/* Time when the samples weigh different times; counts otherwise. */
+	bool by_time = m->total_weight != m->total_count * (m->first_period ? m->first_period : 1);
+	int err;
+
+	tt.fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*tt.fn_of));
+	path = out_model__path_buf(m);
+	err = !tt.fn_of || !path ? -ENOMEM : top_functions(m, &tt);
+	if (!err) {
+		top_count(m, &tt, path, by_time);
+		if (tt.nfn)
+			qsort(tt.fns, tt.nfn, sizeof(*tt.fns), cmp_fn);
+		top_print(o, &tt, by_time);
+		err = output__check_io(o);
+	}
+	free(tt.fns);
+	free(tt.fn_of);
 	free(path);
-	out_map__clear(&fmap);
+	out_map__clear(&tt.fmap);
 	return err;
 }
 
