@@ -975,6 +975,35 @@ static void read_stats(struct bpf_sampler *bs, struct remote_sampler *rs,
 }
 
 /* One self-overwriting line on a terminal, so a long recording shows life. */
+/* -v: the BPF sampler's frame-cache and off-CPU counts (its anchor counts
+ * are bpf_sampler__stop()'s). */
+static void print_bpf_detail(const struct bpf_sampler *bs)
+{
+	struct bpf_sampler_detail d;
+
+	bpf_sampler__detail(bs, &d);
+	if (d.frame_cache)
+		fprintf(stderr, "pyprof-bpf: frame cache: %llu samples spliced, %llu walked whole, "
+			"%llu mismatched (delivered truncated); %llu frames sent by the kernel, "
+			"%llu reused; %llu anchors written (%llu failed)\n",
+			(unsigned long long)d.cache.spliced, (unsigned long long)d.cache.whole,
+			(unsigned long long)d.cache.mismatches,
+			(unsigned long long)d.cache.frames_sent,
+			(unsigned long long)d.cache.frames_reused,
+			(unsigned long long)d.cache.reanchors,
+			(unsigned long long)d.cache.reanchor_failures);
+	if (d.offcpu)
+		fprintf(stderr, "pyprof-bpf: off-CPU: %llu switch-outs stood on their thread's last "
+			"walk, %llu intervals closed by inference, %llu lost\n",
+			(unsigned long long)d.reused, (unsigned long long)d.inferred,
+			(unsigned long long)d.lost_intervals);
+	if (d.frame_cache)
+		fprintf(stderr, "pyprof-bpf: frame cache: %llu anchors cleared on exit, %llu left "
+			"(written since by someone else)\n",
+			(unsigned long long)d.cache.anchors_cleared,
+			(unsigned long long)d.cache.anchors_left);
+}
+
 static void show_progress(struct bpf_sampler *bs, struct remote_sampler *rs, double elapsed)
 {
 	struct sampler_stats st;
@@ -1873,6 +1902,13 @@ fail:
 		}
 	}
 out:
+	if (bs) {
+		/* Again on the normal path (it is idempotent): on every path, the
+		 * anchors written into the target are released. */
+		bpf_sampler__stop(bs);
+		if (env.verbose)
+			print_bpf_detail(bs);
+	}
 	bpf_sampler__free(bs);
 	remote_sampler__free(rs);
 	output__free(ctx.out);
