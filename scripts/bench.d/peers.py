@@ -173,7 +173,7 @@ class PyprofBpf(Profiler):
 
     def same_events(self, rate):
         """Unless the options name them, the events the build under test's
-        `--events auto` picks at this rate (user/bpf_sampler.c: per CPU up to 1 kHz
+        `--events auto` picks at this rate (user/sampling/bpf/lifecycle.c: per CPU up to 1 kHz
         and CPUs x rate <= 200,000), named, so that an older build (issue #9's
         baseline, whose auto rule differs) samples with the same events."""
         if not self.bpf or "--events" in self.extra or \

@@ -30,12 +30,15 @@
  * (every walk whole, nothing written).
  *
  * Not thread-safe: one thread drives a sampler.
+ *
+ * The code is in user/sampling/bpf/ (one file per job, see bpf/internal.h).
  */
 #ifndef PYPROF_BPF_SAMPLER_H
 #define PYPROF_BPF_SAMPLER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "target/pyproc.h"
 #include "sampling/sampler.h"
 #include "symbols/frame_cache.h"
@@ -86,8 +89,10 @@ int bpf_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 
 /*
  * Rescan the target's threads: refresh the tid -> thread-state map, give an
- * event to threads that have none, forget exited ones. Returns 0, -ESRCH
- * when the target has exited, or another -errno.
+ * event to threads that have none, forget exited ones (once the next poll
+ * has handed on their samples still in the ring: a 3.15 thread's cached
+ * callers are needed for them). Returns 0, -ESRCH when the target has
+ * exited, or another -errno.
  */
 int bpf_sampler__refresh(struct bpf_sampler *s);
 /*
@@ -161,8 +166,15 @@ bool bpf_sampler__execed(const struct bpf_sampler *s);
 /* Whether the events are per CPU (else per thread of the target). */
 bool bpf_sampler__per_cpu(const struct bpf_sampler *s);
 
-/* Stop sampling (detach every event); what the ring holds can still be
- * polled. The duration ends here, not after the last drain. */
+/*
+ * Stop sampling (detach every event); what the ring holds can still be
+ * polled, and is delivered whole (the frame cache holds its callers). The
+ * duration ends here, not after the last drain. On 3.15 this is also where
+ * the anchors we wrote into the target and that are still ours are zeroed
+ * (frame_cache__release()); no poll writes one after it. Without it (a
+ * sampler only freed) they stay in the target, which is harmless (an
+ * anchor nobody stops at is never used) but untidy.
+ */
 void bpf_sampler__stop(struct bpf_sampler *s);
 /*
  * Off-CPU modes: deliver the intervals still open (threads off the CPU now)
@@ -172,16 +184,26 @@ void bpf_sampler__stop(struct bpf_sampler *s);
 int bpf_sampler__finish_intervals(struct bpf_sampler *s, uint64_t end_ns, sample_fn fn, void *ctx);
 /* Off-CPU intervals whose stack never reached us (ring full), not delivered. */
 uint64_t bpf_sampler__lost_intervals(const struct bpf_sampler *s);
-/* Detach and unload; no program, map, link or event remains. Accepts NULL. */
-/* TEMP (until the sampler split lands): what -v says of the sampler. */
+/*
+ * What -v shows of a recording's inner workings, for the caller to print:
+ * best read after the last poll and bpf_sampler__finish_intervals() (and
+ * after bpf_sampler__stop(), which sets the anchor counts).
+ */
 struct bpf_sampler_detail {
-	bool frame_cache;		/* the 3.15 frame cache was used: fc holds its counts */
-	struct frame_cache_stats fc;
-	bool offcpu;			/* off-CPU intervals were tracked */
-	uint64_t reused_walks, inferred, lost_intervals;
+	/* The 3.15 frame cache was used: its counts (cache.anchors_cleared
+	 * and cache.anchors_left are bpf_sampler__stop()'s). */
+	bool frame_cache;
+	struct frame_cache_stats cache;
+	/* An off-CPU mode (off-CPU or wall): its counts. */
+	bool offcpu;
+	uint64_t reused;		/* switch-outs that stood on their thread's last walk */
+	uint64_t inferred;		/* intervals closed by inference (the kernel's) */
+	uint64_t lost_intervals;	/* as bpf_sampler__lost_intervals() */
 };
 void bpf_sampler__detail(const struct bpf_sampler *s, struct bpf_sampler_detail *d);
 
+/* Detach and unload; no program, map, link or event remains, and nothing
+ * is printed nor written into the target. Accepts NULL. */
 void bpf_sampler__free(struct bpf_sampler *s);
 
 #endif

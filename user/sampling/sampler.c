@@ -80,6 +80,9 @@ static int bpf_finish(struct sampler *s, uint64_t end_ns, sample_fn fn, void *ct
 
 static void bpf_close(struct sampler *s)
 {
+	/* Stopped on every path: the anchors written into the target (3.15's
+	 * frame cache) are released there (again is harmless). */
+	bpf_sampler__stop(s->bs);
 	bpf_sampler__free(s->bs);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sampler.h - what both sampling backends (BPF: bpf_sampler.c, remote:
+ * sampler.h - what both sampling backends (BPF: sampling/bpf/, remote:
  * remote_sampler.c) deliver: raw stacks, symbolized later by the caller.
  */
 #ifndef PYPROF_SAMPLER_H
@@ -217,7 +217,7 @@ struct sampler_opts {
 	int no_frame_cache;
 	/* BPF backend: one cpu-clock event per thread of the target, or one
 	 * per CPU (every task, the target's ticks kept); auto picks per CPU
-	 * while CPUs x rate stays small. See user/bpf_sampler.c. */
+	 * while CPUs x rate stays small. See user/sampling/bpf/lifecycle.c. */
 	enum sampler_events events;
 	/* BPF backend: follow the processes the targets start (fork, exec),
 	 * from their first instruction; needs per-CPU events. */

@@ -47,7 +47,7 @@
  * found, and its pop moves the anchor on as the protocol says. The
  * remaining window is the nanoseconds between the 16-byte write's two
  * stores. The caller must know the thread state is still linked in its
- * interpreter's list (user/bpf_sampler.c reads the lists again just before):
+ * interpreter's list (user/sampling/bpf/threads.c reads the lists again just before):
  * a write into a freed one would land in whatever the target put there.
  * Writes are rare: only when the walks above the anchor have grown
  * long, at most once per interval per thread, backing off when re-anchoring
