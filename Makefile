@@ -53,7 +53,7 @@ $(VMLINUX):
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/pyprof.h $(VMLINUX) | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/pyprof.h $(wildcard bpf/*.bpf.h) $(VMLINUX) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 		-Ivmlinux/$(ARCH) -Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pyprof.h - what the BPF sampler (pyprof.bpf.c) and its loader
- * (user/bpf_sampler.c) share: the walk's configuration and the sample record.
+ * pyprof.h - what the BPF programs (pyprof.bpf.c) and their loader
+ * (user/sampling/bpf_sampler.c) share: the walk's configuration, the maps'
+ * values and the ring-buffer records.
  *
  * Included by both sides, so plain __u64/__u32 only: no pointers, no
  * bitfields, no types that differ between the BPF target and x86-64.
@@ -40,7 +41,7 @@
  */
 #define PYPROF_WALK_FACTOR	4
 
-/* Same values as enum sample_status in user/sampler.h. */
+/* Same values as enum sample_status in user/sampling/sampler.h. */
 enum pyprof_status {
 	PYPROF_COMPLETE = 0,
 	PYPROF_TRUNCATED = 1,	/* deeper than max_frames: innermost kept */
@@ -89,7 +90,7 @@ enum {
 	 * chain read mid-update or a corrupt target does that. */
 	PYPROF_SF_CYCLE = 1 << 2,
 	/*
-	 * 3.15 frame cache (config.frame_cache != 0); see user/frame_cache.h
+	 * 3.15 frame cache (config.frame_cache != 0); see user/symbols/frame_cache.h
 	 * for the protocol.
 	 *
 	 * SF_ANCHOR_READ: cache_frame and cache_seq hold the thread state's
@@ -188,8 +189,9 @@ enum pyprof_counter {
 };
 
 /*
- * Everything the walk needs to know about the target. Filled by userspace
- * from the flat offsets table (user/py_offsets.h) before load; the BPF
+ * Everything the walk needs to know about the target. Filled by the loader
+ * from the flat offsets table (user/target/py_offsets.h) and written at run
+ * time into each process's procs entry (struct pyprof_proc); the BPF
  * program holds no CPython offset of its own. Offsets are byte offsets.
  */
 struct pyprof_config {
@@ -260,7 +262,7 @@ struct pyprof_config {
 	__u32 code_size;
 	/* 3.11 (no co_version): co_filename, co_name, co_qualname and
 	 * co_linetable at this offset, hashed with the heads of their
-	 * contents into the code object's identity (pyprof.bpf.c ident311()). */
+	 * contents into the code object's identity (codes.bpf.h ident311()). */
 	__u64 code_ident;
 	__u64 code_qualname;
 	__u64 code_filename;
@@ -341,10 +343,11 @@ struct pyprof_config {
 #define PYPROF_MAX_PROCS	4096
 
 /*
- * Value of the procs map, keyed by host tgid: a process whose ticks are
- * kept. Written by the loader (configured: cfg describes its interpreter),
- * copied by the fork tracepoint into followed children, unconfigured by the
- * exec tracepoint.
+ * Value of the procs map, keyed by host tgid: a process followed, whose
+ * ticks are kept once it is configured. Written by the loader (configured:
+ * cfg describes its interpreter), made unconfigured by the program for a
+ * process -a meets on a CPU, copied by the fork tracepoint into followed
+ * children, unconfigured by the exec tracepoint.
  */
 struct pyprof_proc {
 	struct pyprof_config cfg;
@@ -439,7 +442,8 @@ struct pyprof_thread {
 	__u64 interp_head;
 };
 
-/* One frame, innermost first. Same layout as struct py_rawframe. */
+/* One frame, innermost first. Same layout as struct py_rawframe
+ * (user/target/pyproc.h). */
 struct pyprof_frame {
 	__u64 frame;			/* _PyInterpreterFrame address */
 	__u64 code;			/* code object address, tag cleared */
@@ -450,11 +454,6 @@ struct pyprof_frame {
 	__u32 flags;			/* PYPROF_FF_* */
 };
 
-/*
- * One sample. Only the header and the first nframes frames are submitted:
- * a record is PYPROF_SAMPLE_SIZE(nframes) bytes long. nframes counts the
- * PYPROF_FF_INTERP entries too; max_frames limits the Python frames.
- */
 /* The first word of every ring-buffer record. */
 enum pyprof_rec_kind {
 	PYPROF_REC_SAMPLE = 1,		/* struct pyprof_sample */
@@ -571,6 +570,11 @@ struct pyprof_offcpu {
 	__u64 exec_ns;			/* its se.sum_exec_runtime then */
 };
 
+/*
+ * One sample. Only the header and the first nframes frames are submitted:
+ * a record is PYPROF_SAMPLE_SIZE(nframes) bytes long. nframes counts the
+ * PYPROF_FF_INTERP entries too; max_frames limits the Python frames.
+ */
 struct pyprof_sample {
 	__u32 kind;			/* PYPROF_REC_SAMPLE */
 	__u32 pad;
