@@ -74,7 +74,6 @@ $(OUTPUT)/syscall_table.h: $(wildcard $(SYSCALLS_H)) | $(OUTPUT)
 		printf "\t[%s] = \"%s\",\n", $$3, substr($$2, 6); n++ } \
 		END { print "};"; if (!n) { print "no __NR_ line in $(SYSCALLS_H)" > "/dev/stderr"; exit 1 } }' \
 		$(SYSCALLS_H) > $@
-$(OUTPUT)/offcpu/syscalls.o $(SAN_DIR)/offcpu/syscalls.o: $(OUTPUT)/syscall_table.h
 
 $(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
@@ -89,6 +88,7 @@ pyprof-bpf: $(USER_OBJS)
 # rebuilt with ASan/UBSan in their own directory.
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_DIR   := $(OUTPUT)/san
+$(OUTPUT)/offcpu/syscalls.o $(SAN_DIR)/offcpu/syscalls.o: $(OUTPUT)/syscall_table.h
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(SAN_DIR)/%,$(UNIT_SRCS))
 SAN_LIB   := $(patsubst $(OUTPUT)/%.o,$(SAN_DIR)/%.o,$(LIB_OBJS))

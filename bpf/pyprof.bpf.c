@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /*
- * pyprof.bpf.c - the programs the loader (user/sampling/bpf_sampler.c)
+ * pyprof.bpf.c - the programs the loader (user/sampling/bpf/)
  * attaches: snapshots of the Python frame chains of the targets' threads.
  *
  * pyprof_sample runs at every tick of a software cpu-clock perf event: one

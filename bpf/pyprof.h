@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pyprof.h - what the BPF programs (pyprof.bpf.c) and their loader
- * (user/sampling/bpf_sampler.c) share: the walk's configuration, the maps'
+ * (user/sampling/bpf/) share: the walk's configuration, the maps'
  * values and the ring-buffer records.
  *
  * Included by both sides, so plain __u64/__u32 only: no pointers, no

@@ -8,7 +8,7 @@ runs on the sid 3.14 interpreter and is recorded with `-F 199 -d 3`.
   run; `report -i rec.pyprof -o rep.X` must write the same bytes, for every
   format (with --threads --no-lines too, and with the remote backend).
 - The recording is decoded here by a second reader, written from the format
-  spec in user/rawrec.h, not from rawrec.c. Its samples, fed to the writers
+  spec in user/output/rawrec.h, not from rawrec_reader.c. Its samples, fed to the writers
   through tests/tools/outdrv.c (test_formats.py's driver), give the bytes
   `report` wrote: report's output depends on the samples alone; and its
   collapsed output is what test_formats' model predicts from them.

@@ -374,7 +374,7 @@ def text(res):
 
 
 def auto_events(rate, ncpu):
-    """What `--events auto` picks for one process (user/record.c)."""
+    """What `--events auto` picks for one process (user/commands/record.c)."""
     return "cpu" if rate <= 1000 and ncpu * rate <= 200000 else "thread"
 
 

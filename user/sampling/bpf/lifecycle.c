@@ -74,7 +74,7 @@
 /* --events auto: per-CPU events while CPUs x rate stays at most this many
  * ticks per second (200 CPUs at 1 kHz, 2,000 at 100 Hz) and the rate at most
  * AUTO_CPU_MAX_HZ. A per-CPU tick interrupts whatever runs on that CPU: the
- * bench's bystander cells (README, Benchmark) measured 14-16 us of another
+ * bench's bystander cells (docs/benchmarks.md) measured 14-16 us of another
  * process's time per tick in this VM: 0.05% of every CPU at 99 Hz, 1.3% at
  * 1 kHz, 13% at 10 kHz; per-thread events cost the others nothing measurable,
  * and delivered the same samples per CPU-second of a GIL-switching target. */
