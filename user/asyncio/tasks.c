@@ -396,6 +396,72 @@ static int task__same(const struct walk *w, const unsigned char *tb, const struc
 }
 
 /*
+ * The task read again: does what task__read() took from @tb still hold?
+ * 0 yes, 2 it changed (read it again), 1 it ended, -errno.
+ */
+static int task__recheck(struct walk *w, const struct list_entry *e, const unsigned char *tb,
+			 const struct set_head *h, const struct asyncio_task *t, size_t nlv)
+{
+	const struct asyncio_offsets *ao = w->ao;
+	uint64_t ab = get_u64(tb, ao->task_awaited_by);
+	int is_set = tb[ao->task_awaited_by_is_set];
+	unsigned char again[MAX_TASK_BYTES];
+	struct set_head h2;
+	int rc = remote_read(w->pid, e->task, again, ao->task_size);
+
+	if (rc == -EFAULT)
+		return 1;
+	if (rc)
+		return rc;
+	if (!task__same(w, again, e))
+		return 1;
+	if (get_u64(again, ao->task_coro) != get_u64(tb, ao->task_coro) ||
+	    get_u64(again, ao->task_awaited_by) != ab ||
+	    again[ao->task_awaited_by_is_set] != is_set ||
+	    get_u64(again, ao->task_name) != get_u64(tb, ao->task_name))
+		return 2;
+	if (ab && is_set && (set__head(w, ab, &h2) || memcmp(h, &h2, sizeof(h2))))
+		return 2;
+	if (t->state != ASYNCIO_TASK_RUNNING &&
+	    coro_chain__verify(w->pid, w->po, ao, w->chain, nlv))
+		return 2;
+	return 0;
+}
+
+/* A task read (@ok: it held still), its coroutine chain @nlv levels deep
+ * (@nraw frames of a running one already in w->raw): named and resolved. */
+static int task__finish(struct walk *w, struct asyncio_task *t, int ok, int cut, size_t nlv,
+			size_t nraw)
+{
+	const struct asyncio_offsets *ao = w->ao;
+
+	if (!t->name)
+		t->name = strdup("<unknown>");
+	if (!t->name)
+		return -ENOMEM;
+	if (!ok) {
+		/* what it awaits and who awaits it did not hold still: its
+		 * awaiters are left out rather than shown maybe wrong */
+		t->torn = 1;
+		free(t->awaited_by);
+		t->awaited_by = NULL;
+		t->nawaited = 0;
+	}
+	t->chain_cut = cut;
+	if (!nraw) {
+		/* the chain, outermost first, as frames innermost first */
+		for (size_t i = 0; i < nlv; i++) {
+			const struct coro_level *lv = &w->chain[nlv - 1 - i];
+
+			w->raw[i] = (struct py_rawframe){ lv->gen + ao->gen_iframe, lv->code,
+							  lv->instr, 0, 0 };
+		}
+		nraw = nlv;
+	}
+	return task__resolve(w, t, nraw, t->torn);
+}
+
+/*
  * Read the task @e into @t. 1 when it ended (left the list, or was freed)
  * meanwhile, 0 when read (t->torn set when it kept changing), -errno.
  */
@@ -404,7 +470,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 {
 	const uint64_t addr = e->task;
 	const struct asyncio_offsets *ao = w->ao;
-	unsigned char tb[MAX_TASK_BYTES], again[MAX_TASK_BYTES];
+	unsigned char tb[MAX_TASK_BYTES];
 	size_t nlv = 0, nraw = 0;
 	int cut = 0, rc = 0, ok = 0, name_failed = 0;
 
@@ -414,7 +480,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 	t->tid = th->tid;
 	for (int attempt = 0; attempt < ASYNCIO_ATTEMPTS && !ok; attempt++) {
 		uint64_t coro, ab;
-		struct set_head h, h2;
+		struct set_head h;
 		int is_set;
 
 		task__clear(t);
@@ -469,51 +535,16 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 				return rc;
 		}
 		/* Read it all again: what we took must still hold. */
-		rc = remote_read(w->pid, addr, again, ao->task_size);
-		if (rc == -EFAULT)
-			return 1;
+		rc = task__recheck(w, e, tb, &h, t, nlv);
+		if (rc == 2)
+			continue;
 		if (rc)
 			return rc;
-		if (!task__same(w, again, e))
-			return 1;
-		if (get_u64(again, ao->task_coro) != coro ||
-		    get_u64(again, ao->task_awaited_by) != ab ||
-		    again[ao->task_awaited_by_is_set] != is_set ||
-		    get_u64(again, ao->task_name) != get_u64(tb, ao->task_name))
-			continue;
-		if (ab && is_set && (set__head(w, ab, &h2) || memcmp(&h, &h2, sizeof(h))))
-			continue;
-		if (t->state != ASYNCIO_TASK_RUNNING &&
-		    coro_chain__verify(w->pid, w->po, ao, w->chain, nlv))
-			continue;
 		ok = 1;
 	}
 	if (name_failed)
 		return 1;	/* its name never read: it ended, left out */
-	if (!t->name)
-		t->name = strdup("<unknown>");
-	if (!t->name)
-		return -ENOMEM;
-	if (!ok) {
-		/* what it awaits and who awaits it did not hold still: its
-		 * awaiters are left out rather than shown maybe wrong */
-		t->torn = 1;
-		free(t->awaited_by);
-		t->awaited_by = NULL;
-		t->nawaited = 0;
-	}
-	t->chain_cut = cut;
-	if (!nraw) {
-		/* the chain, outermost first, as frames innermost first */
-		for (size_t i = 0; i < nlv; i++) {
-			const struct coro_level *lv = &w->chain[nlv - 1 - i];
-
-			w->raw[i] = (struct py_rawframe){ lv->gen + ao->gen_iframe, lv->code,
-							  lv->instr, 0, 0 };
-		}
-		nraw = nlv;
-	}
-	return task__resolve(w, t, nraw, t->torn);
+	return task__finish(w, t, ok, cut, nlv, nraw);
 }
 
 static int snapshot__push(struct asyncio_snapshot *s, struct asyncio_task **t)
