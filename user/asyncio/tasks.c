@@ -348,6 +348,16 @@ static int running__frames(struct walk *w, const struct thread_ctx *th, uint64_t
 			*n = i + 1;
 			break;
 		}
+	/* The thread runs on while we read: a frame caught half-pushed (its
+	 * code and instruction from two moments) does not resolve. Such a
+	 * walk is taken again, as a task that changed is. */
+	for (size_t i = 0; i < *n; i++) {
+		struct py_sym sym;
+
+		rc = symbolizer__resolve(w->sym, &w->raw[i], &sym);
+		if (rc && rc != -ENOENT)
+			return -EAGAIN;
+	}
 	return 0;
 }
 
@@ -533,6 +543,8 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 			rc = running__frames(w, th, coro, &nraw);
 			if (rc == -ESRCH)
 				return rc;
+			if (rc == -EAGAIN)
+				continue;
 		}
 		/* Read it all again: what we took must still hold. */
 		rc = task__recheck(w, e, tb, &h, t, nlv);
