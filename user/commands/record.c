@@ -82,7 +82,7 @@ static int on_sample(void *ctx, const struct raw_sample *r)
 	    rec->deadline_ns) {
 		if (!offcpu)
 			rec->past_deadline = 1;	/* taken after -d ended: not part of it */
-		sampler_stats__count(&rec->late, r);
+		sampler_stats__count(&rec->late, r->status);
 		return offcpu ? 0 : 1;
 	}
 	rc = resolver__resolve(rec->rv, r, &res);
@@ -220,9 +220,10 @@ static int setup_resolver(struct recording *rec)
 static int setup_stages(struct recording *rec)
 {
 	struct record_env *env = rec->env;
+	size_t max_open = all_max_open();
 	struct proc_follow_opts fo = {
 		.all = env->all, .subprocesses = env->subprocesses, .verbose = env->verbose,
-		.comm = env->comm_re ? &env->comm : NULL, .max_open = all_max_open(),
+		.comm = env->comm_re ? &env->comm : NULL, .max_open = max_open,
 	};
 	int rc;
 
@@ -233,7 +234,7 @@ static int setup_stages(struct recording *rec)
 	setup_sampler_opts(rec);
 	rc = procset__new((unsigned int)env->max_frames, &rec->procs);
 	if (!rc && env->all)
-		procset__set_max_open(rec->procs, all_max_open());
+		procset__set_max_open(rec->procs, max_open);
 	if (!rc)
 		rc = proc_follow__new(rec->procs, &fo, &rec->follow);
 	if (!rc)

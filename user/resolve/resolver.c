@@ -151,7 +151,7 @@ int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct re
 	out->n = 0;
 	out->end = (struct stack_end){ 0 };
 	if (!e) {
-		sampler_stats__count(&rv->st.unknown, r);
+		sampler_stats__count(&rv->st.unknown, r->status);
 		return -ENOENT;
 	}
 	e->samples++;
@@ -180,7 +180,7 @@ int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct re
 
 void resolver__drop(struct resolver *rv, const struct raw_sample *r)
 {
-	sampler_stats__count(&rv->st.unknown, r);
+	sampler_stats__count(&rv->st.unknown, r->status);
 }
 
 void resolver__stats(const struct resolver *rv, struct resolver_stats *st)

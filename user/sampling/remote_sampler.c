@@ -355,11 +355,7 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 			if (s->threads[i].tstate == gil_holder)
 				r.flags |= SAMPLE_F_GIL_HELD | (gc_running ? SAMPLE_F_GC : 0);
 		}
-		s->stats.samples++;
-		if (rc || torn)
-			s->stats.errors++;
-		else if (truncated)
-			s->stats.truncated++;
+		sampler_stats__count(&s->stats, r.status);
 		rc = fn(ctx, &r);
 		if (rc)
 			return rc;

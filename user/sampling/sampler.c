@@ -146,13 +146,13 @@ static const struct sampler_ops remote_ops = {
 	remote_close,
 };
 
-void sampler_stats__count(struct sampler_stats *st, const struct raw_sample *r)
+void sampler_stats__count(struct sampler_stats *st, uint32_t status)
 {
 	st->samples++;
-	if (r->status == SAMPLE_TRUNCATED)
+	if (status == SAMPLE_TRUNCATED)
 		st->truncated++;
-	else if (r->status != SAMPLE_COMPLETE && r->status != SAMPLE_THREAD_YOUNG &&
-		 r->status != SAMPLE_THREAD_EXIT && r->status != SAMPLE_EVAL_ENTRY)
+	else if (status != SAMPLE_COMPLETE && status != SAMPLE_THREAD_YOUNG &&
+		 status != SAMPLE_THREAD_EXIT && status != SAMPLE_EVAL_ENTRY)
 		st->errors++;
 }
 

@@ -188,9 +188,10 @@ struct sampler_stats {
 	uint64_t errors;	/* no Python state + read faults */
 };
 
-/* Count @r as the samplers count what they deliver: a consumer that
- * leaves a sample out takes it off their counts with these. */
-void sampler_stats__count(struct sampler_stats *st, const struct raw_sample *r);
+/* Count a sample of @status (enum sample_status): what both samplers count
+ * of what they deliver, and what a consumer that leaves a sample out takes
+ * off their counts. Starting, ending and eval-entry samples are no errors. */
+void sampler_stats__count(struct sampler_stats *st, uint32_t status);
 
 /* What is sampled (--mode). */
 enum sampler_mode {

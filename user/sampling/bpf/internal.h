@@ -138,7 +138,7 @@ struct bpf_sampler {
 	size_t nreanchor;
 	int verbose;
 
-	uint64_t samples, truncated, errors;
+	struct sampler_stats counts;	/* lost: read from the program's counter */
 
 	/* Off-CPU modes: the intervals in progress, the programs on the
 	 * scheduler's tracepoints, the main target's GIL (where a thread
@@ -215,7 +215,6 @@ void bpf_threads__release_anchors(struct bpf_sampler *s);
 
 /* records.c */
 int bpf_records__on_record(void *ctx, void *data, size_t size);
-void bpf_records__count_status(struct bpf_sampler *s, uint32_t status);
 uint32_t bpf_records__sample_flags(uint32_t rec_flags);
 
 /* intervals.c */

@@ -127,7 +127,7 @@ static int deliver_interval(struct bpf_sampler *s, const struct offcpu_iv *iv, u
 	if (iv->pid == s->pid && s->gil_known && iv->syscall_nr == SYSCALL_FUTEX &&
 	    iv->syscall_arg0 - s->gil.gil < s->gil.gil_size)
 		rs.flags |= SAMPLE_F_GIL_WAIT;
-	bpf_records__count_status(s, iv->status);
+	sampler_stats__count(&s->counts, iv->status);
 	return s->fn(s->fn_ctx, &rs);
 }
 

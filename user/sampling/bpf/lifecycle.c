@@ -576,10 +576,7 @@ uint64_t bpf_lifecycle__counter(const struct bpf_sampler *s, uint32_t key)
 
 void bpf_sampler__stats(const struct bpf_sampler *s, struct sampler_stats *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->samples = s->samples;
-	st->truncated = s->truncated;
-	st->errors = s->errors;
+	*st = s->counts;
 	st->lost = bpf_lifecycle__counter(s, PYPROF_CNT_LOST);
 }
 

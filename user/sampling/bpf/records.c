@@ -63,16 +63,6 @@ void bpf_sampler__set_proc_fn(struct bpf_sampler *s, proc_fn fn, void *ctx)
 	s->proc_ctx = ctx;
 }
 
-void bpf_records__count_status(struct bpf_sampler *s, uint32_t status)
-{
-	s->samples++;
-	if (status == PYPROF_TRUNCATED)
-		s->truncated++;
-	else if (status != PYPROF_COMPLETE && status != PYPROF_THREAD_YOUNG &&
-		 status != PYPROF_THREAD_EXIT && status != PYPROF_EVAL_ENTRY)
-		s->errors++;
-}
-
 uint32_t bpf_records__sample_flags(uint32_t rec_flags)
 {
 	return (rec_flags & PYPROF_SF_GIL_KNOWN ? SAMPLE_F_GIL_KNOWN : 0) |
@@ -154,7 +144,7 @@ static void on_tick_tasks(struct bpf_sampler *s, const struct pyprof_tasks *e, s
 	uint32_t n = e->ntasks < PYPROF_MAX_TASKS ? e->ntasks : PYPROF_MAX_TASKS;
 
 	if (size < PYPROF_TASKS_SIZE(n)) {
-		s->errors++;
+		s->counts.errors++;
 		return;
 	}
 	t->tid = (pid_t)e->tid;
@@ -333,7 +323,7 @@ int bpf_records__on_record(void *ctx, void *data, size_t size)
 		return ret;
 	if (size < PYPROF_SAMPLE_HDR_SIZE || r->nframes > PYPROF_MAX_FRAMES ||
 	    size < PYPROF_SAMPLE_SIZE(r->nframes)) {
-		s->errors++;
+		s->counts.errors++;
 		return 0;
 	}
 	if (r->flags & PYPROF_SF_REUSE) {
@@ -350,7 +340,7 @@ int bpf_records__on_record(void *ctx, void *data, size_t size)
 		bpf_intervals__open(s, r, &fo);
 		return 0;
 	}
-	bpf_records__count_status(s, fo.status);
+	sampler_stats__count(&s->counts, fo.status);
 	if (s->ivs)
 		bpf_intervals__keep_last_stack(s, r, &fo);
 	return deliver_tick(s, r, &fo);
