@@ -20,6 +20,8 @@ PKGS=(
 	# make release (the static libraries libdw needs), make deb, the man page,
 	# capabilities (tests/test_install.py)
 	libbz2-dev liblzma-dev binutils dpkg-dev man-db groff-base libcap2-bin
+	# `agent --push`: libcurl's headers (the library itself is opened at run time)
+	libcurl4-openssl-dev
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -899,6 +899,11 @@ class ThreadCheck:
                 if self.main_ok(fr):
                     self.kinds["main"] += 1
                     continue
+                if read_faults_ok and s.status == "[read-fault]":
+                    # main() starts, polls and joins threads: its stack
+                    # changes as fast as a worker's (CI saw 1 in 477).
+                    self.kinds["read fault, said so"] += 1
+                    continue
                 self.problems.append(("main thread stack", s.describe(12)))
                 continue
             t = self.by_tid.get(s.tid)
