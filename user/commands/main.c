@@ -14,6 +14,7 @@
 #include "target/pyproc.h"
 #include "commands/record.h"
 #include "commands/top/top.h"
+#include "agent/agent.h"
 #include "version.h"	/* PYPROF_VERSION, PYPROF_COMMIT: made by the Makefile */
 #include "util/parse.h"
 
@@ -102,6 +103,7 @@ static void usage(FILE *f)
 	      "       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
 	      "       pyprof-bpf top -p PID [-F HZ] [--mode MODE]    (or -- CMD [ARGS...])\n"
 	      "       pyprof-bpf dump [--async] -p PID [--json]\n"
+	      "       pyprof-bpf agent [-p PID | --comm REGEX] --push KIND=URL | --output-dir DIR\n"
 	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 	      "                         [--no-lines]\n"
 	      "\n"
@@ -115,7 +117,8 @@ static void usage(FILE *f)
 	      "    sudo pyprof-bpf -p 1234 -d 10 -o rec.pyprof   # raw, then any format:\n"
 	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
 	      "    sudo pyprof-bpf top -p 1234                   # live: hottest functions\n"
-	      "    pyprof-bpf dump -p 1234                       # every thread's stack now\n", f);
+	      "    pyprof-bpf dump -p 1234                       # every thread's stack now\n"
+	      "    sudo pyprof-bpf agent --push pyroscope=http://pyroscope:4040  # continuous\n", f);
 }
 
 int main(int argc, char **argv)
@@ -146,6 +149,10 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "top") == 0) {
 		argv[1] = "pyprof-bpf top";
 		return top__main(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "agent") == 0) {
+		argv[1] = "pyprof-bpf agent";
+		return agent__main(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "report") == 0) {
 		argv[1] = "pyprof-bpf report";

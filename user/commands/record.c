@@ -435,7 +435,7 @@ static int announce(struct recording *rec)
 		.pid = env->pid, .comm = rec->comm,
 		.python_version = rec->main_proc ? rec->main_proc->version : "",
 		.mode = mode, .freq_hz = env->freq, .backend = backend, .per_cpu = per_cpu,
-		.command = rec->cmd != NULL, .multi = rec->multi,
+		.command = rec->cmd != NULL, .multi = rec->multi, .procs = rec->procs,
 	};
 	int rc;
 
@@ -794,7 +794,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		{ 0 },
 	};
 	struct argp_child sink_children[] = {
-		{ .argp = sink ? sink->argp : NULL, .header = "Display:" },
+		{ .argp = sink ? sink->argp : NULL,
+		  .header = sink && sink->header ? sink->header : "Display:" },
 		{ 0 },
 	};
 	const struct argp argp = {
@@ -803,7 +804,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		.children = !sink ? children : sink->argp ? sink_children : NULL,
 	};
 	struct record_env env = {
-		.freq = DEFAULT_FREQ, .max_frames = DEFAULT_MAX_FRAMES, .backend = BACKEND_AUTO,
+		.freq = sink && sink->default_freq ? sink->default_freq : DEFAULT_FREQ,
+		.max_frames = DEFAULT_MAX_FRAMES, .backend = BACKEND_AUTO,
 		.sink = sink,
 	};
 	struct recording rec = { .env = &env, .live = sink, .watch = { .fd = -1 } };

@@ -9,6 +9,7 @@
 #include "sampling/sampler.h"		/* struct sampler_stats */
 
 struct out_sample;
+struct procset;
 
 int record__main(int argc, char **argv);
 int report__main(int argc, char **argv);
@@ -35,6 +36,8 @@ struct record_info {
 	int per_cpu;			/* BPF: per-CPU events (else per-thread) */
 	int command;			/* the target is a command started */
 	int multi;			/* several processes (-p A,B, --subprocesses) */
+	/* The processes sampled (procset__find: a pid's Python version). */
+	struct procset *procs;
 };
 
 /* How the recording goes, for wait() and end(). */
@@ -45,6 +48,9 @@ struct record_status {
 
 struct record_sink {
 	const char *doc;		/* argp doc: --help's text */
+	const char *header;		/* its options' --help header; NULL: "Display:" */
+	long default_freq;		/* -F's default; 0: record's (99 Hz) */
+	int default_all;		/* no -p and no command: -a */
 	const struct argp *argp;	/* the sink's own options; NULL: none */
 	void *argp_input;		/* its input */
 	void *ctx;

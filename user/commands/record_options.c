@@ -395,6 +395,8 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
+		if (env->sink && env->sink->default_all && !env->npids && !env->argv)
+			env->all = 1;
 		check_targets(env, state);
 		check_features(env, state);
 		check_multi(env, state);

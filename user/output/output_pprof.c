@@ -491,7 +491,7 @@ static void pp_tail(struct pp_enc *e, const struct output *o)
 	const struct out_model *m = &o->m;
 
 	pb_uint(&e->b, 9, o->opts.start_time_ns);
-	pb_uint(&e->b, 10, m->last_ts - m->first_ts);
+	pb_uint(&e->b, 10, o->opts.duration_ns ? o->opts.duration_ns : m->last_ts - m->first_ts);
 	value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), "nanoseconds");
 	pb_uint(&e->b, 12, m->first_period);
 	pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));

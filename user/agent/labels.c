@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/* labels.c - a target's labels, read from /proc (labels.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agent/labels.h"
+
+/* Enough for any environment a service name is found in; the rest is cut. */
+#define PROC_TEXT_MAX (256 * 1024)
+
+static int label_char_ok(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '/' || c == ':' || c == '-';
+}
+
+void labels__clean(const char *s, size_t n, char *out, size_t len)
+{
+	size_t i;
+
+	if (!len)
+		return;
+	for (i = 0; i < n && i + 1 < len && s[i]; i++)
+		out[i] = label_char_ok((unsigned char)s[i]) ? s[i] : '_';
+	out[i] = '\0';
+}
+
+int labels__name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n >= LABEL_NAME_MAX || (name[0] == '_' && name[1] == '_'))
+		return 0;
+	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+	      name[0] == '_'))
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (!label_char_ok(c) || c == '.' || c == '/' || c == ':' || c == '-')
+			return 0;
+	}
+	return 1;
+}
+
+/* /proc/PID/@what, whole up to PROC_TEXT_MAX - 1 bytes, NUL-terminated (a
+ * malloc'd buffer, *n bytes), or NULL. */
+static char *read_proc(pid_t pid, const char *what, size_t *n)
+{
+	char path[64];
+	char *buf;
+	size_t got = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(PROC_TEXT_MAX);
+	while (buf && got < PROC_TEXT_MAX - 1) {
+		ssize_t r = read(fd, buf + got, PROC_TEXT_MAX - 1 - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		buf[got] = '\0';
+		*n = got;
+	}
+	return buf;
+}
+
+/* The value of @name in a NUL-separated environment, or NULL. */
+static const char *env_value(const char *env, size_t n, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < n;) {
+		const char *e = env + i;
+		size_t el = strnlen(e, n - i);
+
+		if (el > nl && !memcmp(e, name, nl) && e[nl] == '=' && e[nl + 1])
+			return e + nl + 1;
+		i += el + 1;
+	}
+	return NULL;
+}
+
+/* Interpreter options that take the next argument as their value. */
+static int takes_value(const char *a)
+{
+	return !strcmp(a, "-X") || !strcmp(a, "-W") || !strcmp(a, "--check-hash-based-pycs");
+}
+
+/* @path's last component without a ".py"; "" when nothing is left. */
+static void script_name(const char *path, char *out, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 3 && !strcmp(base + n - 3, ".py"))
+		n -= 3;
+	labels__clean(base, n, out, len);
+}
+
+int labels__service_from_cmdline(const char *args, size_t n, char *out, size_t len)
+{
+	size_t i = 0;
+	int first = 1;
+
+	while (i < n) {
+		const char *a = args + i;
+		size_t al = strnlen(a, n - i);
+
+		i += al + 1;
+		if (first) {		/* the interpreter */
+			first = 0;
+			continue;
+		}
+		if (!strcmp(a, "-m") || !strncmp(a, "-m", 2)) {
+			const char *mod = a[2] ? a + 2 : (i < n ? args + i : "");
+
+			labels__clean(mod, strnlen(mod, LABEL_VALUE_MAX), out, len);
+			return out[0] ? 0 : -ENOENT;
+		}
+		if (!strcmp(a, "-c") || !strncmp(a, "-c", 2))
+			return -ENOENT;		/* a program on the command line */
+		if (takes_value(a)) {
+			i += i < n ? strnlen(args + i, n - i) + 1 : 0;
+			continue;
+		}
+		if (a[0] == '-')
+			continue;
+		script_name(a, out, len);
+		return out[0] ? 0 : -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static int is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+int labels__container_from_cgroup(const char *text, size_t n, char *out, size_t len)
+{
+	const char *found = NULL;
+	size_t run = 0;
+
+	/* The last run of exactly 64 hex digits is the container's id. */
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && is_hex(text[i])) {
+			run++;
+			continue;
+		}
+		if (run == 64)
+			found = text + i - 64;
+		run = 0;
+	}
+	if (!found)
+		return -ENOENT;
+	labels__clean(found, 64, out, len);
+	return 0;
+}
+
+static void read_service(pid_t pid, const char *comm, struct proc_labels *out)
+{
+	size_t n = 0;
+	char *env = read_proc(pid, "environ", &n);
+	const char *v = NULL;
+
+	out->service[0] = '\0';
+	if (env && !(v = env_value(env, n, "OTEL_SERVICE_NAME")))
+		v = env_value(env, n, "PYROSCOPE_APPLICATION_NAME");
+	if (v)
+		labels__clean(v, strlen(v), out->service, sizeof(out->service));
+	free(env);
+	if (out->service[0])
+		return;
+	env = read_proc(pid, "cmdline", &n);
+	if (env && !labels__service_from_cmdline(env, n, out->service, sizeof(out->service))) {
+		free(env);
+		return;
+	}
+	free(env);
+	labels__clean(comm && comm[0] ? comm : "python", LABEL_VALUE_MAX, out->service,
+		      sizeof(out->service));
+}
+
+void labels__read(pid_t pid, const char *comm, struct proc_labels *out)
+{
+	size_t n = 0;
+	char *cg;
+
+	read_service(pid, comm, out);
+	out->container[0] = '\0';
+	cg = read_proc(pid, "cgroup", &n);
+	if (cg)
+		labels__container_from_cgroup(cg, n, out->container, sizeof(out->container));
+	free(cg);
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/* shipper.c - one spool queue to one store, on its own thread (shipper.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "agent/http.h"
+#include "agent/push.h"
+#include "agent/shipper.h"
+#include "agent/spool.h"
+#include "util/clock.h"
+
+struct shipper {
+	struct shipper_opts o;
+	struct http *http;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int woken;		/* an entry came since the queue was last seen empty */
+	int stopping;
+	double deadline;	/* while stopping: CLOCK_MONOTONIC s */
+	struct shipper_stats st;
+	/* The thread's own: */
+	double backoff_s;
+	int failing;		/* the last attempt failed */
+	uint64_t failed_since;	/* failures in this outage */
+};
+
+/* Wait on the condition until CLOCK_MONOTONIC second @until, a wake or a
+ * stop; with the lock held. */
+static void wait_until(struct shipper *s, double until)
+{
+	struct timespec ts;
+
+	if (until <= 0) {
+		pthread_cond_wait(&s->cond, &s->lock);
+		return;
+	}
+	ts.tv_sec = (time_t)until;
+	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+}
+
+static int status_retried(long status)
+{
+	return status >= 500 || status == 408 || status == 429;
+}
+
+/* One attempt at @entry: 0 delivered or dropped for good, 1 to retry. */
+static int deliver(struct shipper *s, const char *entry)
+{
+	struct push_request req;
+	void *body = NULL;
+	char *meta = NULL, err[512] = "";
+	size_t blen = 0;
+	long status = 0;
+	int rc;
+
+	rc = spool_queue__read(s->o.qdir, entry, &body, &blen, &meta);
+	if (rc == -ENOENT)
+		return 0;		/* the spool's bound dropped it */
+	if (!rc)
+		rc = s->o.kind->request(s->http, s->o.url, meta, body, blen, &req);
+	if (rc) {
+		fprintf(stderr, "pyprof-bpf agent: %s %s: profile %s unusable (%s); dropped\n",
+			s->o.kind->name, s->o.url, entry, strerror(-rc));
+		goto drop;
+	}
+	rc = http__post(s->http, &(struct http_post){ .url = req.url,
+		.content_type = req.content_type, .body = req.body, .len = req.len,
+		.auth = s->o.auth, .timeout_ms = s->o.timeout_ms }, &status, err, sizeof(err));
+	push_request__free(&req);
+	free(body);
+	free(meta);
+	if (!rc && status >= 200 && status <= 299) {
+		if (s->failing)
+			fprintf(stderr, "pyprof-bpf agent: %s %s: delivering again, after %llu "
+				"failed attempts\n", s->o.kind->name, s->o.url,
+				(unsigned long long)s->failed_since);
+		s->failing = 0;
+		s->failed_since = 0;
+		s->backoff_s = 0;
+		spool_queue__remove(s->o.qdir, entry);
+		pthread_mutex_lock(&s->lock);
+		s->st.sent++;
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	if (!rc && !status_retried(status)) {
+		fprintf(stderr, "pyprof-bpf agent: %s %s: profile %s refused (%s); dropped\n",
+			s->o.kind->name, s->o.url, entry, err);
+		spool_queue__remove(s->o.qdir, entry);
+		pthread_mutex_lock(&s->lock);
+		s->st.rejected++;
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	if (!s->failing)
+		fprintf(stderr, "pyprof-bpf agent: %s %s: %s; profiles wait in the spool, "
+			"retried with a backoff up to %.0f s\n", s->o.kind->name, s->o.url, err,
+			s->o.backoff_max_s);
+	s->failing = 1;
+	s->failed_since++;
+	s->backoff_s = s->backoff_s ? s->backoff_s * 2 : 1;
+	if (s->backoff_s > s->o.backoff_max_s)
+		s->backoff_s = s->o.backoff_max_s;
+	pthread_mutex_lock(&s->lock);
+	s->st.failures++;
+	pthread_mutex_unlock(&s->lock);
+	return 1;
+drop:
+	free(body);
+	free(meta);
+	spool_queue__remove(s->o.qdir, entry);
+	pthread_mutex_lock(&s->lock);
+	s->st.rejected++;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Whether the thread is done: stopping, and the queue empty or time up. */
+static int done(struct shipper *s, int empty)
+{
+	return s->stopping && (empty || mono_s() >= s->deadline);
+}
+
+static void *run(void *arg)
+{
+	struct shipper *s = arg;
+	char entry[SPOOL_ENTRY_LEN];
+
+	for (;;) {
+		size_t count = 0;
+		int empty = spool_queue__oldest(s->o.qdir, entry, sizeof(entry), &count) != 0;
+		int retry = 0;
+
+		pthread_mutex_lock(&s->lock);
+		s->st.queued = count;
+		if (done(s, empty)) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		if (empty) {
+			if (!s->woken && !s->stopping)
+				wait_until(s, 0);
+			s->woken = 0;
+			pthread_mutex_unlock(&s->lock);
+			continue;
+		}
+		s->woken = 0;
+		pthread_mutex_unlock(&s->lock);
+		retry = deliver(s, entry);
+		if (!retry)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		{
+			double until = mono_s() + s->backoff_s;
+
+			if (s->stopping && until > s->deadline)
+				until = s->deadline;
+			/* CLOCK_MONOTONIC: the condition's clock (shipper__start). */
+			while (mono_s() < until && !(s->stopping && mono_s() >= s->deadline)) {
+				wait_until(s, until);
+				if (s->stopping && s->deadline <= mono_s())
+					break;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;
+}
+
+int shipper__start(const struct shipper_opts *o, struct shipper **out, char *err,
+		   size_t errlen)
+{
+	struct shipper *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	rc = http__new(&s->http);
+	if (rc) {
+		snprintf(err, errlen, "%s %s: no HTTP client: %s", o->kind->name, o->url,
+			 strerror(-rc));
+		free(s);
+		return rc;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = -pthread_create(&s->thread, NULL, run, s);
+	if (rc) {
+		snprintf(err, errlen, "%s %s: no thread: %s", o->kind->name, o->url,
+			 strerror(-rc));
+		shipper__free(s);
+		return rc;
+	}
+	s->started = 1;
+	*out = s;
+	return 0;
+}
+
+void shipper__wake(struct shipper *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->woken = 1;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void shipper__stop(struct shipper *s, double deadline)
+{
+	if (!s || !s->started)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = 1;
+	s->deadline = deadline;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	s->started = 0;
+}
+
+void shipper__stats(struct shipper *s, struct shipper_stats *st)
+{
+	pthread_mutex_lock(&s->lock);
+	*st = s->st;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void shipper__free(struct shipper *s)
+{
+	if (!s)
+		return;
+	shipper__stop(s, 0);
+	http__free(s->http);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
