@@ -250,6 +250,20 @@ static void log_window(struct agent *a, unsigned int closed, const struct window
 	fprintf(stderr, "%s\n", line);
 }
 
+/* Forget processes not sampled for a few windows: -a on a host where
+ * processes come and go must not grow. A process's windows close within
+ * one window after its last sample, so its labels are not needed then. */
+static void forget_gone(struct agent *a)
+{
+	uint64_t now = (realtime_ns() / 1000000000ull) / (uint64_t)a->o.window_s;
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].window + 3 > now)
+			a->procs[k++] = a->procs[i];
+	a->nprocs = k;
+}
+
 /* Close the windows due (all of them when @all), then the spool's bounds. */
 static int close_windows(struct agent *a, int all)
 {
@@ -272,6 +286,8 @@ static int close_windows(struct agent *a, int all)
 	}
 	if (a->o.output_dir)
 		prune_output_dir(a);
+	if (!all)
+		forget_gone(a);
 	log_window(a, closed, &before);
 	return rc;
 }

@@ -28,6 +28,11 @@ struct windows {
 	struct windows_opts o;
 	uint64_t window_ns, grace_ns;
 	int64_t real_off_ns;		/* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	/* The first window begins when the agent does, the last ends when it
+	 * stops: an agent restarted within a window makes its own profile of
+	 * the rest of that window, which is no other's (spool entries are
+	 * named by their start, to the ms). */
+	uint64_t start_ms;
 	struct window *open;		/* in index order */
 	size_t nopen, capopen;
 	uint64_t closed_below;		/* windows before this index are closed */
@@ -44,6 +49,7 @@ int windows__new(const struct windows_opts *o, struct windows **out)
 	w->window_ns = (uint64_t)(o->window_s * 1e9);
 	w->grace_ns = (uint64_t)(o->grace_s * 1e9);
 	w->real_off_ns = (int64_t)(realtime_ns() - mono_ns());
+	w->start_ms = realtime_ns() / 1000000;
 	*out = w;
 	return 0;
 }
@@ -64,6 +70,14 @@ void windows__free(struct windows *w)
 		window_free(&w->open[i]);
 	free(w->open);
 	free(w);
+}
+
+/* Window @index's start, UNIX ms: the agent's start for the first. */
+static uint64_t from_ms(const struct windows *w, uint64_t index)
+{
+	uint64_t from = index * (w->window_ns / 1000000);
+
+	return from < w->start_ms ? w->start_ms : from;
 }
 
 static uint64_t index_of(const struct windows *w, uint64_t mono)
@@ -128,11 +142,10 @@ static struct window_proc *proc_of(struct windows *w, struct window *win,
 	memset(p, 0, sizeof(*p));
 	p->pid = s->pid;
 	snprintf(p->comm, sizeof(p->comm), "%s", s->comm ? s->comm : "");
-	spool__entry_name(win->index * (w->window_ns / 1000000), s->pid, p->entry,
-			  sizeof(p->entry));
+	spool__entry_name(from_ms(w, win->index), s->pid, p->entry, sizeof(p->entry));
 	spool__tmp_path(w->o.spool, p->entry, path, sizeof(path));
-	oo.start_time_ns = win->index * w->window_ns;
-	oo.duration_ns = w->window_ns;
+	oo.start_time_ns = from_ms(w, win->index) * 1000000;
+	oo.duration_ns = (win->index + 1) * w->window_ns - oo.start_time_ns;
 	*rc = output__new("pprof", path, &oo, &p->out, NULL, 0);
 	if (*rc)
 		return NULL;
@@ -156,17 +169,21 @@ int windows__add(struct windows *w, const struct out_sample *s)
 	return 0;
 }
 
-/* Write @win's profiles and hand each to the closed callback. */
-static int window_close(struct windows *w, struct window *win)
+/* Write @win's profiles and hand each to the closed callback; @end_ms
+ * (UNIX) cuts its end short (the agent stops). */
+static int window_close(struct windows *w, struct window *win, uint64_t end_ms)
 {
+	uint64_t until = (win->index + 1) * (w->window_ns / 1000000);
+
+	if (end_ms && end_ms < until && end_ms > from_ms(w, win->index))
+		until = end_ms;
 	int first_rc = 0;
 
 	for (size_t i = 0; i < win->n; i++) {
 		struct window_proc *p = &win->procs[i];
 		struct window_profile wp = {
 			.pid = p->pid, .comm = p->comm, .entry = p->entry,
-			.from_ms = win->index * (w->window_ns / 1000000),
-			.until_ms = (win->index + 1) * (w->window_ns / 1000000),
+			.from_ms = from_ms(w, win->index), .until_ms = until,
 			.samples = p->samples,
 		};
 		int rc = output__finish(p->out);
@@ -198,7 +215,7 @@ int windows__close(struct windows *w, uint64_t now_ns, int all, unsigned int *cl
 
 		if (w->open[0].index + 1 > w->closed_below)
 			w->closed_below = w->open[0].index + 1;
-		rc = window_close(w, &w->open[0]);
+		rc = window_close(w, &w->open[0], all ? realtime_ns() / 1000000 : 0);
 		if (rc && !first_rc)
 			first_rc = rc;
 		w->nopen--;
