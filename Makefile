@@ -134,8 +134,11 @@ bench: pyprof-bpf
 	scripts/bench
 
 # ---- Installing and shipping (issue #14) ---------------------------------------------
-#   make install [PREFIX=/usr/local] [DESTDIR=]   the binary, pyprof-bpf(1), bash completion
-#   make uninstall [PREFIX=] [DESTDIR=]           removes those files (not the directories)
+#   make install [PREFIX=/usr/local] [DESTDIR=]   the binary, pyprof-bpf(1), bash completion,
+#                  the agent's systemd unit (SYSTEMDUNITDIR) and its settings,
+#                  $(SYSCONFDIR)/default/pyprof-bpf-agent (kept when it exists)
+#   make uninstall [PREFIX=] [DESTDIR=]           removes those files (not the directories;
+#                  the settings only when unchanged)
 #   make release   .output/release/pyprof-bpf: LDLIBS' libraries linked in, glibc dynamic
 #   make deb       .output/pyprof-bpf_VERSION_ARCH.deb (dpkg-deb) holding the release binary
 # `make install INSTALL_BIN=.output/release/pyprof-bpf` installs the release binary.
@@ -150,6 +153,8 @@ PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR  ?= /etc
 INSTALL     ?= install
 INSTALL_BIN ?= pyprof-bpf
 
@@ -189,17 +194,45 @@ $(RELEASE_BIN): $(USER_OBJS) | $(OUTPUT)
 release: $(RELEASE_BIN)
 	@echo "release: $(RELEASE_BIN) ($$(stat -c %s $(RELEASE_BIN)) bytes; debug info in $(RELEASE_BIN).debug)"
 
+# The agent's unit names the installed binary and settings file (sed below);
+# the settings are the administrator's once installed: never overwritten, and
+# removed by uninstall only when they are still the shipped ones.
+AGENT_UNIT     := packaging/pyprof-bpf-agent.service
+AGENT_DEFAULTS := packaging/pyprof-bpf-agent.default
+AGENT_ENVFILE   = $(SYSCONFDIR)/default/pyprof-bpf-agent
+
 install: $(INSTALL_BIN)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
-	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/default
 	$(Q)$(INSTALL) -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/pyprof-bpf
 	$(Q)$(INSTALL) -m 0644 man/pyprof-bpf.1 $(DESTDIR)$(MANDIR)/man1/pyprof-bpf.1
 	$(Q)$(INSTALL) -m 0644 completion/pyprof-bpf.bash $(DESTDIR)$(BASHCOMPDIR)/pyprof-bpf
+	$(Q)sed -e 's|^ExecStart=/usr/local/bin/pyprof-bpf |ExecStart=$(BINDIR)/pyprof-bpf |' \
+		-e 's|^EnvironmentFile=/etc/default/pyprof-bpf-agent$$|EnvironmentFile=$(AGENT_ENVFILE)|' \
+		$(AGENT_UNIT) > $(DESTDIR)$(SYSTEMDUNITDIR)/pyprof-bpf-agent.service.tmp
+	$(Q)grep -qx 'ExecStart=$(BINDIR)/pyprof-bpf agent $$PYPROF_AGENT_ARGS' \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/pyprof-bpf-agent.service.tmp || { \
+		echo "install: $(AGENT_UNIT): ExecStart= not rewritten" >&2; exit 1; }
+	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/pyprof-bpf-agent.service.tmp
+	$(Q)mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/pyprof-bpf-agent.service.tmp \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/pyprof-bpf-agent.service
+	$(Q)if [ -e $(DESTDIR)$(AGENT_ENVFILE) ]; then \
+		echo "install: $(DESTDIR)$(AGENT_ENVFILE) exists: kept" >&2; \
+	else $(INSTALL) -m 0644 $(AGENT_DEFAULTS) $(DESTDIR)$(AGENT_ENVFILE); fi
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload || true; fi
 
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/pyprof-bpf $(DESTDIR)$(MANDIR)/man1/pyprof-bpf.1 \
-		$(DESTDIR)$(BASHCOMPDIR)/pyprof-bpf
+		$(DESTDIR)$(BASHCOMPDIR)/pyprof-bpf $(DESTDIR)$(SYSTEMDUNITDIR)/pyprof-bpf-agent.service
+	$(Q)if cmp -s $(AGENT_DEFAULTS) $(DESTDIR)$(AGENT_ENVFILE); then \
+		rm -f $(DESTDIR)$(AGENT_ENVFILE); \
+	elif [ -e $(DESTDIR)$(AGENT_ENVFILE) ]; then \
+		echo "uninstall: $(DESTDIR)$(AGENT_ENVFILE) was changed: kept" >&2; fi
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload || true; fi
 
 deb: $(RELEASE_BIN)
 	$(call msg,DEB,$(OUTPUT))

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # bash completion for pyprof-bpf(1): commands, options, option values, PIDs of
-# Python processes, files, and the command after `--`.
+# Python processes, files and directories, the agent's stores, and the command
+# after `--`.
 #
 # The options and their values (`--mode=cpu|off-cpu|wall|gil`) are read from
 # the binary's own `COMMAND --help`, once per shell, so they cannot drift from
@@ -16,7 +17,9 @@ _pyprof_bpf_load()
 	local bin=$1 cmd=$2 line short long arg words=
 	[[ -n ${_pyprof_bpf_opts[$cmd]+set} ]] && return
 	while IFS= read -r line; do
-		[[ $line =~ ^\ +(-([^-\ ]),\ +)?--([a-z][a-z0-9-]*)(=([^ ]+))? ]] || continue
+		# argp's layout, exactly: "  -p, --pid=PID" or "      --json" (an
+		# example line of the text after the options is indented otherwise).
+		[[ $line =~ ^(\ \ -([^-\ ]),\ |\ {6})--([a-z][a-z0-9-]*)(=([^ ]+))? ]] || continue
 		short=${BASH_REMATCH[2]} long=--${BASH_REMATCH[3]} arg=${BASH_REMATCH[5]}
 		words+=" $long"
 		[[ -n $arg ]] && _pyprof_bpf_arg[$cmd:$long]=$arg
@@ -48,7 +51,7 @@ _pyprof_bpf()
 	bin=${bin/#\~/$HOME}
 
 	case ${COMP_WORDS[1]} in
-	record|dump|report|top)
+	record|dump|report|top|agent)
 		cmd=${COMP_WORDS[1]}
 		first=2
 		;;
@@ -84,9 +87,18 @@ _pyprof_bpf()
 			local last=${cur##*,}
 			mapfile -t COMPREPLY < <(compgen -P "${cur%"$last"}" -W "$(_pyprof_bpf_pids)" -- "$last")
 			;;
-		-o|--output|--raw|-i|--input)
+		-o|--output|--raw|-i|--input|--auth-file)
 			compopt -o filenames 2>/dev/null
 			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+			;;
+		--output-dir|--spool-dir)
+			compopt -o filenames 2>/dev/null
+			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+			;;
+		--push)
+			# KIND=URL: the kind, then the URL is the user's.
+			compopt -o nospace 2>/dev/null
+			mapfile -t COMPREPLY < <(compgen -W "pyroscope= parca=" -- "$cur")
 			;;
 		--format)
 			if [[ $cmd == record ]]; then
@@ -106,7 +118,7 @@ _pyprof_bpf()
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "${_pyprof_bpf_opts[$cmd]}" -- "$cur")
 	elif ((COMP_CWORD == 1)); then
-		mapfile -t COMPREPLY < <(compgen -W "record dump report top help" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "record dump report top agent help" -- "$cur")
 	elif [[ $cmd == report ]]; then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")

@@ -6,8 +6,12 @@
 # BINARY is the release build (libbpf, elfutils' libraries and zlib linked
 # in, glibc dynamic), so the package installs on any Debian or Ubuntu whose glibc is new
 # enough, whatever its libbpf: the tree is `make install PREFIX=/usr` of that
-# binary (the man page gzipped, as Debian wants it) plus the copyright and a
-# changelog. Depends comes from dpkg-shlibdeps (libc6 (>= 2.X): the newest
+# binary (the man page gzipped, as Debian wants it; the agent's systemd unit,
+# and its settings /etc/default/pyprof-bpf-agent as a conffile) plus the
+# copyright and a changelog. The maintainer scripts reload systemd, restart a
+# running agent on upgrade, stop it on removal and remove its state on purge;
+# nothing is enabled. Recommends names libcurl, which `agent --push` opens at
+# run time. Depends comes from dpkg-shlibdeps (libc6 (>= 2.X): the newest
 # glibc symbol version the binary uses), Static-Built-Using names the source
 # packages of the static libraries linked in (their .a files found through
 # gcc and dpkg -S). $RELEASE_PKGS lists them as pkg-config names (default
@@ -108,6 +112,50 @@ for l in $(pkg-config --static --libs-only-l $pkgs); do
 done
 static_built_using=$(printf '%s ' "${built_using[@]}" | sed 's/, $//')
 
+# The agent's settings are the administrator's once installed: a conffile.
+(cd "$pkg" && find etc -type f | sed 's|^|/|' | sort) > "$pkg/DEBIAN/conffiles"
+unit=pyprof-bpf-agent.service
+if ! grep -qx /etc/default/pyprof-bpf-agent "$pkg/DEBIAN/conffiles" ||
+	[ ! -f "$pkg/usr/lib/systemd/system/$unit" ]; then
+	echo "build-deb: make install did not install $unit and its settings" >&2
+	exit 1
+fi
+# Maintainer scripts: systemd is told of the unit, which the package never
+# enables or starts; a running agent is restarted on upgrade (to run the new
+# binary) and stopped on removal; purge removes its state (spool, files).
+cat > "$pkg/DEBIAN/postinst" <<EOF
+#!/bin/sh
+set -e
+if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
+	systemctl daemon-reload >/dev/null 2>&1 || true
+	if [ -n "\$2" ]; then
+		systemctl try-restart $unit >/dev/null 2>&1 || true
+	fi
+fi
+exit 0
+EOF
+cat > "$pkg/DEBIAN/prerm" <<EOF
+#!/bin/sh
+set -e
+if [ "\$1" = remove ] && [ -d /run/systemd/system ]; then
+	systemctl stop $unit >/dev/null 2>&1 || true
+fi
+exit 0
+EOF
+cat > "$pkg/DEBIAN/postrm" <<EOF
+#!/bin/sh
+set -e
+if [ "\$1" = purge ]; then
+	rm -f /etc/systemd/system/multi-user.target.wants/$unit
+	rm -rf /var/lib/pyprof-bpf
+fi
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+exit 0
+EOF
+chmod 0755 "$pkg/DEBIAN/postinst" "$pkg/DEBIAN/prerm" "$pkg/DEBIAN/postrm"
+
 installed_size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 cat > "$pkg/DEBIAN/control" <<EOF
 Package: pyprof-bpf
@@ -116,6 +164,7 @@ Architecture: $arch
 Maintainer: $maint
 Installed-Size: $installed_size
 Depends: $depends
+Recommends: libcurl4t64 | libcurl4
 Static-Built-Using: $static_built_using
 Section: devel
 Priority: optional
@@ -128,11 +177,18 @@ Description: sampling profiler for CPython 3.11 to 3.15, assisted by eBPF
  text, folded stacks, speedscope, pprof, flame graphs and a top view, and
  dumps every thread's stack of a running process.
  .
+ pyprof-bpf agent profiles every Python process of the host continuously and
+ pushes the profiles to Grafana Pyroscope or Parca (or writes files), keeping
+ them in a spool on disk while a store is down. The systemd unit
+ pyprof-bpf-agent.service runs it; it is not enabled: set its arguments in
+ /etc/default/pyprof-bpf-agent first.
+ .
  The BPF backend needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (see
  pyprof-bpf(1)); without them it reads the target from outside.
  .
  This is the release build: $pkgs (and what they need) are linked in, so it
- depends on glibc alone.
+ depends on glibc alone. libcurl (recommended) is opened at run time, by
+ agent --push only.
 EOF
 (cd "$pkg" && find usr -type f -exec md5sum {} + | sort -k2) > "$pkg/DEBIAN/md5sums"
 
