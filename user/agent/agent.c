@@ -299,6 +299,9 @@ static int open_spool(struct agent *a, char *err, size_t errlen)
 
 	if (a->o.spool_dir)
 		snprintf(a->spool_path, sizeof(a->spool_path), "%s", a->o.spool_dir);
+	else if (!a->o.npush)
+		/* Only --output-dir: the profiles are written beside it. */
+		snprintf(a->spool_path, sizeof(a->spool_path), "%s/.spool", a->o.output_dir);
 	else if (state && state[0])
 		/* systemd's StateDirectory=: the first of its ':'-separated list */
 		snprintf(a->spool_path, sizeof(a->spool_path), "%.*s/spool",

@@ -50,7 +50,8 @@ static const struct argp_option options[] = {
 	  "DURATION (default 24h; s, m, h, d)", 0 },
 	{ "label", OPT_LABEL, "KEY=VALUE", 0, "A label of every profile; repeatable", 0 },
 	{ "spool-dir", OPT_SPOOL_DIR, "DIR", 0, "Where profiles wait for their stores "
-	  "(default $STATE_DIRECTORY/spool, else /var/lib/pyprof-bpf/spool)", 0 },
+	  "(default $STATE_DIRECTORY/spool, else /var/lib/pyprof-bpf/spool; without "
+	  "--push, --output-dir's .spool)", 0 },
 	{ "spool-size", OPT_SPOOL_SIZE, "MB", 0, "At most MB megabytes spooled (default 100): "
 	  "past it the oldest profiles are dropped, and counted", 0 },
 	{ "spool-age", OPT_SPOOL_AGE, "DURATION", 0, "Drop spooled profiles older than "
