@@ -227,6 +227,32 @@ static void test_service_from_cmdline(void **state)
 	svc_is("", 0, NULL);
 	svc_is(CMD("\0\0\0"), NULL);				/* empty arguments */
 	svc_is(CMD("python3\0\0app.py\0"), NULL);		/* an empty script */
+	/* Joined letters, as CPython's own option parser reads them. */
+	svc_is(CMD("python3\0-Ic\0import x; run()\0"), NULL);
+	svc_is(CMD("python3\0-Bc\0pass\0"), NULL);
+	svc_is(CMD("python3\0-Im\0pkg.svc\0"), "pkg.svc");
+	svc_is(CMD("python3\0-Impkg.svc\0"), "pkg.svc");
+	svc_is(CMD("python3\0-IWignore\0w.py\0"), "w");
+	svc_is(CMD("python3\0-IW\0ignore\0w.py\0"), "w");
+	svc_is(CMD("python3\0-\0x.py\0"), NULL);		/* the program from stdin */
+	svc_is(CMD("python3\0--version\0x.py\0"), "x");
+	/* The last argument without its NUL: nothing past n is read. */
+	{
+		static const char a1[] = "python3\0/srv/app.pyEXTRA";
+		static const char a2[] = "python3\0-m\0pkg.modEXTRA";
+		char *h1 = malloc(19), *h2 = malloc(18);
+
+		assert_non_null(h1);
+		assert_non_null(h2);
+		memcpy(h1, a1, 19);	/* "python3\0/srv/app.py", no NUL */
+		memcpy(h2, a2, 18);	/* "python3\0-m\0pkg.mod", no NUL */
+		svc_is(h1, 19, "app");
+		svc_is(h2, 18, "pkg.mod");
+		svc_is("python3\0app.pyEXTRA", 14, "app");	/* what follows is not read */
+		svc_is("python3\0-m\0pkg.modEXTRA", 18, "pkg.mod");
+		free(h1);
+		free(h2);
+	}
 	svc_is(CMD("python3\0-m\0"), NULL);			/* -m, no module */
 	svc_is(CMD("python3\0-m\0\0"), NULL);
 	svc_is(CMD("python3\0-X\0"), NULL);			/* -X, no value */
@@ -549,6 +575,23 @@ static void test_auth_file(void **state)
 
 	assert_int_equal(auth_of(dir, "bearer=eyJ.tok-en_", a, err, sizeof(err)), 0);
 	assert_string_equal(a->bearer, "eyJ.tok-en_");		/* no final newline */
+
+	/* CRLF, blank lines included; a comment longer than any buffer stays one. */
+	assert_int_equal(auth_of(dir, "user=bob\r\n\r\npassword=pw\r\n", a, err, sizeof(err)), 0);
+	assert_string_equal(a->user, "bob");
+	assert_string_equal(a->password, "pw");
+	{
+		size_t n = 2 + 9000 + strlen("tenant=evil\n") + 1;
+		char *c = malloc(n);
+
+		assert_non_null(c);
+		memcpy(c, "# ", 2);
+		memset(c + 2, 'x', 9000);
+		strcpy(c + 9002, "tenant=evil\n");
+		assert_int_equal(auth_of(dir, c, a, err, sizeof(err)), 0);
+		assert_string_equal(a->tenant, "");
+		free(c);
+	}
 	assert_string_equal(a->user, "");			/* cleared first */
 	assert_string_equal(a->tenant, "");
 
@@ -643,6 +686,8 @@ static void test_spool_open(void **state)
 	top = path_of(dir, "a/b/spool");
 	tmp = path_of(dir, "a/b/spool/.tmp");
 	s = spool_at(top, 1 << 20, 0);
+	assert_int_equal(stat(top, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);	/* the queues' names are its own */
 	assert_int_equal(stat(tmp, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);

@@ -259,7 +259,9 @@ static int auth_line(char *line, struct http_auth *a)
 int agent_auth__read(const char *path, struct http_auth *a, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
-	char line[8192];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t got;
 	unsigned int no = 0;
 	struct stat st;
 
@@ -273,28 +275,32 @@ int agent_auth__read(const char *path, struct http_auth *a, char *err, size_t er
 	if (!fstat(fileno(f), &st) && (st.st_mode & S_IROTH))
 		fprintf(stderr, "pyprof-bpf agent: warning: --auth-file %s is readable by "
 			"everyone (chmod 600 it)\n", path);
-	while (fgets(line, sizeof(line), f)) {
+	while ((got = getline(&line, &cap, f)) >= 0) {
 		char *s = line;
-		size_t n = strlen(s);
+		size_t n = (size_t)got;
 		int rc;
 
 		no++;
-		if (n && s[n - 1] == '\n')
+		/* Whole lines (a comment never ends early), CRLF or not. */
+		while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' ||
+			     s[n - 1] == '\t'))
 			s[--n] = '\0';
 		while (*s == ' ' || *s == '\t')
 			s++;
 		if (!*s || *s == '#')
 			continue;
-		rc = auth_line(s, a);
+		rc = strlen(s) != (size_t)(n - (size_t)(s - line)) ? -EINVAL : auth_line(s, a);
 		if (rc) {
 			/* The line is not printed: it may hold a secret. */
 			seterr(err, errlen, "--auth-file %s, line %u: %s", path, no,
 			       rc == -ENOENT ? "not tenant=, user=, password= or bearer=" :
 			       rc == -E2BIG ? "the value is too long" : "not key=value");
+			free(line);
 			fclose(f);
 			return -EINVAL;
 		}
 	}
+	free(line);
 	fclose(f);
 	if (a->password[0] && !a->user[0]) {
 		seterr(err, errlen, "--auth-file %s: password= without user=", path);

@@ -93,54 +93,91 @@ static const char *env_value(const char *env, size_t n, const char *name)
 	return NULL;
 }
 
-/* Interpreter options that take the next argument as their value. */
-static int takes_value(const char *a)
+/* @path (@n bytes) made a service name: its last component without a
+ * ".py"; "" when nothing is left. */
+static void script_name(const char *path, size_t n, char *out, size_t len)
 {
-	return !strcmp(a, "-X") || !strcmp(a, "-W") || !strcmp(a, "--check-hash-based-pycs");
-}
+	const char *base = path;
 
-/* @path's last component without a ".py"; "" when nothing is left. */
-static void script_name(const char *path, char *out, size_t len)
-{
-	const char *base = strrchr(path, '/');
-	size_t n;
-
-	base = base ? base + 1 : path;
-	n = strlen(base);
-	if (n > 3 && !strcmp(base + n - 3, ".py"))
+	for (size_t i = 0; i < n; i++)
+		if (path[i] == '/')
+			base = path + i + 1;
+	n -= (size_t)(base - path);
+	if (n > 3 && !memcmp(base + n - 3, ".py", 3))
 		n -= 3;
 	labels__clean(base, n, out, len);
 }
 
+/* The argument after the one at @i, (its start, its length), or NULL. */
+static const char *next_arg(const char *args, size_t n, size_t *i, size_t *len)
+{
+	const char *a;
+
+	if (*i >= n)
+		return NULL;
+	a = args + *i;
+	*len = strnlen(a, n - *i);
+	*i += *len + 1;
+	return a;
+}
+
+/*
+ * One interpreter option argument @a (@al bytes) as CPython reads it:
+ * single letters, possibly joined ("-Ic", "-Wignore", "-mpkg"). 1: the
+ * module or script is settled (@out set, or -ENOENT in *rc); 0: go on.
+ */
+static int short_options(const char *a, size_t al, const char *args, size_t n, size_t *i,
+			 char *out, size_t len, int *rc)
+{
+	for (size_t k = 1; k < al; k++) {
+		const char *v = a + k + 1;
+		size_t vl = al - k - 1;
+
+		switch (a[k]) {
+		case 'c':		/* a program on the command line */
+			*rc = -ENOENT;
+			return 1;
+		case 'm':
+			if (!vl && !(v = next_arg(args, n, i, &vl)))
+				vl = 0;
+			labels__clean(v ? v : "", vl, out, len);
+			*rc = out[0] ? 0 : -ENOENT;
+			return 1;
+		case 'X':
+		case 'W':		/* their value: the rest, or the next argument */
+			if (!vl)
+				next_arg(args, n, i, &vl);
+			return 0;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
 int labels__service_from_cmdline(const char *args, size_t n, char *out, size_t len)
 {
-	size_t i = 0;
-	int first = 1;
+	size_t i = 0, al;
+	const char *a;
+	int rc = -ENOENT;
 
-	while (i < n) {
-		const char *a = args + i;
-		size_t al = strnlen(a, n - i);
-
-		i += al + 1;
-		if (first) {		/* the interpreter */
-			first = 0;
+	if (!next_arg(args, n, &i, &al))	/* the interpreter */
+		return -ENOENT;
+	while ((a = next_arg(args, n, &i, &al))) {
+		if (al == 23 && !memcmp(a, "--check-hash-based-pycs", 23)) {
+			next_arg(args, n, &i, &al);
 			continue;
 		}
-		if (!strcmp(a, "-m") || !strncmp(a, "-m", 2)) {
-			const char *mod = a[2] ? a + 2 : (i < n ? args + i : "");
-
-			labels__clean(mod, strnlen(mod, LABEL_VALUE_MAX), out, len);
-			return out[0] ? 0 : -ENOENT;
-		}
-		if (!strcmp(a, "-c") || !strncmp(a, "-c", 2))
-			return -ENOENT;		/* a program on the command line */
-		if (takes_value(a)) {
-			i += i < n ? strnlen(args + i, n - i) + 1 : 0;
+		if (al == 1 && a[0] == '-')
+			return -ENOENT;	/* the program is read from stdin */
+		if (al >= 2 && a[0] == '-' && a[1] == '-')
+			continue;	/* --help-xoptions, --version...: no value */
+		if (al >= 1 && a[0] == '-') {
+			if (short_options(a, al, args, n, &i, out, len, &rc))
+				return rc;
 			continue;
 		}
-		if (a[0] == '-')
-			continue;
-		script_name(a, out, len);
+		script_name(a, al, out, len);
 		return out[0] ? 0 : -ENOENT;
 	}
 	return -ENOENT;

@@ -103,7 +103,9 @@ int spool__open(const char *dir, uint64_t max_bytes, uint64_t max_age_s, struct 
 	}
 	s->max_bytes = max_bytes;
 	s->max_age_s = max_age_s;
-	rc = mkdirs(s->tmp);
+	rc = mkdirs(dir);
+	if (!rc)
+		rc = mkdirs(s->tmp);
 	if (rc) {
 		seterr(err, errlen, "the spool %s cannot be made: %s", dir, strerror(-rc));
 		goto fail;
@@ -391,6 +393,8 @@ int spool_meta__get(const char *meta, const char *key, char *out, size_t len)
 {
 	size_t kl = strlen(key);
 
+	if (!len)
+		return -EINVAL;
 	for (const char *l = meta; l && *l;) {
 		const char *nl = strchr(l, '\n');
 		size_t ll = nl ? (size_t)(nl - l) : strlen(l);
@@ -399,7 +403,7 @@ int spool_meta__get(const char *meta, const char *key, char *out, size_t len)
 			size_t vl = ll - kl - 1;
 
 			if (vl >= len)
-				vl = len - 1;
+				vl = len - 1;	/* callers pass len > 0 */
 			memcpy(out, l + kl + 1, vl);
 			out[vl] = '\0';
 			return 0;
