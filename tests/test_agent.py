@@ -173,7 +173,8 @@ class Receiver:
         self.lock = threading.Lock()
         self.mode = "up"
         self.prefix = ""
-        self.requests = []        # every request read: dicts (n, t, method, path, headers, body, sink, status)
+        self.requests = []        # every request read: dicts (n, t, method, path,
+                                  # headers, body, sink, status)
         self.deliveries = []      # Delivery, in the order they were answered 200
         self.problems = []        # contract violations, one string each
         self.conns = set()
@@ -477,11 +478,10 @@ class Receiver:
             return collections.Counter(r["status"] for r in self.requests if r["sink"] == sink)
 
     def describe(self, pids):
+        answers = {sink: dict(self.statuses(sink)) for sink in ("pyroscope", "parca")}
         with self.lock:
             lines = [f"receiver {self.url}, mode {self.mode}, {len(self.requests)} requests "
-                     f"(pyroscope {dict(collections.Counter(r['status'] for r in self.requests if r['sink'] == 'pyroscope'))}, "
-                     f"parca {dict(collections.Counter(r['status'] for r in self.requests if r['sink'] == 'parca'))}), "
-                     f"{len(self.problems)} problems"]
+                     f"(answers {answers}), {len(self.problems)} problems"]
             lines += self.problems[:5]
             for pid in pids:
                 for sink in ("pyroscope", "parca"):
@@ -1033,6 +1033,8 @@ def test_spool_across_restart(rx, procs, tmp_path, node_env):
     rx.down()
     time.sleep(2 * WINDOW)                  # windows pile up in the spool
     took = stop_after_marker(a1, burners)
+    assert took <= PUSH_TIMEOUT + 15, (
+        f"agent 1 took {took:.1f}s to exit with the store down, --push-timeout {PUSH_TIMEOUT}")
     spooled = [os.path.join(d, f) for d, _, fs in os.walk(spool) for f in fs]
     assert spooled, f"the spool {spool} is empty after SIGTERM with the store down"
     # Agent 2 starts well after agent 1's last window (so they are told apart).
