@@ -798,8 +798,9 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		  .header = sink && sink->header ? sink->header : "Display:" },
 		{ 0 },
 	};
+	struct argp_option *opts = record_options__for(sink ? sink->default_freq : 0);
 	const struct argp argp = {
-		.options = record_options, .parser = record_options__parse,
+		.options = opts ? opts : record_options, .parser = record_options__parse,
 		.doc = sink ? sink->doc : record_doc,
 		.children = !sink ? children : sink->argp ? sink_children : NULL,
 	};
@@ -811,7 +812,9 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	struct recording rec = { .env = &env, .live = sink, .watch = { .fd = -1 } };
 	int rc, exit_code;
 
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &env))
+	rc = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &env);
+	free(opts);
+	if (rc)
 		return 2;
 	rc = recording__setup(&rec);
 	if (!rc)
