@@ -420,9 +420,13 @@ static int agent_wait(void *ctx, double until, const struct record_status *st)
 static void agent_end(void *ctx, const char *why, const struct record_status *st)
 {
 	(void)ctx;
-	(void)st;
 	if (why)
 		fprintf(stderr, "pyprof-bpf agent: %s\n", why);
+	/* record's summary in one line (its own is several). */
+	fprintf(stderr, "pyprof-bpf agent: sampling ended after %.0f s: %llu samples, %llu "
+		"lost, %llu truncated, %llu errors\n", st->elapsed_s,
+		(unsigned long long)st->stats.samples, (unsigned long long)st->stats.lost,
+		(unsigned long long)st->stats.truncated, (unsigned long long)st->stats.errors);
 }
 
 /* After the recording: the open windows closed and delivered (or left in
@@ -471,6 +475,7 @@ int agent__main(int argc, char **argv)
 	const struct record_sink sink = {
 		.doc = agent_doc, .header = "Agent:", .argp = &agent_argp, .argp_input = &a.o,
 		.ctx = &a, .default_freq = AGENT_DEFAULT_FREQ, .default_all = 1,
+		.no_summary = 1,
 		.start = agent_start, .sample = agent_sample, .wait = agent_wait,
 		.end = agent_end,
 	};

@@ -140,6 +140,9 @@ static void parse_label(struct agent_opts *o, const char *arg, struct argp_state
 	    !strcmp(l->name, "host") || !strcmp(l->name, "python_version") ||
 	    !strcmp(l->name, "container_id"))
 		argp_error(state, "--label %s: %s is the agent's own label", arg, l->name);
+	for (size_t i = 0; i < o->nlabels; i++)
+		if (!strcmp(o->labels[i].name, l->name))
+			argp_error(state, "--label %s: %s is given twice", arg, l->name);
 	labels__clean(eq + 1, strlen(eq + 1), l->value, sizeof(l->value));
 	if (strcmp(l->value, eq + 1))
 		argp_error(state, "--label %s: a value is letters, digits and ._/:- (at most "
@@ -272,7 +275,15 @@ int agent_auth__read(const char *path, struct http_auth *a, char *err, size_t er
 		seterr(err, errlen, "--auth-file %s: %s", path, strerror(-rc));
 		return rc;
 	}
-	if (!fstat(fileno(f), &st) && (st.st_mode & S_IROTH))
+	if (fstat(fileno(f), &st))
+		st.st_mode = 0;
+	if (!S_ISREG(st.st_mode)) {
+		seterr(err, errlen, "--auth-file %s: %s", path, S_ISDIR(st.st_mode) ?
+		       "is a directory" : "not a regular file");
+		fclose(f);
+		return -EINVAL;
+	}
+	if (st.st_mode & S_IROTH)
 		fprintf(stderr, "pyprof-bpf agent: warning: --auth-file %s is readable by "
 			"everyone (chmod 600 it)\n", path);
 	while ((got = getline(&line, &cap, f)) >= 0) {
@@ -301,6 +312,11 @@ int agent_auth__read(const char *path, struct http_auth *a, char *err, size_t er
 		}
 	}
 	free(line);
+	if (ferror(f)) {
+		seterr(err, errlen, "--auth-file %s: cannot be read", path);
+		fclose(f);
+		return -EIO;
+	}
 	fclose(f);
 	if (a->password[0] && !a->user[0]) {
 		seterr(err, errlen, "--auth-file %s: password= without user=", path);

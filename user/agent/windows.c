@@ -186,7 +186,11 @@ static int window_close(struct windows *w, struct window *win, uint64_t end_ms)
 			.from_ms = from_ms(w, win->index), .until_ms = until,
 			.samples = p->samples,
 		};
-		int rc = output__finish(p->out);
+		int rc;
+
+		/* The last window, cut short at the stop, lasted that long. */
+		p->out->opts.duration_ns = (until - wp.from_ms) * 1000000;
+		rc = output__finish(p->out);
 
 		output__free(p->out);
 		p->out = NULL;

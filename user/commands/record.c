@@ -716,7 +716,8 @@ static int recording__finish(struct recording *rec, int rc)
 		fprintf(stderr, "pyprof-bpf: %s; the recording is complete up to then\n",
 			rec->ended);
 	}
-	recording__print_summary(rec, &st, rc);
+	if (!rec->live || !rec->live->no_summary)
+		recording__print_summary(rec, &st, rc);
 	return 0;
 }
 

@@ -51,6 +51,7 @@ struct record_sink {
 	const char *header;		/* its options' --help header; NULL: "Display:" */
 	long default_freq;		/* -F's default; 0: record's (99 Hz) */
 	int default_all;		/* no -p and no command: -a */
+	int no_summary;			/* record's end-of-run summary is the sink's */
 	const struct argp *argp;	/* the sink's own options; NULL: none */
 	void *argp_input;		/* its input */
 	void *ctx;
