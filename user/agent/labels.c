@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* labels.c - a target's labels, read from /proc (labels.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "agent/labels.h"
+#include "util/readfile.h"
 
 /* Enough for any environment a service name is found in; the rest is cut. */
 #define PROC_TEXT_MAX (256 * 1024)
@@ -46,35 +45,14 @@ int labels__name_ok(const char *name)
 	return 1;
 }
 
-/* /proc/PID/@what, whole up to PROC_TEXT_MAX - 1 bytes, NUL-terminated (a
- * malloc'd buffer, *n bytes), or NULL. */
+/* /proc/PID/@what, up to PROC_TEXT_MAX bytes (a malloc'd, NUL-terminated
+ * buffer, *n bytes), or NULL. */
 static char *read_proc(pid_t pid, const char *what, size_t *n)
 {
-	char path[64];
-	char *buf;
-	size_t got = 0;
-	int fd;
+	char path[64], *buf;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	buf = malloc(PROC_TEXT_MAX);
-	while (buf && got < PROC_TEXT_MAX - 1) {
-		ssize_t r = read(fd, buf + got, PROC_TEXT_MAX - 1 - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (buf) {
-		buf[got] = '\0';
-		*n = got;
-	}
-	return buf;
+	return read_file(path, PROC_TEXT_MAX, 1, &buf, n) ? NULL : buf;
 }
 
 /* The value of @name in a NUL-separated environment, or NULL. */

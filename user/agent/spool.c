@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "agent/spool.h"
 #include "util/errbuf.h"
+#include "util/readfile.h"
 
 #define BODY_EXT ".pb.gz"
 #define META_EXT ".meta"
@@ -326,39 +327,6 @@ int spool_queue__oldest(const char *qdir, char *entry, size_t len, size_t *count
 	return 0;
 }
 
-/* The whole file @path, at most @max bytes, NUL-terminated: *out, *n. */
-static int slurp(const char *path, size_t max, char **out, size_t *n)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	char *buf;
-	size_t got = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || (uint64_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	while (buf && got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (!buf)
-		return -ENOMEM;
-	buf[got] = '\0';
-	*out = buf;
-	*n = got;
-	return 0;
-}
-
 int spool_queue__read(const char *qdir, const char *entry, void **body, size_t *blen,
 		      char **meta)
 {
@@ -367,11 +335,11 @@ int spool_queue__read(const char *qdir, const char *entry, void **body, size_t *
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/%s" META_EXT, qdir, entry);
-	rc = slurp(path, SPOOL_META_MAX, meta, &mlen);
+	rc = read_file(path, SPOOL_META_MAX, 0, meta, &mlen);
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "%s/%s" BODY_EXT, qdir, entry);
-	rc = slurp(path, SPOOL_BODY_MAX, (char **)body, blen);
+	rc = read_file(path, SPOOL_BODY_MAX, 0, (char **)body, blen);
 	if (rc) {
 		free(*meta);
 		*meta = NULL;
