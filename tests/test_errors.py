@@ -323,8 +323,8 @@ def test_target_killed_during_dump(label, tmp_path):
     assert sum(outcomes.values()) == 15
 
 
-@pytest.mark.parametrize("cmd", [[], ["record"], ["top"], ["dump"], ["report"]],
-                         ids=["main", "record", "top", "dump", "report"])
+@pytest.mark.parametrize("cmd", [[], ["record"], ["top"], ["dump"], ["report"], ["agent"]],
+                         ids=["main", "record", "top", "dump", "report", "agent"])
 def test_help_layout(cmd):
     """Every command's --help: exit 0, on stdout, EXAMPLES given, and laid
     out as argp lays out a well-formed table (an option's doc exactly as wide

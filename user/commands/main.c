@@ -103,7 +103,7 @@ static void usage(FILE *f)
 	      "       pyprof-bpf [record] -o FILE [OPTIONS] -- CMD [ARGS...]\n"
 	      "       pyprof-bpf top -p PID [-F HZ] [--mode MODE]    (or -- CMD [ARGS...])\n"
 	      "       pyprof-bpf dump [--async] -p PID [--json]\n"
-	      "       pyprof-bpf agent [-p PID | --comm REGEX] --push KIND=URL | --output-dir DIR\n"
+	      "       pyprof-bpf agent [-p PID] --push KIND=URL | --output-dir DIR\n"
 	      "       pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 	      "                         [--no-lines]\n"
 	      "\n"
@@ -118,7 +118,7 @@ static void usage(FILE *f)
 	      "    pyprof-bpf report -i rec.pyprof -o flame.html\n"
 	      "    sudo pyprof-bpf top -p 1234                   # live: hottest functions\n"
 	      "    pyprof-bpf dump -p 1234                       # every thread's stack now\n"
-	      "    sudo pyprof-bpf agent --push pyroscope=http://pyroscope:4040  # continuous\n", f);
+	      "    sudo pyprof-bpf agent --push pyroscope=http://host:4040  # continuous\n", f);
 }
 
 int main(int argc, char **argv)
