@@ -819,6 +819,11 @@ def check_labels(d, b, service, container=None):
         want["container_id"] = container
     assert d.service == service, f"{d} of {b}: service_name {d.service!r}, expected {service!r}"
     assert d.labels == want, f"{d} of {b}: labels {d.labels}, expected {want}"
+    if d.dec is not None:
+        # The profile carries them itself (pprof comments), for --output-dir.
+        comments = dict(c.split("=", 1) for c in d.dec["comments"])
+        assert comments == {"service_name": service, **want}, (
+            f"{d} of {b}: comments {d.dec['comments']}, expected {want}")
     if d.sink == "parca":
         assert d.metric == "process_cpu", f"{d}: __name__ {d.metric!r}"
 

@@ -36,6 +36,7 @@ function decode(path) {
 		period: num(p.period),
 		timeNanos: String(p.timeNanos),
 		durationNanos: String(p.durationNanos),
+		comments: (p.comment || []).map((i) => str(i)),
 		samples: p.sample.map((s) => ({
 			stack: s.locationId.map((id) => {
 				const l = locs.get(num(id));

@@ -50,6 +50,9 @@ struct agent {
 	uint64_t publish_failed;
 	int started;
 	int err;			/* a sample the windows could not take */
+	/* The comments of the profile being written (comments_of()). */
+	char comment_text[5 + AGENT_MAX_LABELS][LABEL_NAME_MAX + LABEL_VALUE_MAX + 2];
+	const char *comment_ptrs[5 + AGENT_MAX_LABELS];
 };
 
 /* The agent's record of @pid, labels fresh for window @window. */
@@ -116,6 +119,38 @@ static char *meta_of(struct agent *a, const struct window_profile *wp,
 	return m;
 }
 
+static struct agent_proc *proc_of(struct agent *a, pid_t pid)
+{
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	return NULL;
+}
+
+/* The labels inside the profile too (pprof comments): a file of
+ * --output-dir says what it is without its name. */
+static void comments_of(void *ctx, pid_t pid, const char *const **out, size_t *n)
+{
+	struct agent *a = ctx;
+	const struct agent_proc *p = proc_of(a, pid);
+	size_t k = 0;
+
+#define COMMENT(...) snprintf(a->comment_text[k], sizeof(a->comment_text[k]), __VA_ARGS__), \
+		     a->comment_ptrs[k] = a->comment_text[k], k++
+	COMMENT("service_name=%s", p ? p->labels.service : "python");
+	COMMENT("pid=%d", (int)pid);
+	COMMENT("host=%s", a->host);
+	if (p && p->version[0])
+		COMMENT("python_version=%s", p->version);
+	if (p && p->labels.container[0])
+		COMMENT("container_id=%s", p->labels.container);
+	for (size_t i = 0; i < a->o.nlabels; i++)
+		COMMENT("%s=%s", a->o.labels[i].name, a->o.labels[i].value);
+#undef COMMENT
+	*out = a->comment_ptrs;
+	*n = k;
+}
+
 /* Copy @from to @to (another file system than the spool's). */
 static int copy_file(const char *from, const char *to)
 {
@@ -173,13 +208,10 @@ static void write_output_dir(struct agent *a, const struct window_profile *wp,
 static void on_closed(void *ctx, const struct window_profile *wp)
 {
 	struct agent *a = ctx;
-	struct agent_proc *p = NULL;
+	struct agent_proc *p = proc_of(a, wp->pid);
 	char *meta;
 	int rc;
 
-	for (size_t i = 0; i < a->nprocs && !p; i++)
-		if (a->procs[i].pid == wp->pid)
-			p = &a->procs[i];
 	if (a->o.output_dir)
 		write_output_dir(a, wp, p);
 	meta = meta_of(a, wp, p);
@@ -356,7 +388,7 @@ static int agent_start(void *ctx, const struct record_info *info, char *err, siz
 	struct agent *a = ctx;
 	struct windows_opts wo = {
 		.window_s = a->o.window_s, .grace_s = GRACE_S, .mode = info->mode,
-		.closed = on_closed, .ctx = a,
+		.closed = on_closed, .comments = comments_of, .ctx = a,
 	};
 	char host[256] = "";
 	int rc;

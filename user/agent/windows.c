@@ -190,6 +190,9 @@ static int window_close(struct windows *w, struct window *win, uint64_t end_ms)
 
 		/* The last window, cut short at the stop, lasted that long. */
 		p->out->opts.duration_ns = (until - wp.from_ms) * 1000000;
+		if (w->o.comments)
+			w->o.comments(w->o.ctx, p->pid, &p->out->opts.comments,
+				      &p->out->opts.ncomments);
 		rc = output__finish(p->out);
 
 		output__free(p->out);

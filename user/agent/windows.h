@@ -32,12 +32,18 @@ struct window_profile {
 /* Called for each profile a window closes: 0, or -errno (said, not fatal). */
 typedef void (*window_closed_fn)(void *ctx, const struct window_profile *p);
 
+/* The comments of @pid's profile of a window (its labels, "key=value"),
+ * asked just before it is written: *out stays valid until the next call. */
+typedef void (*window_comments_fn)(void *ctx, pid_t pid, const char *const **out,
+				   size_t *n);
+
 struct windows_opts {
 	double window_s;
 	double grace_s;
 	const char *mode;	/* "cpu", "wall"...: the pprof's sample type */
 	struct spool *spool;
 	window_closed_fn closed;
+	window_comments_fn comments;	/* NULL: none */
 	void *ctx;
 };
 

@@ -112,6 +112,9 @@ struct output_opts {
 	const char *title;	/* flamegraph/speedscope title; NULL -> derived from the comm */
 	uint64_t start_time_ns;	/* wall-clock start (CLOCK_REALTIME) for pprof; 0: omit */
 	uint64_t duration_ns;	/* pprof's duration; 0: first to last sample */
+	/* pprof's comments (`go tool pprof -comments`): the agent's labels. */
+	const char *const *comments;
+	size_t ncomments;
 	unsigned int top_rows;	/* rows in the top table; 0 -> 30 */
 	/* What the samples weigh (--mode): "cpu" (or NULL), "off-cpu",
 	 * "wall", "gil"; said in titles and pprof's sample type. */

@@ -495,6 +495,8 @@ static void pp_tail(struct pp_enc *e, const struct output *o)
 	value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), "nanoseconds");
 	pb_uint(&e->b, 12, m->first_period);
 	pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));
+	for (size_t i = 0; i < o->opts.ncomments; i++)
+		pb_uint(&e->b, 13, str(&e->c, o->opts.comments[i]));
 	for (uint32_t i = 0; i < e->c.strs.n; i++) {
 		size_t len = strlen(e->c.strs.strs[i]);
 
