@@ -21,6 +21,7 @@
 #include "target/procset.h"
 #include "util/clock.h"
 #include "util/errbuf.h"
+#include "util/file.h"
 
 #define GRACE_S 1.0		/* a window closes this long after its end */
 #define DEFAULT_SPOOL "/var/lib/pyprof-bpf/spool"
@@ -29,7 +30,7 @@
 /* What the agent knows of a process it sampled, read once per window. */
 struct agent_proc {
 	pid_t pid;
-	uint64_t window;		/* the window its labels were read in */
+	uint64_t from_ms;		/* the window its labels were read for */
 	struct proc_labels labels;
 	char version[16];
 };
@@ -47,47 +48,52 @@ struct agent {
 	struct agent_proc *procs;
 	size_t nprocs, capprocs;
 	uint64_t dropped;		/* spooled profiles the bounds dropped */
-	uint64_t publish_failed;
 	int started;
 	int err;			/* a sample the windows could not take */
+	double next_prune;		/* --retain's next look (CLOCK_MONOTONIC s) */
 	/* The comments of the profile being written (comments_of()). */
 	char comment_text[5 + AGENT_MAX_LABELS][LABEL_NAME_MAX + LABEL_VALUE_MAX + 2];
 	const char *comment_ptrs[5 + AGENT_MAX_LABELS];
 };
 
-/* The agent's record of @pid, labels fresh for window @window. */
-static struct agent_proc *proc_seen(struct agent *a, pid_t pid, const char *comm,
-				    uint64_t window)
+static struct agent_proc *proc_of(struct agent *a, pid_t pid)
 {
-	struct agent_proc *p = NULL;
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	return NULL;
+}
+
+/*
+ * A window's profile of @pid begins: its labels read (again: by now the
+ * pid may be another process's), once per process per window, never per
+ * sample.
+ */
+static int on_opened(void *ctx, pid_t pid, const char *comm, uint64_t from_ms)
+{
+	struct agent *a = ctx;
+	struct agent_proc *p = proc_of(a, pid);
 	struct proc_entry *e;
 
-	for (size_t i = 0; i < a->nprocs && !p; i++)
-		if (a->procs[i].pid == pid)
-			p = &a->procs[i];
 	if (!p) {
 		if (a->nprocs == a->capprocs) {
 			size_t cap = a->capprocs ? 2 * a->capprocs : 16;
 			struct agent_proc *v = realloc(a->procs, cap * sizeof(*v));
 
 			if (!v)
-				return NULL;
+				return -ENOMEM;
 			a->procs = v;
 			a->capprocs = cap;
 		}
 		p = &a->procs[a->nprocs++];
 		memset(p, 0, sizeof(*p));
 		p->pid = pid;
-		p->window = UINT64_MAX;
 	}
-	if (p->window == window)
-		return p;
-	/* A pid may be another process's by now: read again every window. */
-	p->window = window;
+	p->from_ms = from_ms;
 	labels__read(pid, comm, &p->labels);
 	e = a->info && a->info->procs ? procset__find(a->info->procs, pid) : NULL;
 	labels__clean(e && e->version[0] ? e->version : "", 16, p->version, sizeof(p->version));
-	return p;
+	return 0;
 }
 
 /* The text of @p's meta (spool.h): the caller frees it; NULL on ENOMEM. */
@@ -119,14 +125,6 @@ static char *meta_of(struct agent *a, const struct window_profile *wp,
 	return m;
 }
 
-static struct agent_proc *proc_of(struct agent *a, pid_t pid)
-{
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i].pid == pid)
-			return &a->procs[i];
-	return NULL;
-}
-
 /* The labels inside the profile too (pprof comments): a file of
  * --output-dir says what it is without its name. */
 static void comments_of(void *ctx, pid_t pid, const char *const **out, size_t *n)
@@ -154,33 +152,14 @@ static void comments_of(void *ctx, pid_t pid, const char *const **out, size_t *n
 /* Copy @from to @to (another file system than the spool's). */
 static int copy_file(const char *from, const char *to)
 {
-	char buf[65536], tmp[4200];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out, rc = 0;
-	ssize_t n;
+	char *data;
+	size_t n;
+	int rc = read_file(from, SPOOL_BODY_MAX, 0, &data, &n);
 
-	if (in < 0)
-		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s.new", to);
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		rc = -errno;
-		close(in);
-		return rc;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -EIO;
-			break;
-		}
-	if (n < 0)
-		rc = -errno;
-	if (close(out) && !rc)
-		rc = -errno;
-	close(in);
-	if (!rc && rename(tmp, to))
-		rc = -errno;
 	if (rc)
-		unlink(tmp);
+		return rc;
+	rc = write_file(to, data, n, 0644);
+	free(data);
 	return rc;
 }
 
@@ -222,7 +201,6 @@ static void on_closed(void *ctx, const struct window_profile *wp)
 
 		spool__tmp_path(a->spool, wp->entry, path, sizeof(path));
 		unlink(path);
-		a->publish_failed++;
 		fprintf(stderr, "pyprof-bpf agent: the profile of pid %d could not be spooled "
 			"in %s: %s\n", (int)wp->pid, a->spool_path, strerror(-rc));
 	}
@@ -287,11 +265,11 @@ static void log_window(struct agent *a, unsigned int closed, const struct window
  * one window after its last sample, so its labels are not needed then. */
 static void forget_gone(struct agent *a)
 {
-	uint64_t now = (realtime_ns() / 1000000000ull) / (uint64_t)a->o.window_s;
+	uint64_t now_ms = realtime_ns() / 1000000, keep_ms = (uint64_t)(3e3 * a->o.window_s);
 	size_t k = 0;
 
 	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i].window + 3 > now)
+		if (a->procs[i].from_ms + keep_ms > now_ms)
 			a->procs[k++] = a->procs[i];
 	a->nprocs = k;
 }
@@ -316,8 +294,15 @@ static int close_windows(struct agent *a, int all)
 			"--spool-age): dropped the %llu oldest profile%s\n",
 			(unsigned long long)dropped, dropped == 1 ? "" : "s");
 	}
-	if (a->o.output_dir)
+	if (a->o.output_dir && mono_s() >= a->next_prune) {
+		/* A day of files is thousands: looked over every tenth of
+		 * --retain (a window at least, 10 min at most), not each window. */
+		double every = a->o.retain_s / 10;
+
+		every = every < a->o.window_s ? a->o.window_s : every > 600 ? 600 : every;
+		a->next_prune = mono_s() + every;
 		prune_output_dir(a);
+	}
 	if (!all)
 		forget_gone(a);
 	log_window(a, closed, &before);
@@ -388,7 +373,8 @@ static int agent_start(void *ctx, const struct record_info *info, char *err, siz
 	struct agent *a = ctx;
 	struct windows_opts wo = {
 		.window_s = a->o.window_s, .grace_s = GRACE_S, .mode = info->mode,
-		.closed = on_closed, .comments = comments_of, .ctx = a,
+		.opened = on_opened, .closed = on_closed, .comments = comments_of,
+		.ctx = a,
 	};
 	char host[256] = "";
 	int rc;
@@ -423,12 +409,8 @@ static int agent_start(void *ctx, const struct record_info *info, char *err, siz
 static int agent_sample(void *ctx, const struct out_sample *s)
 {
 	struct agent *a = ctx;
-	uint64_t window = (realtime_ns() / 1000000000ull) / (uint64_t)a->o.window_s;
-	int rc;
+	int rc = windows__add(a->win, s);
 
-	if (!proc_seen(a, s->pid, s->comm, window))
-		return -ENOMEM;
-	rc = windows__add(a->win, s);
 	if (rc && !a->err) {
 		a->err = rc;
 		fprintf(stderr, "pyprof-bpf agent: a profile could not be written in %s: %s\n",
@@ -472,14 +454,10 @@ static void agent_finish(struct agent *a)
 	for (size_t i = 0; i < a->nship; i++) {
 		struct shipper_stats ss;
 
+		/* One after the other: they share the deadline, not the time. */
 		shipper__stop(a->ship[i], deadline);
 		shipper__stats(a->ship[i], &ss);
 		waiting += ss.queued;
-	}
-	for (size_t i = 0; i < a->nship; i++) {
-		struct shipper_stats ss;
-
-		shipper__stats(a->ship[i], &ss);
 		fprintf(stderr, "pyprof-bpf agent: %s %s: %llu profiles sent, %llu refused, %zu "
 			"left in the spool\n", a->o.push[i].kind->name, a->o.push[i].url,
 			(unsigned long long)ss.sent, (unsigned long long)ss.rejected, ss.queued);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/labels.h"
-#include "util/readfile.h"
+#include "util/file.h"
 
 /* Enough for any environment a service name is found in; the rest is cut. */
 #define PROC_TEXT_MAX (256 * 1024)
@@ -27,21 +27,21 @@ void labels__clean(const char *s, size_t n, char *out, size_t len)
 	out[i] = '\0';
 }
 
+static int name_char_ok(unsigned char c, int first)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	       (!first && c >= '0' && c <= '9');
+}
+
 int labels__name_ok(const char *name)
 {
 	size_t n = strlen(name);
 
 	if (!n || n >= LABEL_NAME_MAX || (name[0] == '_' && name[1] == '_'))
 		return 0;
-	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
-	      name[0] == '_'))
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (!label_char_ok(c) || c == '.' || c == '/' || c == ':' || c == '-')
+	for (size_t i = 0; i < n; i++)
+		if (!name_char_ok((unsigned char)name[i], i == 0))
 			return 0;
-	}
 	return 1;
 }
 

@@ -29,8 +29,8 @@ struct shipper {
 	uint64_t failed_since;	/* failures in this outage */
 };
 
-/* Wait on the condition until CLOCK_MONOTONIC second @until, a wake or a
- * stop; with the lock held. */
+/* Wait on the condition until CLOCK_MONOTONIC second @until (the
+ * condition's clock: shipper__start), a wake or a stop; with the lock held. */
 static void wait_until(struct shipper *s, double until)
 {
 	struct timespec ts;
@@ -49,6 +49,46 @@ static int status_retried(long status)
 	return status >= 500 || status == 408 || status == 429;
 }
 
+/* @entry is done with (taken by the store, or dropped for good): out of
+ * the queue, counted in @counter. */
+static void settle(struct shipper *s, const char *entry, uint64_t *counter)
+{
+	spool_queue__remove(s->o.qdir, entry);
+	pthread_mutex_lock(&s->lock);
+	(*counter)++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The store took one: said once after an outage; the backoff starts over. */
+static void delivered(struct shipper *s, const char *entry)
+{
+	if (s->failing)
+		fprintf(stderr, "pyprof-bpf agent: %s %s: delivering again, after %llu "
+			"failed attempts\n", s->o.kind->name, s->o.url,
+			(unsigned long long)s->failed_since);
+	s->failing = 0;
+	s->failed_since = 0;
+	s->backoff_s = 0;
+	settle(s, entry, &s->st.sent);
+}
+
+/* The store is away (@err): said once an outage; the backoff doubles. */
+static void failed(struct shipper *s, const char *err)
+{
+	if (!s->failing)
+		fprintf(stderr, "pyprof-bpf agent: %s %s: %s; profiles wait in the spool, "
+			"retried with a backoff up to %.0f s\n", s->o.kind->name, s->o.url, err,
+			s->o.backoff_max_s);
+	s->failing = 1;
+	s->failed_since++;
+	s->backoff_s = s->backoff_s ? s->backoff_s * 2 : 1;
+	if (s->backoff_s > s->o.backoff_max_s)
+		s->backoff_s = s->o.backoff_max_s;
+	pthread_mutex_lock(&s->lock);
+	s->st.failures++;
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* One attempt at @entry: 0 delivered or dropped for good, 1 to retry. */
 static int deliver(struct shipper *s, const char *entry)
 {
@@ -64,112 +104,105 @@ static int deliver(struct shipper *s, const char *entry)
 		return 0;		/* the spool's bound dropped it */
 	if (!rc)
 		rc = s->o.kind->request(s->http, s->o.url, meta, body, blen, &req);
-	if (rc) {
-		fprintf(stderr, "pyprof-bpf agent: %s %s: profile %s unusable (%s); dropped\n",
-			s->o.kind->name, s->o.url, entry, strerror(-rc));
-		goto drop;
+	if (!rc) {
+		rc = http__post(s->http, &(struct http_post){ .url = req.url,
+			.content_type = req.content_type, .body = req.body, .len = req.len,
+			.auth = s->o.auth, .timeout_ms = s->o.timeout_ms }, &status, err,
+			sizeof(err));
+		push_request__free(&req);
+	} else {
+		snprintf(err, sizeof(err), "it is unusable: %s", strerror(-rc));
+		status = 400;		/* ours, for good: never retried */
+		rc = 0;
 	}
-	rc = http__post(s->http, &(struct http_post){ .url = req.url,
-		.content_type = req.content_type, .body = req.body, .len = req.len,
-		.auth = s->o.auth, .timeout_ms = s->o.timeout_ms }, &status, err, sizeof(err));
-	push_request__free(&req);
 	free(body);
 	free(meta);
 	if (!rc && status >= 200 && status <= 299) {
-		if (s->failing)
-			fprintf(stderr, "pyprof-bpf agent: %s %s: delivering again, after %llu "
-				"failed attempts\n", s->o.kind->name, s->o.url,
-				(unsigned long long)s->failed_since);
-		s->failing = 0;
-		s->failed_since = 0;
-		s->backoff_s = 0;
-		spool_queue__remove(s->o.qdir, entry);
-		pthread_mutex_lock(&s->lock);
-		s->st.sent++;
-		pthread_mutex_unlock(&s->lock);
+		delivered(s, entry);
 		return 0;
 	}
 	if (!rc && !status_retried(status)) {
 		fprintf(stderr, "pyprof-bpf agent: %s %s: profile %s refused (%s); dropped\n",
 			s->o.kind->name, s->o.url, entry, err);
-		spool_queue__remove(s->o.qdir, entry);
-		pthread_mutex_lock(&s->lock);
-		s->st.rejected++;
-		pthread_mutex_unlock(&s->lock);
+		settle(s, entry, &s->st.rejected);
 		return 0;
 	}
-	if (!s->failing)
-		fprintf(stderr, "pyprof-bpf agent: %s %s: %s; profiles wait in the spool, "
-			"retried with a backoff up to %.0f s\n", s->o.kind->name, s->o.url, err,
-			s->o.backoff_max_s);
-	s->failing = 1;
-	s->failed_since++;
-	s->backoff_s = s->backoff_s ? s->backoff_s * 2 : 1;
-	if (s->backoff_s > s->o.backoff_max_s)
-		s->backoff_s = s->o.backoff_max_s;
-	pthread_mutex_lock(&s->lock);
-	s->st.failures++;
-	pthread_mutex_unlock(&s->lock);
+	failed(s, err);
 	return 1;
-drop:
-	free(body);
-	free(meta);
-	spool_queue__remove(s->o.qdir, entry);
-	pthread_mutex_lock(&s->lock);
-	s->st.rejected++;
-	pthread_mutex_unlock(&s->lock);
-	return 0;
 }
 
-/* Whether the thread is done: stopping, and the queue empty or time up. */
-static int done(struct shipper *s, int empty)
+/* Back off after a failure: until the backoff is over or, stopping, the
+ * deadline; with the lock held. */
+static void back_off(struct shipper *s)
 {
-	return s->stopping && (empty || mono_s() >= s->deadline);
+	double until = mono_s() + s->backoff_s;
+
+	for (;;) {
+		double t = s->stopping && s->deadline < until ? s->deadline : until;
+
+		if (mono_s() >= t)
+			return;
+		wait_until(s, t);
+	}
+}
+
+/* Wait for an entry (with the lock held): 0, or 1 when the thread is done. */
+static int wait_entries(struct shipper *s)
+{
+	if (s->stopping)
+		return 1;		/* stopping, and nothing left */
+	if (!s->woken)
+		wait_until(s, 0);
+	s->woken = 0;
+	return 0;
 }
 
 static void *run(void *arg)
 {
 	struct shipper *s = arg;
-	char entry[SPOOL_ENTRY_LEN];
+	struct spool_entry *batch = NULL;
+	size_t n = 0, i = 0;
 
 	for (;;) {
-		size_t count = 0;
-		int empty = spool_queue__oldest(s->o.qdir, entry, sizeof(entry), &count) != 0;
-		int retry = 0;
+		int stop;
 
+		/* One listing of the queue, delivered to its end, then the next:
+		 * a backlog costs one readdir per listing, not one per entry. */
+		if (i == n) {
+			pthread_mutex_lock(&s->lock);
+			s->woken = 0;	/* a wake after this is seen below */
+			pthread_mutex_unlock(&s->lock);
+			free(batch);
+			if (spool_queue__list(s->o.qdir, &batch, &n))
+				n = 0;
+			i = 0;
+		}
 		pthread_mutex_lock(&s->lock);
-		s->st.queued = count;
-		if (done(s, empty)) {
-			pthread_mutex_unlock(&s->lock);
-			break;
-		}
-		if (empty) {
-			if (!s->woken && !s->stopping)
-				wait_until(s, 0);
-			s->woken = 0;
-			pthread_mutex_unlock(&s->lock);
-			continue;
-		}
-		s->woken = 0;
+		s->st.queued = n - i;
+		stop = s->stopping && (i == n || mono_s() >= s->deadline);
+		if (!stop && i == n)
+			stop = wait_entries(s);
 		pthread_mutex_unlock(&s->lock);
-		retry = deliver(s, entry);
-		if (!retry)
+		if (stop)
+			break;
+		if (i == n)
 			continue;
-		pthread_mutex_lock(&s->lock);
-		{
-			double until = mono_s() + s->backoff_s;
-
-			if (s->stopping && until > s->deadline)
-				until = s->deadline;
-			/* CLOCK_MONOTONIC: the condition's clock (shipper__start). */
-			while (mono_s() < until && !(s->stopping && mono_s() >= s->deadline)) {
-				wait_until(s, until);
-				if (s->stopping && s->deadline <= mono_s())
-					break;
-			}
+		if (!deliver(s, batch[i].name)) {
+			i++;
+			continue;
 		}
+		pthread_mutex_lock(&s->lock);
+		back_off(s);
 		pthread_mutex_unlock(&s->lock);
 	}
+	/* What is left, published after the last listing too. */
+	free(batch);
+	if (spool_queue__list(s->o.qdir, &batch, &n))
+		n = 0;
+	free(batch);
+	pthread_mutex_lock(&s->lock);
+	s->st.queued = n;
+	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 

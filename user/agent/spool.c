@@ -11,11 +11,10 @@
 #include <unistd.h>
 #include "agent/spool.h"
 #include "util/errbuf.h"
-#include "util/readfile.h"
+#include "util/file.h"
 
 #define BODY_EXT ".pb.gz"
 #define META_EXT ".meta"
-#define SPOOL_BODY_MAX (256u << 20)	/* no pprof of one window is near this */
 
 struct spool {
 	char *dir;
@@ -56,8 +55,7 @@ static int entry_file(const char *name, const char *ext, char *entry, size_t len
 	for (size_t i = 0; i < 24; i++)
 		if (i != 13 && (name[i] < '0' || name[i] > '9'))
 			return 0;
-	if (entry)
-		snprintf(entry, len, "%.24s", name);
+	snprintf(entry, len, "%.24s", name);
 	return 1;
 }
 
@@ -158,28 +156,6 @@ void spool__tmp_path(const struct spool *s, const char *entry, char *path, size_
 	snprintf(path, len, "%s/%s" BODY_EXT, s->tmp, entry);
 }
 
-/* Write @text to @path (through a temporary name): 0 or -errno. */
-static int write_text(const char *path, const char *text)
-{
-	char tmp[4200];
-	size_t n = strlen(text);
-	int fd, rc = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, n) != (ssize_t)n)
-		rc = errno ? -errno : -EIO;
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	return rc;
-}
-
 int spool__publish(struct spool *s, const char *entry, const char *meta,
 		   char *const *queues, size_t nqueues)
 {
@@ -191,7 +167,7 @@ int spool__publish(struct spool *s, const char *entry, const char *meta,
 		int r;
 
 		snprintf(path, sizeof(path), "%s/%s" META_EXT, queues[i], entry);
-		r = write_text(path, meta);
+		r = write_file(path, meta, strlen(meta), 0600);
 		snprintf(path, sizeof(path), "%s/%s" BODY_EXT, queues[i], entry);
 		if (!r && link(body, path) && errno != EEXIST)
 			r = -errno;
@@ -213,13 +189,47 @@ static int by_entry(const void *a, const void *b)
 	return strcmp(((const struct spooled *)a)->entry, ((const struct spooled *)b)->entry);
 }
 
+/* @qdir's entries (queue @queue) appended to *out with their sizes. */
+static int add_queue(const char *qdir, int queue, struct spooled **out, size_t *n)
+{
+	struct spool_entry *names;
+	struct spooled *v;
+	size_t k;
+	int rc = spool_queue__list(qdir, &names, &k);
+
+	if (rc || !k)
+		return rc;
+	v = realloc(*out, (*n + k) * sizeof(**out));
+	if (!v) {
+		free(names);
+		return -ENOMEM;
+	}
+	*out = v;
+	for (size_t i = 0; i < k; i++) {
+		char path[4096];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s" BODY_EXT, qdir, names[i].name);
+		if (stat(path, &st))
+			continue;
+		v = &(*out)[(*n)++];
+		memcpy(v->entry, names[i].name, sizeof(v->entry));
+		v->queue = queue;
+		/* A profile linked into several queues is counted once per
+		 * queue: what each queue would keep on its own. */
+		v->bytes = (uint64_t)st.st_size + 512;
+	}
+	free(names);
+	return 0;
+}
+
 /* Every entry of the queues under the spool, with its size: *out (malloc'd). */
 static int list_all(struct spool *s, char ***qdirs, size_t *nq, struct spooled **out,
 		    size_t *n)
 {
 	DIR *top = opendir(s->dir);
 	struct dirent *de;
-	size_t cap = 0;
+	int rc = 0;
 
 	*qdirs = NULL;
 	*nq = 0;
@@ -227,50 +237,24 @@ static int list_all(struct spool *s, char ***qdirs, size_t *nq, struct spooled *
 	*n = 0;
 	if (!top)
 		return -errno;
-	while ((de = readdir(top))) {
+	while (!rc && (de = readdir(top))) {
 		char **q;
-		DIR *d;
-		struct dirent *e;
 
 		if (de->d_name[0] == '.')
 			continue;
 		q = realloc(*qdirs, (*nq + 1) * sizeof(**qdirs));
-		if (!q)
+		if (!q || asprintf(&q[*nq], "%s/%s", s->dir, de->d_name) < 0) {
+			*qdirs = q ? q : *qdirs;
 			break;
-		*qdirs = q;
-		if (asprintf(&q[*nq], "%s/%s", s->dir, de->d_name) < 0)
-			break;
-		d = opendir(q[*nq]);
-		(*nq)++;
-		while (d && (e = readdir(d))) {
-			struct stat st;
-			char path[4096];
-			struct spooled *v;
-
-			if (!entry_file(e->d_name, BODY_EXT, NULL, 0))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", q[*nq - 1], e->d_name);
-			if (stat(path, &st))
-				continue;
-			if (*n == cap) {
-				cap = cap ? 2 * cap : 64;
-				v = realloc(*out, cap * sizeof(**out));
-				if (!v)
-					break;
-				*out = v;
-			}
-			v = &(*out)[(*n)++];
-			snprintf(v->entry, sizeof(v->entry), "%.24s", e->d_name);
-			v->queue = (int)*nq - 1;
-			/* A profile linked into several queues is counted once
-			 * per queue: what each queue would keep on its own. */
-			v->bytes = (uint64_t)st.st_size + 512;
 		}
-		if (d)
-			closedir(d);
+		*qdirs = q;
+		(*nq)++;
+		rc = add_queue(q[*nq - 1], (int)*nq - 1, out, n);
+		if (rc == -ENOTDIR)
+			rc = 0;		/* a stray file */
 	}
 	closedir(top);
-	return 0;
+	return rc;
 }
 
 int spool__enforce(struct spool *s, uint64_t now_s, uint64_t *dropped)
@@ -283,8 +267,9 @@ int spool__enforce(struct spool *s, uint64_t now_s, uint64_t *dropped)
 
 	rc = list_all(s, &qdirs, &nq, &v, &n);
 	if (rc)
-		return rc;
-	qsort(v, n, sizeof(*v), by_entry);
+		n = 0;
+	if (n)
+		qsort(v, n, sizeof(*v), by_entry);
 	for (size_t i = 0; i < n; i++)
 		total += v[i].bytes;
 	for (size_t i = 0; i < n; i++) {
@@ -301,29 +286,47 @@ int spool__enforce(struct spool *s, uint64_t now_s, uint64_t *dropped)
 		free(qdirs[i]);
 	free(qdirs);
 	free(v);
-	return 0;
+	return rc;
 }
 
-int spool_queue__oldest(const char *qdir, char *entry, size_t len, size_t *count)
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct spool_entry *)a)->name,
+		      ((const struct spool_entry *)b)->name);
+}
+
+int spool_queue__list(const char *qdir, struct spool_entry **out, size_t *n)
 {
 	DIR *d = opendir(qdir);
 	struct dirent *de;
-	char e[SPOOL_ENTRY_LEN], best[SPOOL_ENTRY_LEN] = "";
+	struct spool_entry *v = NULL, *g;
+	size_t cap = 0;
+	char e[SPOOL_ENTRY_LEN];
 
-	*count = 0;
+	*out = NULL;
+	*n = 0;
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
 		if (!entry_file(de->d_name, BODY_EXT, e, sizeof(e)))
 			continue;
-		(*count)++;
-		if (!best[0] || strcmp(e, best) < 0)
-			memcpy(best, e, sizeof(best));
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			g = realloc(v, cap * sizeof(*v));
+			if (!g) {
+				closedir(d);
+				free(v);
+				*n = 0;
+				return -ENOMEM;
+			}
+			v = g;
+		}
+		memcpy(v[(*n)++].name, e, sizeof(e));
 	}
 	closedir(d);
-	if (!best[0])
-		return -ENOENT;
-	snprintf(entry, len, "%s", best);
+	if (*n)
+		qsort(v, *n, sizeof(*v), by_name);
+	*out = v;
 	return 0;
 }
 

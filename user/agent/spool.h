@@ -23,6 +23,7 @@
 
 #define SPOOL_ENTRY_LEN 32	/* "<13>-<10>" and a NUL, with room */
 #define SPOOL_META_MAX (64 * 1024)
+#define SPOOL_BODY_MAX (256u << 20)	/* no pprof of one window is near this */
 
 struct spool;
 
@@ -56,9 +57,17 @@ int spool__enforce(struct spool *s, uint64_t now_s, uint64_t *dropped);
 
 /* ---- A queue, for its sender (any thread: these touch only @qdir) ---- */
 
-/* The oldest entry of @qdir into @entry and how many it holds (*count);
- * -ENOENT when it is empty. */
-int spool_queue__oldest(const char *qdir, char *entry, size_t len, size_t *count);
+/* An entry's name. */
+struct spool_entry {
+	char name[SPOOL_ENTRY_LEN];
+};
+/*
+ * The entries of @qdir, oldest first: *out (malloc'd; NULL when empty), *n.
+ * Entries published later sort after these (a window closes after those
+ * before it), so a sender delivers a listing to its end before the next.
+ * 0 or -errno.
+ */
+int spool_queue__list(const char *qdir, struct spool_entry **out, size_t *n);
 /* @entry's profile (*body, *blen) and meta text (*meta, NUL-terminated),
  * malloc'd. 0 or -errno (-ENOENT: dropped meanwhile). */
 int spool_queue__read(const char *qdir, const char *entry, void **body, size_t *blen,

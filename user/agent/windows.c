@@ -147,8 +147,13 @@ static struct window_proc *proc_of(struct windows *w, struct window *win,
 	oo.start_time_ns = from_ms(w, win->index) * 1000000;
 	oo.duration_ns = (win->index + 1) * w->window_ns - oo.start_time_ns;
 	*rc = output__new("pprof", path, &oo, &p->out, NULL, 0);
-	if (*rc)
+	if (!*rc && w->o.opened)
+		*rc = w->o.opened(w->o.ctx, p->pid, p->comm, from_ms(w, win->index));
+	if (*rc) {
+		output__free(p->out);
+		p->out = NULL;
 		return NULL;
+	}
 	win->last = win->n++;
 	return p;
 }

@@ -32,6 +32,10 @@ struct window_profile {
 /* Called for each profile a window closes: 0, or -errno (said, not fatal). */
 typedef void (*window_closed_fn)(void *ctx, const struct window_profile *p);
 
+/* A window's profile of @pid begins (its first sample, @comm): 0, or
+ * -ENOMEM to fail the sample. */
+typedef int (*window_opened_fn)(void *ctx, pid_t pid, const char *comm, uint64_t from_ms);
+
 /* The comments of @pid's profile of a window (its labels, "key=value"),
  * asked just before it is written: *out stays valid until the next call. */
 typedef void (*window_comments_fn)(void *ctx, pid_t pid, const char *const **out,
@@ -42,6 +46,7 @@ struct windows_opts {
 	double grace_s;
 	const char *mode;	/* "cpu", "wall"...: the pprof's sample type */
 	struct spool *spool;
+	window_opened_fn opened;	/* NULL: none */
 	window_closed_fn closed;
 	window_comments_fn comments;	/* NULL: none */
 	void *ctx;

@@ -799,9 +799,8 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 		  .header = sink && sink->header ? sink->header : "Display:" },
 		{ 0 },
 	};
-	struct argp_option *opts = record_options__for(sink ? sink->default_freq : 0);
 	const struct argp argp = {
-		.options = opts ? opts : record_options, .parser = record_options__parse,
+		.options = record_options, .parser = record_options__parse,
 		.doc = sink ? sink->doc : record_doc,
 		.children = !sink ? children : sink->argp ? sink_children : NULL,
 	};
@@ -813,9 +812,7 @@ int record__run(int argc, char **argv, const struct record_sink *sink)
 	struct recording rec = { .env = &env, .live = sink, .watch = { .fd = -1 } };
 	int rc, exit_code;
 
-	rc = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &env);
-	free(opts);
-	if (rc)
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &env))
 		return 2;
 	rc = recording__setup(&rec);
 	if (!rc)

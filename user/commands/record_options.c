@@ -335,28 +335,6 @@ static void check_multi(struct record_env *env, struct argp_state *state)
 			   "--subprocesses or several -p targets");
 }
 
-struct argp_option *record_options__for(long default_freq)
-{
-	static char doc[80];
-	struct argp_option *v;
-	size_t n = 0;
-
-	if (!default_freq)
-		return NULL;
-	while (record_options[n].name || record_options[n].key || record_options[n].doc)
-		n++;
-	v = calloc(n + 1, sizeof(*v));
-	if (!v)
-		return NULL;
-	memcpy(v, record_options, n * sizeof(*v));
-	snprintf(doc, sizeof(doc), "Samples a second per running thread (default %ld)",
-		 default_freq);
-	for (size_t i = 0; i < n; i++)
-		if (v[i].key == 'F')
-			v[i].doc = doc;
-	return v;
-}
-
 error_t record_options__parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_env *env = state->input;

@@ -50,9 +50,6 @@ struct record_env {
 
 extern const char record_doc[];
 extern const struct argp_option record_options[];
-/* A copy of record_options whose -F says @default_freq (a sink's own
- * default): free() it; NULL when @default_freq is 0 or out of memory. */
-struct argp_option *record_options__for(long default_freq);
 /* argp's parser of record_options over a struct record_env (state->input). */
 error_t record_options__parse(int key, char *arg, struct argp_state *state);
 

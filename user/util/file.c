@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* readfile.c - a whole file into memory, bounded (readfile.h). */
+/* file.c - a whole file read into memory, or written (file.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "util/readfile.h"
+#include "util/file.h"
 
 int read_file(const char *path, size_t max, int cut, char **out, size_t *n)
 {
@@ -56,4 +57,34 @@ int read_file(const char *path, size_t max, int cut, char **out, size_t *n)
 	*out = buf;
 	*n = got;
 	return 0;
+}
+
+int write_file(const char *path, const void *data, size_t len, unsigned int mode)
+{
+	char tmp[4200];
+	size_t done = 0;
+	int fd, rc = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	while (!rc && done < len) {
+		ssize_t w = write(fd, (const char *)data + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = w < 0 ? -errno : -EIO;
+		else
+			done += (size_t)w;
+	}
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
 }

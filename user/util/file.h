@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* readfile.h - a whole file into memory, bounded (/proc files included). */
-#ifndef PYPROF_UTIL_READFILE_H
-#define PYPROF_UTIL_READFILE_H
+/* file.h - a whole file read into memory (bounded, /proc files too), or written. */
+#ifndef PYPROF_UTIL_FILE_H
+#define PYPROF_UTIL_FILE_H
 
 #include <stddef.h>
 
@@ -12,5 +12,9 @@
  * 0 or -errno.
  */
 int read_file(const char *path, size_t max, int cut, char **out, size_t *n);
+
+/* Write @len bytes of @data as @path (mode @mode), whole or not at all:
+ * through "<path>.new", renamed over it. 0 or -errno. */
+int write_file(const char *path, const void *data, size_t len, unsigned int mode);
 
 #endif
