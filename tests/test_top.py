@@ -121,8 +121,15 @@ class Tmux:
         deadline = time.monotonic() + timeout
         while True:
             s = self.screen()
+            # A capture can fall in the middle of a redraw (curses sends only the
+            # changed cells, tmux may read them in pieces): a new view's header over
+            # the last view's rows, digits of both. Kept only when a second capture
+            # 50 ms later is the same screen (a redraw is once a second).
             if pred(s):
-                return s
+                time.sleep(0.05)
+                if self.screen() == s:
+                    return s
+                continue
             if time.monotonic() > deadline:
                 pytest.fail(f"{what}: not on the screen within {timeout} s; it shows:\n{s}")
             time.sleep(0.05)
