@@ -30,6 +30,10 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_
 			out->py_version = sym.st_value;
 		else if (!out->code_type && strcmp(name, "PyCode_Type") == 0)
 			out->code_type = sym.st_value;
+		else if (!out->coro_type && strcmp(name, "PyCoro_Type") == 0)
+			out->coro_type = sym.st_value;
+		else if (!out->asyncgen_type && strcmp(name, "PyAsyncGen_Type") == 0)
+			out->asyncgen_type = sym.st_value;
 	}
 }
 

@@ -14,6 +14,9 @@ struct elf_pyinfo {
 	uint64_t runtime;	/* .PyRuntime section or _PyRuntime symbol; 0 if none */
 	uint64_t py_version;	/* Py_Version (3.11+); 0 if none */
 	uint64_t code_type;	/* PyCode_Type; 0 if none */
+	/* PyCoro_Type and PyAsyncGen_Type (exported by every build): what an
+	 * awaited object is, for --async's coroutine chains; 0 if none. */
+	uint64_t coro_type, asyncgen_type;
 	/* The .AsyncioDebug section (3.14+: the _asyncio module's, or the
 	 * interpreter's on 3.15): its link-time address and size; 0 if none. */
 	uint64_t asyncio_debug;

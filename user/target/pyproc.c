@@ -33,6 +33,7 @@ struct pyproc {
 	struct py_offsets off;
 	uint64_t runtime;
 	uint64_t code_type;
+	uint64_t coro_type, asyncgen_type;
 	char version[32];
 	struct tid_pair *tids;		/* namespace tid -> host tid */
 	size_t ntids;
@@ -51,6 +52,8 @@ const struct py_offsets *pyproc__offsets(const struct pyproc *p) { return &p->of
 const char *pyproc__version(const struct pyproc *p) { return p->version; }
 uint64_t pyproc__runtime(const struct pyproc *p) { return p->runtime; }
 uint64_t pyproc__code_type(const struct pyproc *p) { return p->code_type; }
+uint64_t pyproc__coro_type(const struct pyproc *p) { return p->coro_type; }
+uint64_t pyproc__asyncgen_type(const struct pyproc *p) { return p->asyncgen_type; }
 
 void pyproc__free(struct pyproc *p)
 {
@@ -536,6 +539,8 @@ int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
 		goto fail;
 	p->runtime = loc.bias + loc.info.runtime;
 	p->code_type = loc.info.code_type ? loc.bias + loc.info.code_type : 0;
+	p->coro_type = loc.info.coro_type ? loc.bias + loc.info.coro_type : 0;
+	p->asyncgen_type = loc.info.asyncgen_type ? loc.bias + loc.info.asyncgen_type : 0;
 	rc = read_version(p, &loc, err, errlen);
 	if (rc)
 		goto fail_read;

@@ -36,6 +36,9 @@ const struct py_offsets *pyproc__offsets(const struct pyproc *p);
 const char *pyproc__version(const struct pyproc *p);
 /* Address of PyCode_Type in the target (0 if unknown). */
 uint64_t pyproc__code_type(const struct pyproc *p);
+/* PyCoro_Type and PyAsyncGen_Type in the target; 0: not found. */
+uint64_t pyproc__coro_type(const struct pyproc *p);
+uint64_t pyproc__asyncgen_type(const struct pyproc *p);
 /* Address of _PyRuntime in the target. */
 uint64_t pyproc__runtime(const struct pyproc *p);
 
