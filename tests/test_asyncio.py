@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import time
 
@@ -396,6 +397,147 @@ def test_running_task(label, procs, tmp_path):
         assert tasks["sleeper"]["running"] is False
         assert [f["function"] for f in tasks["sleeper"]["frames"]] == ["sleep"]
         assert tasks["Task-1"]["state"] == "pending"
+
+
+def paused(pid):
+    """SIGSTOP the target and wait until every thread of it is stopped (the
+    signal is delivered asynchronously). SIGCONT it again with resume()."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + BOUND
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                pass
+        if states and all(st in "tT" for st in states):
+            return
+        assert time.monotonic() < deadline, f"{pid} did not stop: {states}"
+        time.sleep(0.01)
+
+
+def resume(pid):
+    os.kill(pid, signal.SIGCONT)
+
+
+REMOTE_DEBUGGING = """
+import _remote_debugging, json, sys
+u = _remote_debugging.RemoteUnwinder(int(sys.argv[1]))
+out = []
+for th in u.get_all_awaited_by():
+    for t in th.awaited_by:
+        out.append(dict(tid=th.thread_id, id=t.task_id, name=t.task_name,
+                        stacks=[[[f.funcname, f.filename, f.location.lineno]
+                                 for f in c.call_stack] for c in t.coroutine_stack],
+                        awaited_by=[c.task_name for c in t.awaited_by]))
+print(json.dumps(out))
+"""
+
+
+def remote_debugging(target):
+    """CPython's own reading of the target's tasks (3.15's _remote_debugging,
+    run with the target's interpreter in its mount namespace): {id: task}."""
+    argv = ["nsenter", "--mount", f"--target={target.pid}"] + \
+        target.interp.argv(["-c", REMOTE_DEBUGGING, str(target.pid)])
+    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    return {t["id"]: t for t in json.loads(proc.stdout)}
+
+
+def source_line(path, func, text):
+    """The first line after `def func(` in the file at path containing text."""
+    lines = open(path).read().splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(rf"\s*(async )?def {func}\(", line))
+    return next(i + 1 for i in range(start, len(lines)) if text in lines[i])
+
+
+def async_gens_expected(target):
+    """{task name: frames (function, line) innermost first} of the quiet
+    tasks of targets/async_gens.py: each waits in asyncio.sleep."""
+    src = os.path.join(TARGETS, "async_gens.py")
+    tasks_py = target.interp.host_path(
+        f"/usr/lib/python{target.interp.version[0]}.{target.interp.version[1]}/asyncio/tasks.py")
+    sleep = ("sleep", source_line(tasks_py, "sleep", "await future"))
+
+    def at(func, text):
+        return (func, source_line(src, func, text))
+
+    return {
+        "consumer": [sleep, at("ticker", "sleep(3600)"), at("consumer", "async for")],
+        "anext_user": [sleep, at("ticker", "sleep(3600)"), at("anext_user", "anext(")],
+        # anext() with a default wraps the generator's asend awaitable once
+        # more: the rule unwraps one awaitable only, as CPython's tools do
+        "anext_default_user": [at("anext_default_user", "anext(")],
+        "closer": [sleep, at("closing", "sleep(3600)"), at("closer", "aclose()")],
+        "asender": [sleep, at("echo", "sleep(3600)"), at("asender", "asend(5)")],
+        "thrower": [sleep, at("catcher", "sleep(3600)"), at("thrower", "athrow(")],
+        "nested": [sleep, at("inner_gen", "sleep(3600)"), at("outer_gen", "async for"),
+                   at("nested", "async for")],
+        "anext-task": [sleep, at("ticker", "sleep(3600)")],
+        "aclose-task": [sleep, at("closing", "sleep(3600)")],
+        "Task-1": [at("main", "gather(")],
+        "Task-2": [at("side", "await asyncio.create_task")],
+    }
+
+
+@pytest.mark.parametrize("label", interps(ASYNC_LABELS))
+def test_async_generators(label, procs, tmp_path):
+    """Tasks awaiting async generators (async for, anext, asend, athrow,
+    aclose, one generator iterating another), tasks made from anext() and
+    aclose() awaitables, and tasks running inside a generator's step, read
+    with the target paused: the frames through each generator; on 3.15 the
+    same tasks, names, threads, frames and awaiters as _remote_debugging."""
+    target = start(by_label(label), procs, tmp_path, "async_gens.py")
+    paused(target.pid)
+    try:
+        doc, _ = target.dump()
+        theirs = remote_debugging(target) if target.interp.version >= (3, 15) else None
+    finally:
+        resume(target.pid)
+    tasks = {t["name"]: t for t in doc["tasks"]}
+    assert len(tasks) == len(doc["tasks"]) == 13, sorted(tasks)
+    assert doc["torn"] == 0 and doc["finished_during_dump"] == 0
+    problems = []
+    for name, want in async_gens_expected(target).items():
+        t = tasks[name]
+        got = [(f["function"], f["line"]) for f in t["frames"]]
+        if got != want:
+            problems.append(f"{name}: frames {got}, expected {want}")
+        if t["state"] != "pending" or t["running"]:
+            problems.append(f"{name}: state {t['state']}, expected pending")
+    for name, outer in (("spinner", ["spin", "spinning_gen", "spinner"]),
+                        ("anext-spinner", ["spin", "signalling_gen"])):
+        t = tasks[name]
+        funcs = [f["function"] for f in t["frames"]]
+        if t["state"] != "running" or not t["running"]:
+            problems.append(f"{name}: state {t['state']}, expected running")
+        if funcs[-len(outer):] != outer or funcs[0] not in ("work", "spin") or \
+                len(funcs) > len(outer) + 1:
+            problems.append(f"{name}: frames {funcs}, expected [work] + {outer}")
+    main, side = tasks["Task-1"]["id"], tasks["Task-2"]["id"]
+    for t in doc["tasks"]:
+        want = [] if t["name"] in ("Task-1", "Task-2") else \
+            [side] if t["name"] == "anext-spinner" else [main]
+        if t["awaited_by"] != want:
+            problems.append(f"{t['name']}: awaited by {t['awaited_by']}, expected {want}")
+    assert not problems, f"{label}:\n" + "\n".join("  - " + p for p in problems)
+    if theirs is None:
+        return
+    # 3.15: field by field as CPython's own module reads the same paused target
+    assert set(theirs) == {t["id"] for t in doc["tasks"]}
+    for t in doc["tasks"]:
+        r = theirs[t["id"]]
+        ours = [[f["function"], f["file"], f["line"]] for f in t["frames"]]
+        assert len(r["stacks"]) == 1, r
+        # a running task: they stop at its coroutine, we go on to the
+        # thread's innermost frame
+        if t["running"]:
+            ours = ours[-len(r["stacks"][0]):]
+        assert (t["name"], t["tid"] or 0, ours, t["awaited_by"]) == \
+            (r["name"], r["tid"], r["stacks"][0], r["awaited_by"]), (t, r)
 
 
 @pytest.mark.parametrize("label", interps(["sid-3.15"]))

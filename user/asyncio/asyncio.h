@@ -66,6 +66,9 @@ struct asyncio_offsets {
 	int8_t state_cleared;
 	/* A suspended coroutine's awaited object: stackpointer[-awaited_slot]. */
 	unsigned int awaited_slot;
+	/* PyCoro_Type and PyAsyncGen_Type in the target (0: not found; then a
+	 * chain follows coroutines of its first level's type only) */
+	uint64_t coro_type, asyncgen_type;
 };
 
 /*
@@ -109,9 +112,16 @@ struct coro_level {
 };
 
 /*
- * coro_chain__read() - the coroutine @coro, then the coroutine it awaits, and
- * so on while the awaited object is a coroutine of the same type, at most
- * @max levels (outermost first). *cut says the chain went on past @max.
+ * coro_chain__read() - the levels of a task's coroutine chain, outermost
+ * first, at most @max (*cut: it went on past @max). A level is a coroutine
+ * or an async generator with its own frame. @coro (the task's coroutine)
+ * and then, after each level suspended in a yield-from, the object X it
+ * awaits lead to the next level: X itself when it is a coroutine or an async
+ * generator; the async generator an awaitable of one holds as its first
+ * field (async_generator_asend, _athrow, anext_awaitable: what anext(),
+ * asend(), athrow() and aclose() return); otherwise the chain ends. Without
+ * the two types' addresses, a coroutine of the first level's type only.
+ * *n = 0 when @coro leads to no level (finished, or not a coroutine).
  */
 int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
 		     uint64_t coro, struct coro_level *out, size_t max, size_t *n, int *cut);

@@ -2,9 +2,10 @@
 /*
  * asyncio/coro.c - a task's coroutine chain: the coroutine, then what it is
  * suspended awaiting (the object on its frame's value stack while it is in a
- * yield-from), while that is a coroutine of the same type. Iterative, at most
+ * yield-from), while that is a coroutine or an async generator, or an
+ * awaitable of an async generator (then that generator). Iterative, at most
  * @max levels; a frame not owned by its generator, or a read that fails, ends
- * the chain.
+ * the chain. bpf/ follows the same rule in the kernel: keep them alike.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,58 +59,92 @@ static int decode(const struct py_offsets *po, const struct asyncio_offsets *ao,
 	return lv->code ? 0 : -EINVAL;
 }
 
+/*
+ * The level the object @x leads to (see coro_chain__read()): *gen = @x, or
+ * the async generator it holds, or 0 for none; with *have, @b holds *gen's
+ * first @span bytes. @type: the first level's type, for the rule without
+ * the two type addresses (0: any, for the first level).
+ */
+static int follow(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
+		  uint64_t x, uint64_t type, unsigned char *b, uint64_t span, uint64_t *gen,
+		  int *have)
+{
+	uint64_t head[2];	/* ob_type and the first field after the header */
+	int rc;
+
+	*gen = 0;
+	*have = 0;
+	/* Read it as the next level; a small object at the end of a mapping:
+	 * its type and first field alone. */
+	rc = remote_read(pid, x, b, span);
+	if (!rc) {
+		head[0] = get_u64(b, po->ob_type);
+		head[1] = get_u64(b, po->ob_type + 8);
+		*have = 1;
+	} else {
+		rc = remote_read(pid, x + po->ob_type, head, sizeof(head));
+		if (rc)
+			return rc;
+	}
+	if (!ao->coro_type || !ao->asyncgen_type) {
+		if (!type || head[0] == type)
+			*gen = x;
+		return 0;
+	}
+	if (head[0] == ao->coro_type || head[0] == ao->asyncgen_type) {
+		*gen = x;
+		return 0;
+	}
+	/* Any other object ends the chain (a future's iterator ...), unless
+	 * it holds an async generator first: the awaitables of anext(),
+	 * asend(), athrow(), aclose(). */
+	*have = 0;
+	x = head[1];
+	if (!x || x % 8 || remote_read(pid, x, b, span))
+		return 0;
+	if (get_u64(b, po->ob_type) == ao->asyncgen_type) {
+		*gen = x;
+		*have = 1;
+	}
+	return 0;
+}
+
 int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
 		     uint64_t coro, struct coro_level *out, size_t max, size_t *n, int *cut)
 {
 	unsigned char b[PY_MAX_STRUCT_COPY];
-	uint64_t span = span_of(po, ao), gen = coro;
-	int rc, have = 0;	/* have: b holds gen already */
+	uint64_t span = span_of(po, ao), x = coro, gen, type = 0;
+	int rc, have;
 
 	*n = 0;
 	*cut = 0;
-	if (span > sizeof(b))
+	if (span > sizeof(b) || po->ob_type + 16 > span)
 		return -EPROTO;
-	while (gen) {
+	while (x) {
 		struct coro_level *lv;
-		uint64_t awaited = 0, type = 0;
 
+		rc = follow(pid, po, ao, x, type, b, span, &gen, &have);
+		if (rc)
+			return *n ? 0 : rc;	/* the chain ends where it cannot be read */
+		if (!gen || !have || (*n && gen == out[*n - 1].gen))
+			break;
 		if (*n == max) {
 			*cut = 1;
 			break;
 		}
-		if (!have) {
-			rc = remote_read(pid, gen, b, span);
-			if (rc)
-				return *n ? 0 : rc;	/* the chain ends where it cannot be read */
-		}
-		have = 0;
 		lv = &out[*n];
 		if (decode(po, ao, b, gen, lv) || lv->state == ao->state_cleared)
 			break;
+		type = lv->type;
 		(*n)++;
 		if (!is_yield_from(ao, lv->state) || !lv->sp)
 			break;
 		/* The awaited object (the receiver of SEND) is on the value stack. */
-		rc = remote_read_u64(pid, lv->sp - 8 * ao->awaited_slot, &awaited);
+		rc = remote_read_u64(pid, lv->sp - 8 * ao->awaited_slot, &x);
 		if (rc)
 			break;
-		awaited &= ~STACKREF_TAGS;
-		if (!awaited)
-			break;
-		/* Read it as the next level (its type is in there); a small object
-		 * at the end of a mapping: its type alone. */
-		if (remote_read(pid, awaited, b, span) == 0) {
-			type = get_u64(b, po->ob_type);
-			have = 1;
-		} else if (remote_read_u64(pid, awaited + po->ob_type, &type)) {
-			break;
-		}
-		lv->awaited = awaited;
-		/* Only a coroutine of the same type is followed: an iterator (a
-		 * future's) ends the chain. */
-		if (type != lv->type || awaited == gen)
-			break;
-		gen = awaited;
+		x &= ~STACKREF_TAGS;
+		lv->awaited = x;
 	}
 	return 0;
 }

@@ -143,6 +143,8 @@ int asyncio_offsets__load(struct pyproc *p, struct asyncio_offsets *out, char *e
 	rc = asyncio_offsets__parse_table(table, sizeof(table), hex, out, err, errlen);
 	if (rc)
 		return rc;
+	out->coro_type = pyproc__coro_type(p);
+	out->asyncgen_type = pyproc__asyncgen_type(p);
 	dbglen = debug_offsets__size(hex);
 	if (dbglen < 0) {
 		snprintf(err, errlen, "process %d: no _Py_DebugOffsets layout for Python %s",

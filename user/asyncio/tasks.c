@@ -331,11 +331,13 @@ out:
 	return 0;
 }
 
-/* The running task's frames: its thread's stack down to the task's own
- * coroutine frame. 0 with *n = 0 when that frame is not on the stack. */
-static int running__frames(struct walk *w, const struct thread_ctx *th, uint64_t coro, size_t *n)
+/* The running task's frames: its thread's stack down to the frame of the
+ * task's first level @gen (its coroutine, or the async generator of an
+ * anext() or aclose() it was made from). 0 with *n = 0 when that frame is
+ * not on the stack. */
+static int running__frames(struct walk *w, const struct thread_ctx *th, uint64_t gen, size_t *n)
 {
-	uint64_t frame = coro + w->ao->gen_iframe;
+	uint64_t frame = gen + w->ao->gen_iframe;
 	size_t nf = 0;
 	int truncated, rc;
 
@@ -540,7 +542,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 			t->state = ASYNCIO_TASK_CREATED;
 		if (addr == th->running_task && nlv) {
 			t->state = ASYNCIO_TASK_RUNNING;
-			rc = running__frames(w, th, coro, &nraw);
+			rc = running__frames(w, th, w->chain[0].gen, &nraw);
 			if (rc == -ESRCH)
 				return rc;
 			if (rc == -EAGAIN)
