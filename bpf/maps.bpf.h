@@ -163,6 +163,16 @@ struct scratch {
 	struct pyprof_code code;
 	struct pyprof_tasks tk;
 	__u64 task_next;		/* the next task of the chain being read */
+	/* Brent's cycle check of the task chain: a task saved at each power
+	 * of two of steps; meeting it again is a cycle. */
+	__u64 task_saved;
+	__u32 task_power, task_lam;
+	/* The awaiters' frames being read: the task, the coroutine next, how
+	 * deep in its chain, whether the task's frames are open. */
+	struct pyprof_await_frames af;
+	__u64 aw_gen;
+	__u32 aw_task, aw_depth, aw_open, aw_pad;
+	__u8 gen_buf[2 * PYPROF_GEN_READ_MAX];	/* a coroutine's head and frame */
 	__u64 set_buf[2 * PYPROF_SET_SCAN];	/* a set's table: key, hash */
 	__u64 set_best;				/* its lowest live key */
 	struct pyprof_sample s;

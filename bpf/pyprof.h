@@ -332,6 +332,27 @@ struct pyprof_config {
 	 * type object keeps tp_flags. */
 	__u64 task_name;
 	__u64 type_flags;
+	/*
+	 * --async: each awaiting task's suspended frames, read at the sample
+	 * (struct pyprof_await_frames). Its coroutine (a generator-like object:
+	 * a coroutine or an async generator, of type coro_type or
+	 * asyncgen_type) holds its frame at gen_iframe and its state at
+	 * gen_frame_state; suspended in a yield-from (state_yield_from,
+	 * state_yield_from_locked), it awaits the object at its frame's
+	 * stackpointer[-awaited_slot]. gen_read: bytes of a coroutine read, up
+	 * to its frame's last field (0: the frames are not read).
+	 */
+	__u64 coro_type;
+	__u64 asyncgen_type;
+	__u32 gen_iframe;
+	__u32 gen_frame_state;
+	__u32 frame_stackpointer;
+	__u32 awaited_slot;
+	__u32 gen_read;
+	__u8 state_yield_from;
+	__u8 state_yield_from_locked;
+	__u8 state_cleared;
+	__u8 pad_async;
 	/* Changed by each configuration of a process (a -a process opened
 	 * again after its image was evicted, with its code snapshots): the
 	 * tables of code objects sent forget what was sent before it. */
@@ -470,10 +491,20 @@ enum pyprof_rec_kind {
 	/* --async: a sample's running task and its awaiters, before the
 	 * sample (struct pyprof_tasks). */
 	PYPROF_REC_TASKS = 8,
+	/* --async: the awaiting tasks' suspended frames, before the sample's
+	 * struct pyprof_tasks (struct pyprof_await_frames). */
+	PYPROF_REC_AWAIT_FRAMES = 9,
 };
 
-/* Tasks of one chain at most (the running one, its awaiter, ...). */
-#define PYPROF_MAX_TASKS	32
+/* Tasks of one chain at most (the running one, its awaiter, ...): CPython's
+ * own MAX_TASK_WAITER_CHAIN_DEPTH. */
+#define PYPROF_MAX_TASKS	256
+/* Suspended frames of one sample's awaiting tasks at most, and coroutines
+ * followed from one task (a coroutine awaiting a coroutine ...). */
+#define PYPROF_MAX_AWAIT_FRAMES	1024
+#define PYPROF_MAX_CORO_DEPTH	64
+/* Bytes of a coroutine object read at most (its head and its frame's). */
+#define PYPROF_GEN_READ_MAX	384
 /* Entries of an awaited_by set scanned for its lowest awaiter. */
 #define PYPROF_SET_SCAN		128
 
@@ -485,6 +516,17 @@ enum {
 	PYPROF_TF_SET_CUT = 1 << 3,	/* a set larger than PYPROF_SET_SCAN: the
 					 * lowest of the entries scanned */
 	PYPROF_TF_FUTURE = 1 << 4,	/* the last awaits a future, not a task */
+	PYPROF_TF_FRAMES_CUT = 1 << 5,	/* the awaiters' frames past
+					 * PYPROF_MAX_AWAIT_FRAMES: the tasks after
+					 * the cut have none read */
+};
+
+/* pyprof_task_link.fflags: how its suspended frames were read. */
+enum {
+	PYPROF_LF_READ = 1 << 0,	/* read at the sample (else: not tried) */
+	PYPROF_LF_CUT = 1 << 1,		/* more than PYPROF_MAX_CORO_DEPTH, or no
+					 * room left: the outermost are there */
+	PYPROF_LF_FAULT = 1 << 2,	/* a read failed: the chain ends there */
 };
 
 /* Bytes of a task's name object copied (a str's header and payload, or an
@@ -494,11 +536,32 @@ enum {
 struct pyprof_task_link {
 	__u64 task;			/* the task object (its id) */
 	__u64 coro;			/* its coroutine */
+	/* The generator whose frame is the task's outermost: its coroutine,
+	 * or the async generator an anext()/aclose() awaitable drives; 0:
+	 * unknown (the frames are not read). */
+	__u64 gen;
 	__u32 nawaiters;		/* tasks or futures awaiting it */
 	__u32 name_len;			/* bytes in name; 0: not read */
 	__u64 name_type_flags;		/* tp_flags of the name's type */
+	/* Its suspended frames (awaiters only), outermost first: frames
+	 * [frame_first, frame_first + nframes) of the struct
+	 * pyprof_await_frames sent before this record. */
+	__u16 frame_first;
+	__u16 nframes;
+	__u32 fflags;			/* PYPROF_LF_* */
 	__u8 name[PYPROF_TASK_NAME_MAX];	/* the name object's first bytes */
 };
+
+struct pyprof_await_frames {
+	__u32 kind;			/* PYPROF_REC_AWAIT_FRAMES */
+	__u32 tid;			/* host tid of the sample it comes before */
+	__u32 nframes;
+	__u32 pad;
+	struct pyprof_frame frames[PYPROF_MAX_AWAIT_FRAMES];
+};
+
+#define PYPROF_AWAIT_FRAMES_SIZE(n) (__builtin_offsetof(struct pyprof_await_frames, frames) + \
+				     (unsigned long)(n) * sizeof(struct pyprof_frame))
 
 struct pyprof_tasks {
 	__u32 kind;			/* PYPROF_REC_TASKS */

@@ -8,6 +8,7 @@
 #define PYPROF_TASKS_BPF_H
 
 #include "maps.bpf.h"
+#include "awaiters.bpf.h"
 
 /* One entry of an awaiter set's table: the lowest live key so far. */
 static long set_scan_step(__u32 k, void *arg)
@@ -27,14 +28,20 @@ static long set_scan_step(__u32 k, void *arg)
 	return 0;
 }
 
-/* Was @task met before in the chain (its first @n links)? */
-static __always_inline bool task_met(const struct pyprof_tasks *tk, __u64 task, __u32 n)
+/*
+ * Has the chain come back to @task? Brent's check: one task saved at each
+ * power of two of steps, so a cycle is seen within twice its length plus
+ * its lead-in, at one comparison a step. A longer cycle reaches the limit
+ * first; userspace then finds the repeat in the links and cuts it there.
+ */
+static __always_inline bool task_met(struct scratch *sc, __u64 task)
 {
-	for (__u32 j = 0; j < PYPROF_MAX_TASKS; j++) {
-		if (j >= n)
-			break;
-		if (tk->tasks[j].task == task)
-			return true;
+	if (task == sc->task_saved)
+		return true;
+	if (++sc->task_lam >= sc->task_power) {
+		sc->task_saved = task;
+		sc->task_power <<= 1;
+		sc->task_lam = 0;
 	}
 	return false;
 }
@@ -115,7 +122,7 @@ static long task_step(__u32 i, void *arg)
 		tk->flags |= PYPROF_TF_CUT;
 		return 1;
 	}
-	if (task_met(tk, task, n)) {
+	if (task_met(sc, task)) {
 		tk->flags |= PYPROF_TF_CYCLE;
 		return 1;
 	}
@@ -136,6 +143,10 @@ static long task_step(__u32 i, void *arg)
 	link = &tk->tasks[n & (PYPROF_MAX_TASKS - 1)];
 	link->task = task;
 	link->coro = coro;
+	link->gen = 0;
+	link->frame_first = 0;
+	link->nframes = 0;
+	link->fflags = 0;
 	link->nawaiters = aw ? 1 : 0;
 	copy_task_name(sc, link, task);
 	tk->ntasks = n + 1;
@@ -168,12 +179,17 @@ static __always_inline void send_tasks(struct scratch *sc, struct pyprof_sample 
 	tk->ntasks = 0;
 	tk->flags = 0;
 	sc->task_next = task;
+	sc->task_saved = 0;
+	sc->task_power = 1;
+	sc->task_lam = 0;
 	bpf_loop(PYPROF_MAX_TASKS + 1, task_step, &lc, 0);
 	n = tk->ntasks;
 	if (!n)
 		return;
 	if (n > PYPROF_MAX_TASKS)
 		n = PYPROF_MAX_TASKS;
+	if (sc->cfg.gen_read && send_await_frames(sc, s))
+		return;
 	if (bpf_ringbuf_output(&samples, tk, PYPROF_TASKS_SIZE(n), BPF_RB_NO_WAKEUP)) {
 		count(PYPROF_CNT_LOST);
 		return;

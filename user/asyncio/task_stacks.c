@@ -167,11 +167,64 @@ static int copied_name(const struct task_stacks *ts, const struct sample_task *t
 	return -EINVAL;
 }
 
+/* Push raw frame @f symbolized; false when the stack is full. */
+static bool push_raw(struct task_stacks *ts, uint32_t *n, const struct py_rawframe *f)
+{
+	struct py_sym s;
+
+	if (symbolizer__resolve(ts->sym, f, &s) == -ENOENT)
+		return true;
+	if (!s.function) {
+		s.function = "<unknown>";
+		s.file = "<unknown>";
+		s.line = -1;
+	}
+	return push(ts, n, &s, OUT_FRAME_PYTHON);
+}
+
+/*
+ * An awaiting task's suspended frames, innermost first: those the sample
+ * carries (read by the program at the sample), else a snapshot's @k. False
+ * when neither has them, or the stack is full.
+ */
+static bool push_awaiter(struct task_stacks *ts, uint32_t *n, const struct sample_task *t,
+			 const struct asyncio_task *k)
+{
+	if ((t->fflags & SAMPLE_LF_READ) && t->nframes) {
+		ts->st.frames_read++;
+		if ((t->fflags & SAMPLE_LF_CUT) && !push_status(ts, n, "[truncated]"))
+			return false;
+		for (uint32_t j = t->nframes; j-- > 0;)
+			if (!push_raw(ts, n, &t->frames[j]))
+				return false;
+		return true;
+	}
+	if (!k)
+		return false;
+	ts->st.from_snapshot++;
+	for (size_t j = 0; j < k->nframes; j++)
+		if (!push(ts, n, &k->frames[j], OUT_FRAME_PYTHON))
+			return false;
+	return true;
+}
+
+/* Was the task of link @t met before in @r's chain? (The program's check
+ * sees a cycle only within twice its length.) */
+static bool met_before(const struct raw_sample *r, uint32_t t)
+{
+	for (uint32_t j = 0; j < t; j++)
+		if (r->tasks[j].task == r->tasks[t].task)
+			return true;
+	return false;
+}
+
 int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
 			const struct py_sym **frames, const uint8_t **kinds, uint32_t *nout)
 {
-	uint64_t frame = r->tasks[0].coro + ts->ao.gen_iframe;
-	uint32_t cut = UINT32_MAX, n = 0, ntasks = r->ntasks;
+	/* The generator the running task runs (its coroutine, or the async
+	 * generator its anext() drives) owns the frame where its part ends. */
+	uint64_t frame = (r->tasks[0].gen ? r->tasks[0].gen : r->tasks[0].coro) + ts->ao.gen_iframe;
+	uint32_t cut = UINT32_MAX, n = 0, ntasks = r->ntasks, flags = r->tasks_flags;
 	char text[MARKER_MAX];
 
 	if (ntasks > SAMPLE_MAX_TASKS)
@@ -190,41 +243,37 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 	}
 	symbolizer__next_sample(ts->sym);
 	for (uint32_t i = 0; i <= cut; i++) {
-		struct py_sym s;
-
 		if (r->frames[i].reserved & SAMPLE_FF_INTERP)
 			continue;
-		if (symbolizer__resolve(ts->sym, &r->frames[i], &s) == -ENOENT)
-			continue;
-		if (!s.function) {
-			s.function = "<unknown>";
-			s.file = "<unknown>";
-			s.line = -1;
-		}
-		if (!push(ts, &n, &s, OUT_FRAME_PYTHON))
+		if (!push_raw(ts, &n, &r->frames[i]))
 			break;
 	}
 	for (uint32_t t = 0; t < ntasks; t++) {
+		const struct sample_task *st = &r->tasks[t];
 		char copied[MARKER_MAX - 32];
-		bool have = !copied_name(ts, &r->tasks[t], copied, sizeof(copied));
-		/* The running task's frames are the sample's: its name is
-		 * enough, and a short-lived task is gone before any snapshot. */
-		const struct asyncio_task *k = t || !have ? find_task(ts, r->tasks[t].task, now_ns) :
-					       NULL;
+		bool have = !copied_name(ts, st, copied, sizeof(copied));
+		bool read = (st->fflags & SAMPLE_LF_READ) && st->nframes;
+		/* The running task's frames are the sample's, an awaiter's
+		 * came with it: the name is enough, and a short-lived task is
+		 * gone before any snapshot. A snapshot is the fallback. */
+		const struct asyncio_task *k = (t && !read) || !have ?
+					       find_task(ts, st->task, now_ns) : NULL;
 		const char *name = have ? copied : k && k->name ? k->name : NULL;
 
-		if (t && k) {
-			/* A suspended awaiter: its coroutine frames. */
-			for (size_t j = 0; j < k->nframes; j++)
-				if (!push(ts, &n, &k->frames[j], OUT_FRAME_PYTHON))
-					break;
-		}
-		if (!name || (t && !k))
-			ts->st.unknown++;
-		/* An awaiter no snapshot had: its name, but not where it is
-		 * suspended. Said, not left out silently. */
-		if (t && !k && !push_status(ts, &n, "[task-frames-unread]"))
+		if (t && met_before(r, t)) {
+			flags |= SAMPLE_TF_CYCLE;
 			break;
+		}
+		if (!name)
+			ts->st.unknown++;
+		/* An awaiter whose frames neither the sample nor a snapshot
+		 * had: its name, but not where it is suspended. Said, not
+		 * left out silently. */
+		if (t && !push_awaiter(ts, &n, st, k)) {
+			ts->st.frames_unread++;
+			if (!push_status(ts, &n, "[task-frames-unread]"))
+				break;
+		}
 		if (r->tasks[t].nawaiters > 1)
 			snprintf(text, sizeof(text), "<task %s (%u awaiters)>",
 				 name ? name : "[unread]", r->tasks[t].nawaiters);
@@ -233,11 +282,11 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 		if (!push_marker(ts, &n, t, text))
 			break;
 	}
-	if (r->tasks_flags & (SAMPLE_TF_CUT | SAMPLE_TF_CYCLE | SAMPLE_TF_FAULT)) {
+	if (flags & (SAMPLE_TF_CUT | SAMPLE_TF_CYCLE | SAMPLE_TF_FAULT)) {
 		ts->st.cut++;
 		push_marker(ts, &n, ntasks,
-			    r->tasks_flags & SAMPLE_TF_CYCLE ? "[task-cycle]" :
-			    r->tasks_flags & SAMPLE_TF_CUT ? "[tasks-truncated]" : "[torn]");
+			    flags & SAMPLE_TF_CYCLE ? "[task-cycle]" :
+			    flags & SAMPLE_TF_CUT ? "[tasks-truncated]" : "[torn]");
 	}
 	ts->st.samples++;
 	*frames = ts->out;

@@ -23,14 +23,17 @@
 
 #define TASK_STACKS_MIN_GAP_NS (100 * 1000000ULL)
 /* Frames of one spliced stack at most (markers included). */
-#define TASK_STACKS_MAX 4096
+#define TASK_STACKS_MAX 6144
 
 struct task_stacks;
 
 struct task_stacks_stats {
 	uint64_t samples;	/* samples spliced */
 	uint64_t not_in_stack;	/* a task running whose frame the stack lacked */
-	uint64_t unknown;	/* awaiters not in any snapshot: marked */
+	uint64_t unknown;	/* tasks whose name neither the sample nor a snapshot had */
+	uint64_t frames_read;	/* awaiters whose frames came with the sample */
+	uint64_t from_snapshot;	/* awaiters whose frames came from a snapshot */
+	uint64_t frames_unread;	/* awaiters with neither: [task-frames-unread] */
 	uint64_t snapshots;	/* snapshots taken */
 	uint64_t snapshot_errors;
 	uint64_t cut;		/* chains the program cut, looped or could not read */

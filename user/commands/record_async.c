@@ -32,6 +32,17 @@ static struct sampler_async program_offsets(const struct proc_entry *e,
 		 * build here has it. */
 		.task_name = pyproc__offsets(e->p)->ob_type == 8 ? ao->task_name : 0,
 		.type_flags = ao->type_flags,
+		/* The awaiters' frames: the program reads objects' types at 8
+		 * too. */
+		.coro_type = pyproc__coro_type(e->p),
+		.asyncgen_type = pyproc__asyncgen_type(e->p),
+		.gen_iframe = pyproc__offsets(e->p)->ob_type == 8 ? (uint32_t)ao->gen_iframe : 0,
+		.gen_frame_state = (uint32_t)ao->gen_frame_state,
+		.frame_stackpointer = (uint32_t)ao->frame_stackpointer,
+		.awaited_slot = ao->awaited_slot,
+		.state_yield_from = ao->state_yield_from,
+		.state_yield_from_locked = ao->state_yield_from_locked,
+		.state_cleared = ao->state_cleared,
 	};
 }
 

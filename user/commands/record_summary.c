@@ -85,12 +85,14 @@ static void print_async(const struct recording *rec, int rc)
 		return;
 	}
 	task_stacks__stats(tasks, &ts);
-	fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; %llu tasks whose "
-		"name or frames could not be read ([unread], [task-frames-unread]), %llu "
-		"chains cut or torn, %llu snapshots%s",
-		(unsigned long long)ts.samples, (unsigned long long)ts.unknown,
-		(unsigned long long)ts.cut, (unsigned long long)ts.snapshots,
-		ts.snapshot_errors ? " (some failed)" : "");
+	fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; awaiting tasks' frames: "
+		"%llu read at the sample, %llu from a snapshot, %llu unread "
+		"([task-frames-unread]); %llu names unread ([unread]); %llu chains cut or torn; "
+		"%llu snapshots%s",
+		(unsigned long long)ts.samples, (unsigned long long)ts.frames_read,
+		(unsigned long long)ts.from_snapshot, (unsigned long long)ts.frames_unread,
+		(unsigned long long)ts.unknown, (unsigned long long)ts.cut,
+		(unsigned long long)ts.snapshots, ts.snapshot_errors ? " (some failed)" : "");
 	if (rec->env->async == 2)
 		fprintf(stderr, "; %llu stacks of pending tasks", (unsigned long long)ts.pending);
 	fputc('\n', stderr);

@@ -79,13 +79,23 @@ struct raw_sample {
 	const struct sample_task *tasks;
 };
 
-/* Tasks of one chain at most (PYPROF_MAX_TASKS). */
-#define SAMPLE_MAX_TASKS 32
+/* Tasks of one chain at most (PYPROF_MAX_TASKS), and the awaiting tasks'
+ * suspended frames of one sample (PYPROF_MAX_AWAIT_FRAMES). */
+#define SAMPLE_MAX_TASKS 256
+#define SAMPLE_MAX_AWAIT_FRAMES 1024
 
 /* One task of raw_sample.tasks. */
 struct sample_task {
 	uint64_t task;			/* the task object: its id */
 	uint64_t coro;			/* its coroutine */
+	/* The generator whose frame is its outermost (its coroutine, or the
+	 * async generator an anext()/aclose() awaitable drives); 0: unknown. */
+	uint64_t gen;
+	/* An awaiter's suspended frames read with the sample, outermost
+	 * first (fflags SAMPLE_LF_READ; else not read: a snapshot's). */
+	const struct py_rawframe *frames;
+	uint32_t nframes;
+	uint32_t fflags;		/* SAMPLE_LF_* */
 	uint32_t nawaiters;		/* tasks or futures awaiting it */
 	/* The first bytes of its name object (a str, or an int for
 	 * "Task-N") and the tp_flags of its type, copied with the sample;
@@ -105,6 +115,14 @@ enum {
 	SAMPLE_TF_FAULT = 1 << 2,	/* a read failed */
 	SAMPLE_TF_SET_CUT = 1 << 3,	/* a big awaiter set, partly scanned */
 	SAMPLE_TF_FUTURE = 1 << 4,	/* the last task awaits a future */
+	SAMPLE_TF_FRAMES_CUT = 1 << 5,	/* no room for later awaiters' frames */
+};
+
+/* sample_task.fflags */
+enum {
+	SAMPLE_LF_READ = 1 << 0,	/* frames read with the sample */
+	SAMPLE_LF_CUT = 1 << 1,		/* its chain went on past what was read */
+	SAMPLE_LF_FAULT = 1 << 2,	/* a read failed: the chain ends there */
 };
 
 /* --async: where a thread's running task and a task's awaiters are
@@ -114,6 +132,11 @@ struct sampler_async {
 	uint64_t task_awaited_by, task_awaited_by_is_set, task_is_task, task_coro;
 	uint64_t set_used, set_mask, set_table;
 	uint64_t task_name, type_flags;		/* 0: names not copied */
+	/* The awaiters' suspended frames (pyprof_config's fields of the same
+	 * names); gen_iframe 0: not read. */
+	uint64_t coro_type, asyncgen_type;
+	uint32_t gen_iframe, gen_frame_state, frame_stackpointer, awaited_slot;
+	int8_t state_yield_from, state_yield_from_locked, state_cleared;
 };
 
 #define SAMPLE_NREGS 17

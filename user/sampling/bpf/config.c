@@ -293,6 +293,7 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
 {
 	struct pyprof_config *c = &s->main_cfg;
+	uint64_t gen_read;
 
 	if (!s->skel->rodata->async_tasks)
 		return -EINVAL;		/* the program was loaded without it */
@@ -306,6 +307,24 @@ int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
 	c->set_table = a->set_table;
 	c->task_name = a->task_name;
 	c->type_flags = a->type_flags;
+	c->coro_type = a->coro_type;
+	c->asyncgen_type = a->asyncgen_type;
+	c->gen_iframe = a->gen_iframe;
+	c->gen_frame_state = a->gen_frame_state;
+	c->frame_stackpointer = a->frame_stackpointer;
+	c->awaited_slot = a->awaited_slot;
+	c->state_yield_from = (__u8)a->state_yield_from;
+	c->state_yield_from_locked = (__u8)a->state_yield_from_locked;
+	c->state_cleared = (__u8)a->state_cleared;
+	/* A coroutine's head and its frame's fields, read in one copy the
+	 * program indexes within bounds; else not read (snapshots instead). */
+	gen_read = (uint64_t)a->gen_iframe +
+		   (c->frame_size > a->frame_stackpointer + 8 ? c->frame_size :
+		    a->frame_stackpointer + 8);
+	c->gen_read = a->gen_iframe && a->gen_iframe <= PYPROF_GEN_READ_MAX - PYPROF_FRAME_READ_MAX &&
+		      a->gen_frame_state < a->gen_iframe &&
+		      a->frame_stackpointer <= PYPROF_FRAME_READ_MAX - 8 &&
+		      gen_read <= PYPROF_GEN_READ_MAX ? (__u32)gen_read : 0;
 	return bpf_config__write_proc(s, s->pid, c);
 }
 

@@ -177,6 +177,11 @@ struct bpf_sampler {
 		uint32_t n, flags;
 		struct sample_task t[SAMPLE_MAX_TASKS];
 		uint8_t names[SAMPLE_MAX_TASKS][SAMPLE_TASK_NAME_MAX];
+		/* The awaiters' frames sent just before the chain (frames_tid:
+		 * whose; the chain of another tick finds them not its own). */
+		pid_t frames_tid;
+		uint32_t nframes;
+		struct py_rawframe frames[SAMPLE_MAX_AWAIT_FRAMES];
 	} tks[64];
 };
 

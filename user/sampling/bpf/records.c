@@ -46,7 +46,12 @@ _Static_assert((int)PYPROF_TF_CUT == (int)SAMPLE_TF_CUT &&
 	       (int)PYPROF_TF_FAULT == (int)SAMPLE_TF_FAULT &&
 	       (int)PYPROF_TF_SET_CUT == (int)SAMPLE_TF_SET_CUT &&
 	       (int)PYPROF_TF_FUTURE == (int)SAMPLE_TF_FUTURE &&
+	       (int)PYPROF_TF_FRAMES_CUT == (int)SAMPLE_TF_FRAMES_CUT &&
+	       (int)PYPROF_LF_READ == (int)SAMPLE_LF_READ &&
+	       (int)PYPROF_LF_CUT == (int)SAMPLE_LF_CUT &&
+	       (int)PYPROF_LF_FAULT == (int)SAMPLE_LF_FAULT &&
 	       PYPROF_MAX_TASKS == SAMPLE_MAX_TASKS &&
+	       PYPROF_MAX_AWAIT_FRAMES == SAMPLE_MAX_AWAIT_FRAMES &&
 	       PYPROF_TASK_NAME_MAX == SAMPLE_TASK_NAME_MAX, "one task-chain vocabulary");
 
 #define SLOT_OF(arr, tid) (&(arr)[(uint32_t)(tid) % (sizeof(arr) / sizeof((arr)[0]))])
@@ -151,15 +156,41 @@ static void on_tick_tasks(struct bpf_sampler *s, const struct pyprof_tasks *e, s
 	t->n = n;
 	t->flags = e->flags;
 	for (uint32_t i = 0; i < n; i++) {
-		t->t[i].task = e->tasks[i].task;
-		t->t[i].coro = e->tasks[i].coro;
-		t->t[i].nawaiters = e->tasks[i].nawaiters;
+		const struct pyprof_task_link *l = &e->tasks[i];
+		bool mine = t->frames_tid == t->tid;
+
+		t->t[i].task = l->task;
+		t->t[i].coro = l->coro;
+		t->t[i].gen = l->gen;
+		/* Frames that are not in the copy are not kept: not read. */
+		t->t[i].fflags = mine && l->frame_first <= t->nframes &&
+				 l->nframes <= t->nframes - l->frame_first ? l->fflags : 0;
+		t->t[i].frames = t->frames + (t->t[i].fflags ? l->frame_first : 0);
+		t->t[i].nframes = t->t[i].fflags ? l->nframes : 0;
+		t->t[i].nawaiters = l->nawaiters;
 		t->t[i].name_len = e->tasks[i].name_len < SAMPLE_TASK_NAME_MAX ?
 				   e->tasks[i].name_len : SAMPLE_TASK_NAME_MAX;
 		t->t[i].name_type_flags = e->tasks[i].name_type_flags;
 		memcpy(t->names[i], e->tasks[i].name, t->t[i].name_len);
 		t->t[i].name = t->names[i];
 	}
+}
+
+/* --async: the awaiters' frames of a tick, kept for its chain (next). */
+static void on_tick_await_frames(struct bpf_sampler *s, const struct pyprof_await_frames *e,
+				 size_t size)
+{
+	size_t nslots = sizeof(s->tks) / sizeof(s->tks[0]);
+	struct tick_tasks *t = &s->tks[e->tid % nslots];
+	uint32_t n = e->nframes;
+
+	if (n > PYPROF_MAX_AWAIT_FRAMES || size < PYPROF_AWAIT_FRAMES_SIZE(n)) {
+		s->counts.errors++;
+		return;
+	}
+	t->frames_tid = (pid_t)e->tid;
+	t->nframes = n;
+	memcpy(t->frames, e->frames, n * sizeof(*t->frames));
 }
 
 static const struct tick_tasks *take_tick_tasks(struct bpf_sampler *s, pid_t tid)
@@ -225,6 +256,8 @@ static bool on_side_record(struct bpf_sampler *s, void *data, size_t size, int *
 		on_tick_ustack(s, data);
 	else if (size >= PYPROF_TASKS_SIZE(0) && r->kind == PYPROF_REC_TASKS)
 		on_tick_tasks(s, data, size);
+	else if (size >= PYPROF_AWAIT_FRAMES_SIZE(0) && r->kind == PYPROF_REC_AWAIT_FRAMES)
+		on_tick_await_frames(s, data, size);
 	else
 		return false;
 	return true;
