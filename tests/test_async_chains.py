@@ -1,0 +1,376 @@
+"""Issue #22: `record --async` shows every task chain whole, with the
+awaiting tasks' frames read at the instant of the sample (in the BPF
+program), on real 3.14 and 3.15 interpreters with real BPF at 999 Hz.
+
+A sample of a running task reads, outermost first: the root task's marker
+`<task NAME>`, its frames (where it is suspended), the marker of the task
+it awaits, ..., the running task's marker and its frames. A chain cut at
+256 tasks starts with `[tasks-truncated]`, one that comes back on itself
+with `[task-cycle]`, one whose read failed with `[torn]`; an awaiter whose
+frames could not be read shows `[task-frames-unread]` in their place.
+
+a. test_aiohttp_subtask (3.14, 3.15; kinds task, gather, taskgroup):
+   tests/targets/async_chain_aiohttp.py, an aiohttp application whose
+   handler runs its request's work in named sub-tasks (create_task + await;
+   gather of two; a TaskGroup per request), driven by four client threads
+   of another process (tests/targets/async_chain_clients.py: two kept-alive
+   connections, two making a new connection per request) and three client
+   tasks of the server's own loop; `record --async -F 999 -d 4`:
+   - at most 1% of all samples (by weight) carry [task-frames-unread],
+     [tasks-truncated], [task-cycle] or [torn];
+   - of the samples whose innermost Python frame is cpu_work() (>= 1,000),
+     >= 95% show the whole chain (whole_chain()): the root task's marker
+     outermost, every task marker well formed and followed by that task's
+     frames, the request's task with aiohttp's
+     RequestHandler._handle_request outermost in its frames and handle()
+     innermost (then TaskGroup.__aexit__, TaskGroup._aexit for a TaskGroup),
+     `<task work-N>` and cpu_work() under it, nothing else;
+   - at least 50 distinct work-N tasks show (short-lived ones, not a few).
+   A build that reads the awaiters from a userspace snapshot taken every
+   100 ms fails it: ~90% of the sub-tasks' samples show
+   [task-frames-unread] (or a stale snapshot's frames) for the handler.
+a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
+   with --native (Python frames and markers checked with the native frames
+   left out; >= 90% of cpu_work's samples with native frames under the
+   running task's marker), with --mode wall (by weight, off-CPU intervals
+   of the sub-task included), and into a raw recording (-o X.pyprof) turned
+   into collapsed stacks by `pyprof-bpf report`.
+b. test_deep_chain (3.14, 3.15): tests/targets/async_deep_chain.py, 300
+   tasks lvl-1 ... lvl-300 each awaiting the next, lvl-300 burning CPU in
+   burn(): >= 97% of burn()'s samples (>= 500) are exactly [tasks-truncated],
+   then lvl-45 ... lvl-300 (256 tasks in all, consecutive, in order), each
+   marker followed by level() (suspended on its `await` line; the running
+   one on its burn() call) and burn() innermost.
+c. test_cycle (3.14, 3.15): tests/targets/async_cycle_running.py, a running
+   task "burner" awaited by a, a by b, b by a again: >= 97% of burn()'s
+   samples are exactly [task-cycle], <task b>, wait_on, <task a>, wait_on,
+   <task burner>, burner, burn.
+
+Each test prints a line starting "CHAINS " with its numbers (pytest -s).
+
+Run as root from the repository root:
+    /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_async_chains.py </dev/null
+"""
+import collections
+import os
+import re
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+
+import pyenvs
+from test_async_record import ASYNC
+from test_dump import out_path, procs, wait_file  # noqa: F401
+from test_short_lived import TARGETS, Rec, binary, start
+
+HZ = 999
+PERIOD = 1000000000 // HZ       # ns: a CPU sample's weight in collapsed stacks
+SECS = 4
+# markers of a chain not read whole
+BAD = ("[task-frames-unread]", "[tasks-truncated]", "[task-cycle]", "[torn]")
+
+
+def test_interpreters_are_there():
+    got = {i.values[0].version[:2] for i in ASYNC}
+    assert {(3, 14), (3, 15)} <= got, f"3.14 and 3.15 needed, found {sorted(got)}"
+
+
+# --------------------------------------------------------------------------
+# collapsed stacks
+
+class Py(tuple):
+    """A Python frame: (func, file, line)."""
+
+    func = property(lambda self: self[0])
+    line = property(lambda self: self[2])
+
+
+def parse(path):
+    """[(frames outermost first, weight)] of a collapsed file, the comm left
+    out: a Python frame is a Py, anything else its text (task markers
+    `<task NAME>`, status markers `[...]`, native frames)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            m = re.fullmatch(r"(\S+) (\d+)\n", line)
+            assert m, f"{path}:{n}: not `stack weight`: {line!r}"
+            frames = []
+            for text in m.group(1).split(";")[1:]:
+                if text.startswith("py::"):
+                    func, file, ln = urllib.parse.unquote(text[4:]).rsplit(":", 2)
+                    frames.append(Py((func, file, int(ln))))
+                else:
+                    frames.append(urllib.parse.unquote(text))
+            out.append((frames, int(m.group(2))))
+    return out
+
+
+def is_task(f):
+    return isinstance(f, str) and f.startswith("<task ")
+
+
+def is_native(f):
+    """A frame that is neither Python code nor one of pyprof-bpf's markers."""
+    return isinstance(f, str) and not f.startswith(("<task ", "[")) and f != "<GC>"
+
+
+def names(frames):
+    """Function names and markers (native frames left out)."""
+    return [f.func if isinstance(f, Py) else f for f in frames if not is_native(f)]
+
+
+def innermost_py(frames):
+    return next((f for f in reversed(frames) if isinstance(f, Py)), None)
+
+
+def task_name(marker):
+    return marker[len("<task "):-1]
+
+
+def bad_share(stacks):
+    """(weight of the stacks with a BAD marker, total weight, Counter of them)."""
+    bad, total, which = 0, 0, collections.Counter()
+    for frames, w in stacks:
+        total += w
+        hit = [f for f in frames if f in BAD]
+        if hit:
+            bad += w
+            which.update({h: w // PERIOD for h in set(hit)})
+    return bad, total, which
+
+
+# --------------------------------------------------------------------------
+# a. aiohttp, the handler's work in named sub-tasks
+
+# the frames of the handler's task, innermost last, as the handler awaits its
+# sub-tasks: after RequestHandler._handle_request and what aiohttp calls
+HANDLER_TAIL = {"task": ["handle"], "gather": ["handle"],
+                "taskgroup": ["handle", "TaskGroup.__aexit__", "TaskGroup._aexit"]}
+WORK = {"task": r"work-\d+", "gather": r"work-\d+[ab]", "taskgroup": r"work-\d+"}
+
+
+def whole_chain(fs, kind):
+    """None when fs (names(), outermost first) is a sub-task's whole chain,
+    else why not."""
+    if not fs or not is_task(fs[0]):
+        return "no root task marker outermost"
+    marks = [i for i, f in enumerate(fs) if is_task(f)]
+    if any(f.startswith("[") for f in fs):
+        return "a marker: " + " ".join(f for f in fs if f.startswith("["))
+    if not re.fullmatch(WORK[kind], task_name(fs[marks[-1]])):
+        return f"innermost task {fs[marks[-1]]}"
+    if fs[marks[-1] + 1:] != ["cpu_work"]:
+        return f"the sub-task's frames: {fs[marks[-1] + 1:]}"
+    if len(marks) < 2:
+        return "no awaiter"
+    for a, b in zip(marks, marks[1:]):
+        if b == a + 1:
+            return f"{fs[a]} without frames"
+        if not re.fullmatch(r"Task-\d+", task_name(fs[a])):
+            return f"awaiter {fs[a]}"
+    handler = fs[marks[-2] + 1:marks[-1]]
+    tail = HANDLER_TAIL[kind]
+    if handler[-len(tail):] != tail:
+        return f"the handler's task ends in {handler[-4:]}"
+    if handler[0] != "RequestHandler._handle_request":
+        return f"the handler's task starts with {handler[0]}"
+    return None
+
+
+def serve(interp, procs, tmp_path, kind):
+    """The application of kind with its clients: (server, count file)."""
+    probe = subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True,
+                           text=True, timeout=60)
+    assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
+                                   f"python3-aiohttp in the sid root): {probe.stderr}")
+    seen, host = out_path(interp, procs, tmp_path, "chains.port")
+    p, _ = start(interp, procs, tmp_path, "async_chain_aiohttp.py", [seen, kind], "server")
+    wait_file(p, host, f"async_chain_aiohttp.py on {interp.label}")
+    port = int(open(host).read())
+    cseen, chost = out_path(interp, procs, tmp_path, "chains.count")
+    c, _ = start(interp, procs, tmp_path, "async_chain_clients.py", [port, cseen, 4], "clients")
+    wait_file(c, chost, f"async_chain_clients.py on {interp.label}")
+    return p, chost
+
+
+def answered(path):
+    with open(path) as f:
+        return int(f.read())
+
+
+def record_app(interp, procs, tmp_path, kind, how):
+    """Records the application of kind 4 s with --async, how: cpu, native,
+    wall or raw. (rec, stacks, requests answered meanwhile)."""
+    p, count = serve(interp, procs, tmp_path, kind)
+    deadline = time.monotonic() + 30
+    while answered(count) < 20:
+        assert time.monotonic() < deadline, "the clients got no answers"
+        time.sleep(0.05)
+    folded = str(tmp_path / "chains.folded")
+    if how == "raw":
+        raw = str(tmp_path / "chains.pyprof")
+        args = ["-o", raw]
+    else:
+        args = ["--format", "collapsed", "-o", folded]
+        args += {"cpu": [], "native": ["--native"], "wall": ["--mode", "wall"]}[how]
+    n0 = answered(count)
+    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+              ["-F", HZ, "-d", SECS, "--async"] + args).wait_started()
+    rec.finish(SECS)
+    n1 = answered(count)
+    assert p.poll() is None, "the server exited"
+    if how == "raw":
+        r = subprocess.run([binary(), "report", "-i", raw, "--format", "collapsed", "-o", folded],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"report exited {r.returncode}: {r.stderr}"
+    return rec, parse(folded), n1 - n0
+
+
+def check_app(interp, kind, how, rec, stacks, requests):
+    bad, total, which = bad_share(stacks)
+    work, whole, reasons, examples, tasks = 0, 0, collections.Counter(), {}, set()
+    native_under = 0
+    for frames, w in stacks:
+        inner = innermost_py(frames)
+        if not inner or inner.func != "cpu_work":
+            continue
+        work += w
+        fs = names(frames)
+        why = whole_chain(fs, kind)
+        if why is None:
+            whole += w
+            tasks.add(fs[[i for i, f in enumerate(fs) if is_task(f)][-1]])
+        else:
+            key = why.split(":")[0]
+            reasons[key] += w // PERIOD
+            examples.setdefault(key, ";".join(fs))
+        last = max((i for i, f in enumerate(frames) if is_task(f)), default=None)
+        if last is not None and any(is_native(f) for f in frames[last + 1:]):
+            native_under += w
+    print(f"\nCHAINS aiohttp {kind}/{how} {interp.label} samples={total // PERIOD} "
+          f"bad={bad // PERIOD} {dict(which)} cpu_work={work // PERIOD} "
+          f"whole={whole // PERIOD} ({whole / max(work, 1):.1%}) work-tasks={len(tasks)} "
+          f"requests={requests} native-under-task={native_under // PERIOD} "
+          f"not-whole={dict(reasons)}")
+    why = "".join(f"\n  {k} ({reasons[k]}): {examples[k][:1500]}" for k in reasons)
+    assert requests >= 100, f"{requests} requests answered while recording\n{rec.stderr}"
+    assert work >= 1000 * PERIOD, f"{work // PERIOD} samples in cpu_work\n{rec.stderr}"
+    assert bad <= 0.01 * total, (f"{bad // PERIOD} of {total // PERIOD} samples with a chain "
+                                 f"not read whole: {dict(which)}{why}\n{rec.stderr}")
+    assert whole >= 0.95 * work, (f"{whole // PERIOD} of {work // PERIOD} samples of cpu_work "
+                                  f"show their whole chain; the others:{why}\n{rec.stderr}")
+    assert len(tasks) >= 50, f"sub-tasks seen: {sorted(tasks)}"
+    if how == "native":
+        assert native_under >= 0.9 * work, (f"{native_under // PERIOD} of {work // PERIOD} "
+                                            f"samples of cpu_work with native frames")
+
+
+@pytest.mark.parametrize("kind", ["task", "gather", "taskgroup"])
+@pytest.mark.parametrize("interp", ASYNC)
+def test_aiohttp_subtask(interp, kind, procs, tmp_path):
+    check_app(interp, kind, "cpu", *record_app(interp, procs, tmp_path, kind, "cpu"))
+
+
+@pytest.mark.parametrize("how", ["native", "wall", "raw"])
+@pytest.mark.parametrize("interp", ASYNC)
+def test_aiohttp_subtask_as(interp, how, procs, tmp_path):
+    check_app(interp, "task", how, *record_app(interp, procs, tmp_path, "task", how))
+
+
+# --------------------------------------------------------------------------
+# b, c. a static chain, its innermost task burning
+
+def line_of(target, text):
+    """The 1-based line of target that holds text (once)."""
+    with open(os.path.join(TARGETS, target), encoding="utf-8") as f:
+        hits = [n for n, line in enumerate(f, 1) if text in line]
+    assert len(hits) == 1, (target, text, hits)
+    return hits[0]
+
+
+def record_static(interp, procs, tmp_path, target, secs=2):
+    """Starts target (it writes READY_FILE once its chain stands), records
+    it secs with --async: (rec, stacks)."""
+    seen, host = out_path(interp, procs, tmp_path, "static.ready")
+    p, _ = start(interp, procs, tmp_path, target, [seen], "static")
+    wait_file(p, host, f"{target} on {interp.label}")
+    folded = str(tmp_path / "static.folded")
+    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+              ["-F", HZ, "-d", secs, "--async", "--format", "collapsed", "-o", folded]
+              ).wait_started()
+    rec.finish(secs)
+    return rec, parse(folded)
+
+
+def matches(frames, want):
+    """frames (native ones left out) are want: names and markers, or
+    (func, line) for a Python frame whose line matters."""
+    fs = [f for f in frames if not is_native(f)]
+    if len(fs) != len(want):
+        return False
+    for f, x in zip(fs, want):
+        if isinstance(x, tuple):
+            if not isinstance(f, Py) or (f.func, f.line) != x:
+                return False
+        elif (f.func if isinstance(f, Py) else f) != x:
+            return False
+    return True
+
+
+def exact_share(stacks, want):
+    """(weight of burn()'s stacks, of those that match want, the others)."""
+    total, good, others = 0, 0, collections.Counter()
+    for frames, w in stacks:
+        inner = innermost_py(frames)
+        if not inner or inner.func != "burn":
+            continue
+        total += w
+        if matches(frames, want):
+            good += w
+        else:
+            others[";".join(f"{f.func}:{f.line}" if isinstance(f, Py) else f
+                            for f in frames)] += w
+    return total, good, others
+
+
+def describe(others, n=2):
+    return "".join(f"\n  ({w // PERIOD} samples) {s[:800]} ... {s[-400:]}"
+                   for s, w in others.most_common(n))
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_deep_chain(interp, procs, tmp_path):
+    target = "async_deep_chain.py"
+    suspended = line_of(target, "await asyncio.create_task(level(k + 1)")
+    running = line_of(target, "    burn()")
+    want = ["[tasks-truncated]"]
+    for k in range(45, 300):
+        want += [f"<task lvl-{k}>", ("level", suspended)]
+    want += ["<task lvl-300>", ("level", running), "burn"]
+    rec, stacks = record_static(interp, procs, tmp_path, target)
+    total, good, others = exact_share(stacks, want)
+    seen = collections.Counter()
+    for frames, w in stacks:
+        if innermost_py(frames) and innermost_py(frames).func == "burn":
+            seen[sum(1 for f in frames if is_task(f))] += w // PERIOD
+    print(f"\nCHAINS deep {interp.label} burn={total // PERIOD} exact={good // PERIOD} "
+          f"task markers per sample: {dict(seen)}")
+    assert total >= 500 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
+    assert good >= 0.97 * total, (f"{good // PERIOD} of {total // PERIOD} samples of burn are "
+                                  f"[tasks-truncated], lvl-45 ... lvl-300 with level() "
+                                  f"between; task markers per sample: {dict(seen)}; others:"
+                                  f"{describe(others)}\n{rec.stderr}")
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_cycle(interp, procs, tmp_path):
+    want = ["[task-cycle]", "<task b>", "wait_on", "<task a>", "wait_on", "<task burner>",
+            "burner", "burn"]
+    rec, stacks = record_static(interp, procs, tmp_path, "async_cycle_running.py")
+    total, good, others = exact_share(stacks, want)
+    print(f"\nCHAINS cycle {interp.label} burn={total // PERIOD} exact={good // PERIOD}")
+    assert total >= 500 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
+    assert good >= 0.97 * total, (f"{good // PERIOD} of {total // PERIOD} samples of burn "
+                                  f"are {';'.join(want)}; others:{describe(others)}")
