@@ -18,7 +18,7 @@ a. test_aiohttp_subtask (3.14, 3.15; kinds task, gather, taskgroup):
    tasks of the server's own loop; `record --async -F 999 -d 4`:
    - at most 1% of all samples (by weight) carry [task-frames-unread],
      [tasks-truncated], [task-cycle] or [torn];
-   - of the samples whose innermost Python frame is cpu_work() (>= 1,000),
+   - of the samples whose innermost Python frame is cpu_work() (>= 400),
      >= 95% show the whole chain (whole_chain()): the root task's marker
      outermost, every task marker well formed and followed by that task's
      frames, the request's task with aiohttp's
@@ -32,12 +32,13 @@ a. test_aiohttp_subtask (3.14, 3.15; kinds task, gather, taskgroup):
 a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    with --native (Python frames and markers checked with the native frames
    left out; >= 90% of cpu_work's samples with native frames under the
-   running task's marker), with --mode wall (by weight, off-CPU intervals
-   of the sub-task included), and into a raw recording (-o X.pyprof) turned
+   running task's marker), with --mode wall (cpu_work() also blocking
+   1 ms in time.sleep: by weight, its off-CPU intervals (>= 10% of it)
+   held to the same chain as its CPU samples), and into a raw recording (-o X.pyprof) turned
    into collapsed stacks by `pyprof-bpf report`.
 b. test_deep_chain (3.14, 3.15): tests/targets/async_deep_chain.py, 300
    tasks lvl-1 ... lvl-300 each awaiting the next, lvl-300 burning CPU in
-   burn(): >= 97% of burn()'s samples (>= 500) are exactly [tasks-truncated],
+   burn(): >= 97% of burn()'s samples (>= 300) are exactly [tasks-truncated],
    then lvl-45 ... lvl-300 (256 tasks in all, consecutive, in order), each
    marker followed by level() (suspended on its `await` line; the running
    one on its burn() call) and burn() innermost.
@@ -121,6 +122,12 @@ def names(frames):
     return [f.func if isinstance(f, Py) else f for f in frames if not is_native(f)]
 
 
+def off_cpu(frames):
+    """A wall-mode interval off the CPU (its why as a marker)."""
+    return any(f in ("[runnable]", "[GIL wait]") or f.startswith("[syscall]")
+               for f in frames if isinstance(f, str))
+
+
 def innermost_py(frames):
     return next((f for f in reversed(frames) if isinstance(f, Py)), None)
 
@@ -179,14 +186,15 @@ def whole_chain(fs, kind):
     return None
 
 
-def serve(interp, procs, tmp_path, kind):
+def serve(interp, procs, tmp_path, kind, block_ms=0):
     """The application of kind with its clients: (server, count file)."""
     probe = subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True,
                            text=True, timeout=60)
     assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
                                    f"python3-aiohttp in the sid root): {probe.stderr}")
     seen, host = out_path(interp, procs, tmp_path, "chains.port")
-    p, _ = start(interp, procs, tmp_path, "async_chain_aiohttp.py", [seen, kind], "server")
+    p, _ = start(interp, procs, tmp_path, "async_chain_aiohttp.py", [seen, kind, block_ms],
+                 "server")
     wait_file(p, host, f"async_chain_aiohttp.py on {interp.label}")
     port = int(open(host).read())
     cseen, chost = out_path(interp, procs, tmp_path, "chains.count")
@@ -203,7 +211,8 @@ def answered(path):
 def record_app(interp, procs, tmp_path, kind, how):
     """Records the application of kind 4 s with --async, how: cpu, native,
     wall or raw. (rec, stacks, requests answered meanwhile)."""
-    p, count = serve(interp, procs, tmp_path, kind)
+    # in wall mode the sub-task also waits off the CPU, 1 ms a request
+    p, count = serve(interp, procs, tmp_path, kind, 1 if how == "wall" else 0)
     deadline = time.monotonic() + 30
     while answered(count) < 20:
         assert time.monotonic() < deadline, "the clients got no answers"
@@ -231,7 +240,7 @@ def record_app(interp, procs, tmp_path, kind, how):
 def check_app(interp, kind, how, rec, stacks, requests):
     bad, total, which = bad_share(stacks)
     work, whole, reasons, examples, tasks = 0, 0, collections.Counter(), {}, set()
-    native_under = 0
+    native_under, off, off_whole = 0, 0, 0
     for frames, w in stacks:
         inner = innermost_py(frames)
         if not inner or inner.func != "cpu_work":
@@ -239,6 +248,9 @@ def check_app(interp, kind, how, rec, stacks, requests):
         work += w
         fs = names(frames)
         why = whole_chain(fs, kind)
+        if off_cpu(frames):
+            off += w
+            off_whole += w if why is None else 0
         if why is None:
             whole += w
             tasks.add(fs[[i for i, f in enumerate(fs) if is_task(f)][-1]])
@@ -253,15 +265,18 @@ def check_app(interp, kind, how, rec, stacks, requests):
           f"bad={bad // PERIOD} {dict(which)} cpu_work={work // PERIOD} "
           f"whole={whole // PERIOD} ({whole / max(work, 1):.1%}) work-tasks={len(tasks)} "
           f"requests={requests} native-under-task={native_under // PERIOD} "
-          f"not-whole={dict(reasons)}")
+          f"off-cpu={off // PERIOD} whole={off_whole // PERIOD} not-whole={dict(reasons)}")
     why = "".join(f"\n  {k} ({reasons[k]}): {examples[k][:1500]}" for k in reasons)
     assert requests >= 100, f"{requests} requests answered while recording\n{rec.stderr}"
-    assert work >= 1000 * PERIOD, f"{work // PERIOD} samples in cpu_work\n{rec.stderr}"
+    assert work >= 400 * PERIOD, f"{work // PERIOD} samples in cpu_work\n{rec.stderr}"
     assert bad <= 0.01 * total, (f"{bad // PERIOD} of {total // PERIOD} samples with a chain "
                                  f"not read whole: {dict(which)}{why}\n{rec.stderr}")
     assert whole >= 0.95 * work, (f"{whole // PERIOD} of {work // PERIOD} samples of cpu_work "
                                   f"show their whole chain; the others:{why}\n{rec.stderr}")
     assert len(tasks) >= 50, f"sub-tasks seen: {sorted(tasks)}"
+    if how == "wall":
+        assert off >= 0.1 * work, (f"{off // PERIOD} of {work // PERIOD} of cpu_work's "
+                                   f"weight off the CPU")
     if how == "native":
         assert native_under >= 0.9 * work, (f"{native_under // PERIOD} of {work // PERIOD} "
                                             f"samples of cpu_work with native frames")
@@ -357,7 +372,7 @@ def test_deep_chain(interp, procs, tmp_path):
             seen[sum(1 for f in frames if is_task(f))] += w // PERIOD
     print(f"\nCHAINS deep {interp.label} burn={total // PERIOD} exact={good // PERIOD} "
           f"task markers per sample: {dict(seen)}")
-    assert total >= 500 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
+    assert total >= 300 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
     assert good >= 0.97 * total, (f"{good // PERIOD} of {total // PERIOD} samples of burn are "
                                   f"[tasks-truncated], lvl-45 ... lvl-300 with level() "
                                   f"between; task markers per sample: {dict(seen)}; others:"
@@ -371,6 +386,6 @@ def test_cycle(interp, procs, tmp_path):
     rec, stacks = record_static(interp, procs, tmp_path, "async_cycle_running.py")
     total, good, others = exact_share(stacks, want)
     print(f"\nCHAINS cycle {interp.label} burn={total // PERIOD} exact={good // PERIOD}")
-    assert total >= 500 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
+    assert total >= 300 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
     assert good >= 0.97 * total, (f"{good // PERIOD} of {total // PERIOD} samples of burn "
                                   f"are {';'.join(want)}; others:{describe(others)}")

@@ -2,7 +2,7 @@
 application (Debian's python3-aiohttp, in the sid root) whose handler hands
 its CPU work to named sub-tasks it awaits, the way asyncio services do.
 
-    python async_chain_aiohttp.py PORT_FILE KIND
+    python async_chain_aiohttp.py PORT_FILE KIND [BLOCK_MS]
 
 KIND is how handle() runs its request's work (cpu_work(), a pure-Python
 loop of WORK_MS with no call into Python code, so a sample of it has
@@ -10,7 +10,9 @@ cpu_work as its innermost Python frame):
   task:      t = asyncio.create_task(cpu_work(), name="work-N"); await t
   gather:    await asyncio.gather(work-Na, work-Nb)  (two named sub-tasks)
   taskgroup: async with asyncio.TaskGroup() as tg: tg.create_task(..., "work-N")
-N counts the requests. Besides the clients of another process
+With BLOCK_MS, cpu_work() then
+blocks its thread that long (time.sleep: a wait off the CPU in the task, as
+a blocking call in a coroutine would). N counts the requests. Besides the clients of another process
 (async_chain_clients.py), three client tasks of this loop ("client-0".."2",
 aiohttp.ClientSession) request the application too. PORT_FILE gets the
 port once the server listens.
@@ -25,6 +27,7 @@ import aiohttp
 from aiohttp import web
 
 PORT_FILE, KIND = sys.argv[1], sys.argv[2]
+BLOCK_MS = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 WORK_MS = 2.0
 requests = [0]
 
@@ -35,6 +38,8 @@ async def cpu_work(k):
     while time.perf_counter() < end:
         for i in range(100):
             s += i * k
+    if BLOCK_MS:
+        time.sleep(BLOCK_MS / 1000)
     return s
 
 
