@@ -218,7 +218,27 @@ static bool met_before(const struct raw_sample *r, uint32_t t)
 	return false;
 }
 
+/*
+ * --native: the running task's part again, from the merged stack @m (@mk its
+ * kinds): its frames up to the @npy-th Python one (the task's coroutine),
+ * native ones between them included. Returns the frames now in ts->out.
+ */
+static uint32_t native_part(struct task_stacks *ts, uint32_t npy, const struct py_sym *m,
+			    const uint8_t *mk, uint32_t nm)
+{
+	uint32_t n = 0, seen = 0;
+
+	for (uint32_t i = 0; i < nm && seen < npy; i++) {
+		if (mk[i] == OUT_FRAME_PYTHON)
+			seen++;
+		if (!push(ts, &n, &m[i], mk[i]))
+			break;
+	}
+	return n;
+}
+
 int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
+			const struct py_sym *merged, const uint8_t *mkinds, uint32_t nmerged,
 			const struct py_sym **frames, const uint8_t **kinds, uint32_t *nout)
 {
 	/* The generator the running task runs (its coroutine, or the async
@@ -248,6 +268,8 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 		if (!push_raw(ts, &n, &r->frames[i]))
 			break;
 	}
+	if (mkinds)
+		n = native_part(ts, n, merged, mkinds, nmerged);
 	for (uint32_t t = 0; t < ntasks; t++) {
 		const struct sample_task *st = &r->tasks[t];
 		char copied[MARKER_MAX - 32];

@@ -50,9 +50,12 @@ void task_stacks__free(struct task_stacks *ts);
  * (OUT_FRAME_PYTHON or OUT_FRAME_STATUS for markers) in *kinds. Returns 1
  * when spliced, 0 when the sample is to be shown as it is (its running
  * task's frame is not in its stack: between two steps of the loop), or
- * -ENOMEM.
+ * -ENOMEM. --native: @mkinds non-NULL, @merged is the sample's stack with
+ * its native frames (@nmerged, innermost first), and the running task's
+ * part keeps the native frames among its own.
  */
 int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint64_t now_ns,
+			const struct py_sym *merged, const uint8_t *mkinds, uint32_t nmerged,
 			const struct py_sym **frames, const uint8_t **kinds, uint32_t *n);
 
 /*

@@ -125,8 +125,9 @@ static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct r
 	if (rv->o.mixer && r->uregs)
 		native_mixer__merge(rv->o.mixer, r, s, &out->end);
 	if (rv->tasks && r->ntasks && e == rv->async_proc) {
-		rc = task_stacks__splice(rv->tasks, r, mono_ns(), &s->frames, &s->kinds,
-					 &s->nframes);
+		rc = task_stacks__splice(rv->tasks, r, mono_ns(), s->frames,
+					 rv->o.mixer && r->uregs ? s->kinds : NULL, s->nframes,
+					 &s->frames, &s->kinds, &s->nframes);
 		if (rc < 0)
 			return rc;
 		if (rc)
