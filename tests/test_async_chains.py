@@ -31,8 +31,9 @@ a. test_aiohttp_subtask (3.14, 3.15; kinds task, gather, taskgroup):
    [task-frames-unread] (or a stale snapshot's frames) for the handler.
 a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    with --native (Python frames and markers checked with the native frames
-   left out; >= 90% of cpu_work's samples with native frames under the
-   running task's marker), with --mode wall (cpu_work() also blocking
+   left out, none of which among the awaiters' frames; >= 20% of cpu_work's
+   samples with native frames under the running task's marker: those in a
+   C function its bytecode calls), with --mode wall (cpu_work() also blocking
    1 ms in time.sleep: by weight, its off-CPU intervals (>= 10% of it)
    held to the same chain as its CPU samples), and into a raw recording (-o X.pyprof) turned
    into collapsed stacks by `pyprof-bpf report`.
@@ -112,9 +113,22 @@ def is_task(f):
     return isinstance(f, str) and f.startswith("<task ")
 
 
+# pyprof-bpf's own frames (dso [pyprof-bpf]); a native frame of no symbol is
+# "[<dso basename>]" ([python3.15], [libc.so.6]): native, not one of these
+MARKERS = set(BAD) | {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]",
+                      "[thread-start/exit]", "[thread-start]", "[thread-exit]", "[eval-entry]",
+                      "[unwind-failed]", "[runnable]", "[blocked]", "[GIL wait]",
+                      "[GIL released]", "[unread]", "<GC>"}
+
+
+def is_marker(f):
+    return isinstance(f, str) and (f in MARKERS or f.startswith(("[syscall]", "[status-")))
+
+
 def is_native(f):
-    """A frame that is neither Python code nor one of pyprof-bpf's markers."""
-    return isinstance(f, str) and not f.startswith(("<task ", "[")) and f != "<GC>"
+    """A frame that is neither Python code nor a task marker nor one of
+    pyprof-bpf's markers."""
+    return isinstance(f, str) and not f.startswith("<task ") and not is_marker(f)
 
 
 def names(frames):
@@ -124,7 +138,7 @@ def names(frames):
 
 def off_cpu(frames):
     """A wall-mode interval off the CPU (its why as a marker)."""
-    return any(f in ("[runnable]", "[GIL wait]") or f.startswith("[syscall]")
+    return any(f in ("[runnable]", "[blocked]", "[GIL wait]") or f.startswith("[syscall]")
                for f in frames if isinstance(f, str))
 
 
@@ -164,8 +178,8 @@ def whole_chain(fs, kind):
     if not fs or not is_task(fs[0]):
         return "no root task marker outermost"
     marks = [i for i, f in enumerate(fs) if is_task(f)]
-    if any(f.startswith("[") for f in fs):
-        return "a marker: " + " ".join(f for f in fs if f.startswith("["))
+    if any(is_marker(f) for f in fs):
+        return "a marker: " + " ".join(f for f in fs if is_marker(f))
     if not re.fullmatch(WORK[kind], task_name(fs[marks[-1]])):
         return f"innermost task {fs[marks[-1]]}"
     if fs[marks[-1] + 1:] != ["cpu_work"]:
@@ -248,6 +262,10 @@ def check_app(interp, kind, how, rec, stacks, requests):
         work += w
         fs = names(frames)
         why = whole_chain(fs, kind)
+        marks = [i for i, f in enumerate(frames) if is_task(f)]
+        if why is None and any(is_native(f) for f in frames[marks[0]:marks[-1]]):
+            why = "native frames among the awaiters' frames: " + ";".join(
+                f if isinstance(f, str) else f.func for f in frames)
         if off_cpu(frames):
             off += w
             off_whole += w if why is None else 0
@@ -278,7 +296,9 @@ def check_app(interp, kind, how, rec, stacks, requests):
         assert off >= 0.1 * work, (f"{off // PERIOD} of {work // PERIOD} of cpu_work's "
                                    f"weight off the CPU")
     if how == "native":
-        assert native_under >= 0.9 * work, (f"{native_under // PERIOD} of {work // PERIOD} "
+        # ~45%: the sample is in a C function cpu_work's bytecode calls
+        # (int arithmetic, deallocation, perf_counter), not the eval loop
+        assert native_under >= 0.2 * work, (f"{native_under // PERIOD} of {work // PERIOD} "
                                             f"samples of cpu_work with native frames")
 
 
