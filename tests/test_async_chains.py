@@ -37,6 +37,10 @@ a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    1 ms in time.sleep: by weight, its off-CPU intervals (>= 10% of it)
    held to the same chain as its CPU samples), and into a raw recording (-o X.pyprof) turned
    into collapsed stacks by `pyprof-bpf report`.
+   As of 2285c5a, wall fails (the off-CPU intervals, ~35% of cpu_work's
+   weight, show the thread's stack without its tasks, as docs/usage.md
+   says) and raw is refused ("a raw recording does not keep tasks yet"):
+   issue #22 item 2 asks for both.
 b. test_deep_chain (3.14, 3.15): tests/targets/async_deep_chain.py, 300
    tasks lvl-1 ... lvl-300 each awaiting the next, lvl-300 burning CPU in
    burn(): >= 97% of burn()'s samples (>= 300) are exactly [tasks-truncated],
@@ -117,12 +121,19 @@ def is_task(f):
 # "[<dso basename>]" ([python3.15], [libc.so.6]): native, not one of these
 MARKERS = set(BAD) | {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]",
                       "[thread-start/exit]", "[thread-start]", "[thread-exit]", "[eval-entry]",
-                      "[unwind-failed]", "[runnable]", "[blocked]", "[GIL wait]",
-                      "[GIL released]", "[unread]", "<GC>"}
+                      "[unwind-failed]", "[unread]", "<GC>"}
+
+
+# why a wall-mode interval was off the CPU: its leaf
+WHY = {"[runnable]", "[blocked]", "[GIL wait]", "[GIL released]"}
+
+
+def is_why(f):
+    return isinstance(f, str) and (f in WHY or f.startswith("[syscall]"))
 
 
 def is_marker(f):
-    return isinstance(f, str) and (f in MARKERS or f.startswith(("[syscall]", "[status-")))
+    return isinstance(f, str) and (f in MARKERS or is_why(f) or f.startswith("[status-"))
 
 
 def is_native(f):
@@ -137,9 +148,8 @@ def names(frames):
 
 
 def off_cpu(frames):
-    """A wall-mode interval off the CPU (its why as a marker)."""
-    return any(f in ("[runnable]", "[blocked]", "[GIL wait]") or f.startswith("[syscall]")
-               for f in frames if isinstance(f, str))
+    """A wall-mode interval off the CPU (or without the GIL)."""
+    return any(is_why(f) for f in frames)
 
 
 def innermost_py(frames):
@@ -174,7 +184,9 @@ WORK = {"task": r"work-\d+", "gather": r"work-\d+[ab]", "taskgroup": r"work-\d+"
 
 def whole_chain(fs, kind):
     """None when fs (names(), outermost first) is a sub-task's whole chain,
-    else why not."""
+    else why not. A wall-mode interval's why may end it."""
+    while fs and is_why(fs[-1]):
+        fs = fs[:-1]
     if not fs or not is_task(fs[0]):
         return "no root task marker outermost"
     marks = [i for i, f in enumerate(fs) if is_task(f)]
@@ -285,7 +297,7 @@ def check_app(interp, kind, how, rec, stacks, requests):
           f"requests={requests} native-under-task={native_under // PERIOD} "
           f"off-cpu={off // PERIOD} whole={off_whole // PERIOD} not-whole={dict(reasons)}")
     why = "".join(f"\n  {k} ({reasons[k]}): {examples[k][:1500]}" for k in reasons)
-    assert requests >= 100, f"{requests} requests answered while recording\n{rec.stderr}"
+    assert requests >= 20, f"{requests} requests answered while recording\n{rec.stderr}"
     assert work >= 400 * PERIOD, f"{work // PERIOD} samples in cpu_work\n{rec.stderr}"
     assert bad <= 0.01 * total, (f"{bad // PERIOD} of {total // PERIOD} samples with a chain "
                                  f"not read whole: {dict(which)}{why}\n{rec.stderr}")
