@@ -35,7 +35,8 @@ a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    samples with native frames under the running task's marker: those in a
    C function its bytecode calls), with --mode wall (cpu_work() also blocking
    1 ms in time.sleep: by weight, its off-CPU intervals (>= 10% of it)
-   held to the same chain as its CPU samples), and into a raw recording (-o X.pyprof) turned
+   held to the same chain as its CPU samples), with --mode off-cpu (the
+   same target: its intervals in cpu_work, by weight), and into a raw recording (-o X.pyprof) turned
    into collapsed stacks by `pyprof-bpf report`.
    As of 2285c5a, wall fails (the off-CPU intervals, ~35% of cpu_work's
    weight, show the thread's stack without its tasks, as docs/usage.md
@@ -236,9 +237,10 @@ def answered(path):
 
 def record_app(interp, procs, tmp_path, kind, how):
     """Records the application of kind 4 s with --async, how: cpu, native,
-    wall or raw. (rec, stacks, requests answered meanwhile)."""
-    # in wall mode the sub-task also waits off the CPU, 1 ms a request
-    p, count = serve(interp, procs, tmp_path, kind, 1 if how == "wall" else 0)
+    wall, off-cpu or raw. (rec, stacks, requests answered meanwhile)."""
+    # in wall and off-cpu modes the sub-task also waits off the CPU, 1 ms a
+    # request
+    p, count = serve(interp, procs, tmp_path, kind, 1 if how in ("wall", "off-cpu") else 0)
     deadline = time.monotonic() + 30
     while answered(count) < 20:
         assert time.monotonic() < deadline, "the clients got no answers"
@@ -249,7 +251,8 @@ def record_app(interp, procs, tmp_path, kind, how):
         args = ["-o", raw]
     else:
         args = ["--format", "collapsed", "-o", folded]
-        args += {"cpu": [], "native": ["--native"], "wall": ["--mode", "wall"]}[how]
+        args += {"cpu": [], "native": ["--native"], "wall": ["--mode", "wall"],
+                 "off-cpu": ["--mode", "off-cpu"]}[how]
     n0 = answered(count)
     rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
               ["-F", HZ, "-d", SECS, "--async"] + args).wait_started()
@@ -304,7 +307,7 @@ def check_app(interp, kind, how, rec, stacks, requests):
     assert whole >= 0.95 * work, (f"{whole // PERIOD} of {work // PERIOD} samples of cpu_work "
                                   f"show their whole chain; the others:{why}\n{rec.stderr}")
     assert len(tasks) >= 50, f"sub-tasks seen: {sorted(tasks)}"
-    if how == "wall":
+    if how in ("wall", "off-cpu"):
         assert off >= 0.1 * work, (f"{off // PERIOD} of {work // PERIOD} of cpu_work's "
                                    f"weight off the CPU")
     if how == "native":
@@ -320,7 +323,7 @@ def test_aiohttp_subtask(interp, kind, procs, tmp_path):
     check_app(interp, kind, "cpu", *record_app(interp, procs, tmp_path, kind, "cpu"))
 
 
-@pytest.mark.parametrize("how", ["native", "wall", "raw"])
+@pytest.mark.parametrize("how", ["native", "wall", "off-cpu", "raw"])
 @pytest.mark.parametrize("interp", ASYNC)
 def test_aiohttp_subtask_as(interp, how, procs, tmp_path):
     check_app(interp, "task", how, *record_app(interp, procs, tmp_path, "task", how))
