@@ -144,7 +144,7 @@ static __always_inline void read_stack(struct scratch *sc, struct pyprof_thread 
 {
 	walk_stack(sc, th, tv);
 	gil_gc(sc, &sc->s, tstate);
-	if (async_tasks && sc->cfg.async_running_task && !switch_out)
+	if (async_tasks && sc->cfg.async_running_task)
 		send_tasks(sc, &sc->s, tstate);
 	if (th)
 		note_walked(sc, th, tv->fp);

@@ -306,9 +306,6 @@ static void check_features(struct record_env *env, struct argp_state *state)
 	if (env->async && (env->subprocesses || env->npids > 1))
 		argp_error(state, "--async samples one process: not with --subprocesses "
 			   "or several -p targets");
-	if (env->async && env->mode == SAMPLER_MODE_OFFCPU)
-		argp_error(state, "--async reads the running task of a tick: not with "
-			   "--mode off-cpu");
 	if (env->async && wants_raw(env))
 		argp_error(state, "--async: a raw recording does not keep tasks yet");
 	if (env->kernel && env->backend == BACKEND_REMOTE)

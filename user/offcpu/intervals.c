@@ -65,6 +65,7 @@ void offcpu_ivs__free(struct offcpu_ivs *v)
 		return;
 	for (size_t k = 0; k < v->n; k++) {
 		free(v->ivs[k]->frames);
+		free(v->ivs[k]->tasks);
 		free(v->ivs[k]);
 	}
 	free(v->ivs);
@@ -106,6 +107,44 @@ struct offcpu_iv *offcpu_ivs__get(struct offcpu_ivs *v, pid_t tid, bool create)
 	return iv;
 }
 
+int offcpu_iv__set_tasks(struct offcpu_iv *iv, const struct sample_task *t, uint32_t n,
+			 uint32_t flags)
+{
+	size_t nfr = 0, names = 0;
+	struct py_rawframe *fr;
+	uint8_t *nm;
+
+	free(iv->tasks);
+	iv->tasks = NULL;
+	iv->ntasks = iv->tasks_flags = 0;
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		nfr += t[i].nframes;
+		names += t[i].name_len;
+	}
+	/* Tasks, then frames (8-byte aligned after them), then names. */
+	iv->tasks = malloc(n * sizeof(*t) + nfr * sizeof(*fr) + names);
+	if (!iv->tasks)
+		return -ENOMEM;
+	fr = (struct py_rawframe *)(iv->tasks + n);
+	nm = (uint8_t *)(fr + nfr);
+	for (uint32_t i = 0; i < n; i++) {
+		iv->tasks[i] = t[i];
+		if (t[i].nframes)
+			memcpy(fr, t[i].frames, t[i].nframes * sizeof(*fr));
+		iv->tasks[i].frames = fr;
+		fr += t[i].nframes;
+		if (t[i].name_len)
+			memcpy(nm, t[i].name, t[i].name_len);
+		iv->tasks[i].name = nm;
+		nm += t[i].name_len;
+	}
+	iv->ntasks = n;
+	iv->tasks_flags = flags;
+	return 0;
+}
+
 int offcpu_iv__set_frames(struct offcpu_iv *iv, const struct py_rawframe *f, uint32_t n)
 {
 	if (n > iv->cap) {
@@ -132,6 +171,7 @@ void offcpu_ivs__remove(struct offcpu_ivs *v, pid_t tid)
 		return;
 	k = v->index[i];
 	free(v->ivs[k]->frames);
+	free(v->ivs[k]->tasks);
 	free(v->ivs[k]);
 	/* The last interval takes the freed slot of the array. */
 	v->ivs[k] = v->ivs[--v->n];

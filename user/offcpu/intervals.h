@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "target/pyproc.h"		/* struct py_rawframe */
+#include "sampling/sampler.h"		/* struct sample_task */
 
 #define OFFCPU_KSTACK_MAX 32
 
@@ -34,6 +35,10 @@ struct offcpu_iv {
 	uint32_t nframes;
 	struct py_rawframe *frames;	/* innermost first */
 	uint32_t cap;
+	/* --async: the task chain read as it left (one block: the tasks,
+	 * then their frames and names); ntasks 0: none. */
+	uint32_t ntasks, tasks_flags;
+	struct sample_task *tasks;
 };
 
 struct offcpu_ivs;
@@ -47,6 +52,10 @@ void offcpu_ivs__free(struct offcpu_ivs *v);
  */
 struct offcpu_iv *offcpu_ivs__get(struct offcpu_ivs *v, pid_t tid, bool create);
 /* Replace @iv's frames with a copy of @n frames. 0 or -ENOMEM (then none). */
+/* Keep a copy of the task chain @t (@n tasks, SAMPLE_TF_* @flags; n 0:
+ * none). 0 or -ENOMEM (then none is kept). */
+int offcpu_iv__set_tasks(struct offcpu_iv *iv, const struct sample_task *t, uint32_t n,
+			 uint32_t flags);
 int offcpu_iv__set_frames(struct offcpu_iv *iv, const struct py_rawframe *f, uint32_t n);
 void offcpu_ivs__remove(struct offcpu_ivs *v, pid_t tid);
 /* Intervals in progress, and the @i-th of them (any order). */

@@ -115,6 +115,24 @@ static void split_interval(struct resolver *rv, const struct raw_sample *r, stru
 	}
 }
 
+/* --async: the task chain the sample carries spliced into its stack. */
+static int splice_tasks(struct resolver *rv, struct proc_entry *e, const struct raw_sample *r,
+			struct out_sample *s)
+{
+	int rc;
+
+	if (!rv->tasks || !r->ntasks || e != rv->async_proc)
+		return 0;
+	rc = task_stacks__splice(rv->tasks, r, mono_ns(), s->frames,
+				 rv->o.mixer && r->uregs ? s->kinds : NULL, s->nframes,
+				 &s->frames, &s->kinds, &s->nframes);
+	if (rc < 0)
+		return rc;
+	if (rc)
+		s->unchanged = 0;
+	return 0;
+}
+
 /* A tick: native frames merged, tasks spliced, leaf frames added. */
 static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct raw_sample *orig,
 		       const struct raw_sample *r, struct resolved *out)
@@ -124,15 +142,9 @@ static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct r
 
 	if (rv->o.mixer && r->uregs)
 		native_mixer__merge(rv->o.mixer, r, s, &out->end);
-	if (rv->tasks && r->ntasks && e == rv->async_proc) {
-		rc = task_stacks__splice(rv->tasks, r, mono_ns(), s->frames,
-					 rv->o.mixer && r->uregs ? s->kinds : NULL, s->nframes,
-					 &s->frames, &s->kinds, &s->nframes);
-		if (rc < 0)
-			return rc;
-		if (rc)
-			s->unchanged = 0;
-	}
+	rc = splice_tasks(rv, e, r, s);
+	if (rc)
+		return rc;
 	if (rv->o.leaf) {
 		s->nleaf = leaf_names__frames(rv->o.leaf, orig, LEAF_CPU, rv->o.gil_mode,
 					      out->leaf[0]);
@@ -173,6 +185,9 @@ int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct re
 	stack_memo__resolve(e->memo, e->sym, r, &out->s[0].frames, &out->s[0].nframes,
 			    &out->s[0].unchanged, &rv->st.unresolved);
 	if (r->kind == SAMPLE_KIND_OFFCPU) {
+		rc = splice_tasks(rv, e, r, &out->s[0]);
+		if (rc)
+			return rc;
 		split_interval(rv, r, out);
 		return 0;
 	}

@@ -316,6 +316,9 @@ int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
 	c->state_yield_from = (__u8)a->state_yield_from;
 	c->state_yield_from_locked = (__u8)a->state_yield_from_locked;
 	c->state_cleared = (__u8)a->state_cleared;
+	/* A switch-out is walked every time: one not walked would stand on
+	 * the last tick's stack, whose tasks are not kept. */
+	c->offcpu_walk_ns = 0;
 	/* A coroutine's head and its frame's fields, read in one copy the
 	 * program indexes within bounds; else not read (snapshots instead). */
 	gen_read = (uint64_t)a->gen_iframe +

@@ -224,7 +224,8 @@ uint32_t bpf_records__sample_flags(uint32_t rec_flags);
 
 /* intervals.c */
 void bpf_intervals__open(struct bpf_sampler *s, const struct pyprof_sample *r,
-			 const struct frame_cache_out *fo);
+			 const struct frame_cache_out *fo,
+			 const struct tick_tasks *tasks);
 void bpf_intervals__keep_last_stack(struct bpf_sampler *s, const struct pyprof_sample *r,
 				    const struct frame_cache_out *fo);
 void bpf_intervals__on_switch(struct bpf_sampler *s, const struct pyprof_switch *e);

@@ -23,7 +23,7 @@
 
 /* A thread left the CPU: its stack, kept until it is back. */
 void bpf_intervals__open(struct bpf_sampler *s, const struct pyprof_sample *r,
-			 const struct frame_cache_out *fo)
+			 const struct frame_cache_out *fo, const struct tick_tasks *tasks)
 {
 	struct offcpu_iv *iv;
 
@@ -61,6 +61,9 @@ void bpf_intervals__open(struct bpf_sampler *s, const struct pyprof_sample *r,
 	iv->flags = bpf_records__sample_flags(r->flags);
 	if (offcpu_iv__set_frames(iv, fo->frames, fo->nframes))
 		iv->status = PYPROF_TRUNCATED;
+	/* --async: its task chain as it left; without memory, none. */
+	offcpu_iv__set_tasks(iv, tasks ? tasks->t : NULL, tasks ? tasks->n : 0,
+			     tasks ? tasks->flags : 0);
 }
 
 /* A tick's stack is its thread's last, for a switch-out that is not
@@ -78,6 +81,7 @@ void bpf_intervals__keep_last_stack(struct bpf_sampler *s, const struct pyprof_s
 	iv->nkstack = 0;
 	if (offcpu_iv__set_frames(iv, fo->frames, fo->nframes))
 		iv->status = PYPROF_TRUNCATED;
+	offcpu_iv__set_tasks(iv, NULL, 0, 0);
 }
 
 /* Why a blocked thread left the CPU: follows its sample. */
@@ -123,6 +127,9 @@ static int deliver_interval(struct bpf_sampler *s, const struct offcpu_iv *iv, u
 	rs.syscall_arg0 = iv->syscall_arg0;
 	rs.nkstack = iv->nkstack;
 	rs.kstack = iv->kstack;
+	rs.ntasks = iv->ntasks;
+	rs.tasks_flags = iv->tasks_flags;
+	rs.tasks = iv->tasks;
 	/* Asleep on the GIL's condition or mutex: waiting to take it. */
 	if (iv->pid == s->pid && s->gil_known && iv->syscall_nr == SYSCALL_FUTEX &&
 	    iv->syscall_arg0 - s->gil.gil < s->gil.gil_size)

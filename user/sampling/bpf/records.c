@@ -361,7 +361,7 @@ int bpf_records__on_record(void *ctx, void *data, size_t size)
 	}
 	if (r->flags & PYPROF_SF_REUSE) {
 		/* No stack in it: nothing for the frame cache. */
-		bpf_intervals__open(s, r, NULL);
+		bpf_intervals__open(s, r, NULL, NULL);
 		return 0;
 	}
 	resolve_stack(s, r, &fo);
@@ -370,7 +370,8 @@ int bpf_records__on_record(void *ctx, void *data, size_t size)
 		s->unknown_tid = true;
 	if (r->flags & PYPROF_SF_SWITCH_OUT) {
 		/* Delivered when the thread runs again: its length known. */
-		bpf_intervals__open(s, r, &fo);
+		bpf_intervals__open(s, r, &fo, r->flags & PYPROF_SF_TASKS ?
+				    take_tick_tasks(s, (pid_t)r->tid) : NULL);
 		return 0;
 	}
 	sampler_stats__count(&s->counts, fo.status);
