@@ -27,8 +27,11 @@ a. test_aiohttp_subtask (3.14, 3.15; kinds task, gather, taskgroup):
      `<task work-N>` and cpu_work() under it, nothing else;
    - at least 50 distinct work-N tasks show (short-lived ones, not a few).
    A build that reads the awaiters from a userspace snapshot taken every
-   100 ms fails it: ~90% of the sub-tasks' samples show
-   [task-frames-unread] (or a stale snapshot's frames) for the handler.
+   100 ms (f0e82cc) fails it: ~70% of all samples carry
+   [task-frames-unread], 83-90% of the sub-tasks' samples lack their
+   whole chain (unread, or a stale snapshot's frames for the handler's
+   task: another task's at a reused address, cpu_work or
+   RequestHandler.start in place of handle).
 a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    with --native (Python frames and markers checked with the native frames
    left out, none of which among the awaiters' frames; >= 20% of cpu_work's
@@ -36,12 +39,13 @@ a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    C function its bytecode calls), with --mode wall (cpu_work() also blocking
    1 ms in time.sleep: by weight, its off-CPU intervals (>= 10% of it)
    held to the same chain as its CPU samples), with --mode off-cpu (the
-   same target: its intervals in cpu_work, by weight), and into a raw recording (-o X.pyprof) turned
-   into collapsed stacks by `pyprof-bpf report`.
-   As of 2285c5a, wall fails (the off-CPU intervals, ~35% of cpu_work's
-   weight, show the thread's stack without its tasks, as docs/usage.md
-   says) and raw is refused ("a raw recording does not keep tasks yet"):
-   issue #22 item 2 asks for both.
+   same target: its intervals in cpu_work, by weight), and into a raw
+   recording (-o X.pyprof) turned into collapsed stacks by `pyprof-bpf
+   report`.
+   As of 0c54b9f raw is refused ("--async: a raw recording does not keep
+   tasks yet"), which issue #22 item 2 asks for; wall and off-cpu pass
+   (before 0c54b9f wall's off-CPU intervals showed no task, ~35-50% of
+   cpu_work's weight).
 b. test_deep_chain (3.14, 3.15): tests/targets/async_deep_chain.py, 300
    tasks lvl-1 ... lvl-300 each awaiting the next, lvl-300 burning CPU in
    burn(): >= 97% of burn()'s samples (>= 300) are exactly [tasks-truncated],
