@@ -108,7 +108,26 @@ struct coro_level {
 	uint64_t code, instr;	/* its frame's code object and instruction */
 	uint64_t sp;		/* its frame's stackpointer */
 	uint64_t awaited;	/* what it awaits (0: none, or not followed) */
+	/* the object the awaited one holds first, whose type ended the chain
+	 * (0: none looked at), and that type: verified with the level */
+	uint64_t inner, inner_type;
 	int8_t state;		/* gi_frame_state */
+};
+
+/* Bytes of a chain's level read at once: its object and, most often, its
+ * frame's value stack. */
+#define CORO_LEVEL_READ 512
+/* Types of objects a chain's end was decided by (a future's loop, mostly):
+ * one read saved per task, each use verified by coro_chain__verify(). And
+ * the first level's bytes when the caller read them along with its own
+ * (@pre_len of them, 0: none), used once. */
+#define CORO_CACHE 8
+struct coro_cache {
+	uint64_t addr[CORO_CACHE], type[CORO_CACHE];
+	unsigned int next;
+	uint64_t pre_addr;
+	size_t pre_len;
+	unsigned char pre[CORO_LEVEL_READ];
 };
 
 /*
@@ -124,12 +143,25 @@ struct coro_level {
  * *n = 0 when @coro leads to no level (finished, or not a coroutine).
  */
 int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
-		     uint64_t coro, struct coro_level *out, size_t max, size_t *n, int *cut);
+		     uint64_t coro, struct coro_level *out, size_t max, size_t *n, int *cut,
+		     struct coro_cache *cache);
 
 /* 0 when every level still reads the same (state, code, instruction, what it
  * awaits), -ESTALE when the chain moved, or a read error. */
 int coro_chain__verify(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
 		       const struct coro_level *lv, size_t n);
+
+struct remote_iov;
+/*
+ * coro_chain__verify_along() - as coro_chain__verify(), in the same
+ * process_vm_readv as the caller's reads @extra (at most 4, read first;
+ * *extra_done of them read whole). -EFAULT when one of them could not be
+ * read (the levels not compared), else as coro_chain__verify().
+ */
+int coro_chain__verify_along(pid_t pid, const struct py_offsets *po,
+			     const struct asyncio_offsets *ao, const struct coro_level *lv,
+			     size_t n, const struct remote_iov *extra, size_t nextra,
+			     size_t *extra_done);
 
 enum asyncio_task_state {
 	ASYNCIO_TASK_PENDING,	/* suspended, waiting */

@@ -56,31 +56,51 @@ static int decode(const struct py_offsets *po, const struct asyncio_offsets *ao,
 	lv->instr = get_u64(b, f + po->frame_instr_ptr);
 	lv->sp = get_u64(b, f + ao->frame_stackpointer);
 	lv->awaited = 0;
+	lv->inner = lv->inner_type = 0;
 	return lv->code ? 0 : -EINVAL;
+}
+
+/* A level's object and, most often, the value stack at the end of its
+ * frame, whose awaited slot then needs no read of its own (a dump reads
+ * ~10,000 tasks' chains). */
+#define LEVEL_READ CORO_LEVEL_READ
+
+/* @len bytes of @x into @b, as many as can be read: LEVEL_READ, else @span
+ * (an object near the end of its mapping). 0 when not even @span. */
+static size_t read_level(pid_t pid, uint64_t x, unsigned char *b, uint64_t span)
+{
+	if (span < LEVEL_READ && remote_read(pid, x, b, LEVEL_READ) == 0)
+		return LEVEL_READ;
+	return remote_read(pid, x, b, span) == 0 ? span : 0;
 }
 
 /*
  * The level the object @x leads to (see coro_chain__read()): *gen = @x, or
- * the async generator it holds, or 0 for none; with *have, @b holds *gen's
- * first @span bytes. @type: the first level's type, for the rule without
- * the two type addresses (0: any, for the first level).
+ * the async generator it holds, or 0 for none; *have bytes of *gen (at
+ * least @span, or 0) are in @b. @type: the first level's type, for the rule
+ * without the two type addresses (0: any, for the first level).
  */
 static int follow(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
 		  uint64_t x, uint64_t type, unsigned char *b, uint64_t span, uint64_t *gen,
-		  int *have)
+		  size_t *have, struct coro_cache *cache, struct coro_level *last)
 {
 	uint64_t head[2];	/* ob_type and the first field after the header */
 	int rc;
 
 	*gen = 0;
-	*have = 0;
-	/* Read it as the next level; a small object at the end of a mapping:
-	 * its type and first field alone. */
-	rc = remote_read(pid, x, b, span);
-	if (!rc) {
+	/* Read it as the next level (unless the caller did); a small object
+	 * at the end of a mapping: its type and first field alone. */
+	if (cache && cache->pre_len >= span && cache->pre_addr == x) {
+		memcpy(b, cache->pre, cache->pre_len);
+		*have = cache->pre_len;
+	} else {
+		*have = read_level(pid, x, b, span);
+	}
+	if (cache)
+		cache->pre_len = 0;
+	if (*have) {
 		head[0] = get_u64(b, po->ob_type);
 		head[1] = get_u64(b, po->ob_type + 8);
-		*have = 1;
 	} else {
 		rc = remote_read(pid, x + po->ob_type, head, sizeof(head));
 		if (rc)
@@ -100,30 +120,52 @@ static int follow(pid_t pid, const struct py_offsets *po, const struct asyncio_o
 	 * asend(), athrow(), aclose(). */
 	*have = 0;
 	x = head[1];
-	if (!x || x % 8 || remote_read(pid, x, b, span))
+	if (!x || x % 8)
+		return 0;
+	for (unsigned int i = 0; cache && last && i < CORO_CACHE; i++)
+		if (cache->addr[i] == x && cache->type[i] != ao->asyncgen_type) {
+			last->inner = x;
+			last->inner_type = cache->type[i];
+			return 0;
+		}
+	*have = read_level(pid, x, b, span);
+	if (!*have)
 		return 0;
 	if (get_u64(b, po->ob_type) == ao->asyncgen_type) {
 		*gen = x;
-		*have = 1;
+		return 0;
+	}
+	*have = 0;
+	if (cache && last) {
+		/* the chain ends on this object's type: remembered, and read
+		 * again with the level when the chain is verified */
+		last->inner = x;
+		last->inner_type = get_u64(b, po->ob_type);
+		cache->addr[cache->next] = x;
+		cache->type[cache->next] = last->inner_type;
+		cache->next = (cache->next + 1) % CORO_CACHE;
 	}
 	return 0;
 }
 
 int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
-		     uint64_t coro, struct coro_level *out, size_t max, size_t *n, int *cut)
+		     uint64_t coro, struct coro_level *out, size_t max, size_t *n, int *cut,
+		     struct coro_cache *cache)
 {
 	unsigned char b[PY_MAX_STRUCT_COPY];
-	uint64_t span = span_of(po, ao), x = coro, gen, type = 0;
-	int rc, have;
+	uint64_t span = span_of(po, ao), x = coro, gen, type = 0, slot;
+	size_t have;
+	int rc;
 
 	*n = 0;
 	*cut = 0;
-	if (span > sizeof(b) || po->ob_type + 16 > span)
+	if (span > sizeof(b) || LEVEL_READ > sizeof(b) || po->ob_type + 16 > span)
 		return -EPROTO;
 	while (x) {
 		struct coro_level *lv;
 
-		rc = follow(pid, po, ao, x, type, b, span, &gen, &have);
+		rc = follow(pid, po, ao, x, type, b, span, &gen, &have, cache,
+			    *n ? &out[*n - 1] : NULL);
 		if (rc)
 			return *n ? 0 : rc;	/* the chain ends where it cannot be read */
 		if (!gen || !have || (*n && gen == out[*n - 1].gen))
@@ -139,9 +181,12 @@ int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asynci
 		(*n)++;
 		if (!is_yield_from(ao, lv->state) || !lv->sp)
 			break;
-		/* The awaited object (the receiver of SEND) is on the value stack. */
-		rc = remote_read_u64(pid, lv->sp - 8 * ao->awaited_slot, &x);
-		if (rc)
+		/* The awaited object (the receiver of SEND) is on the value
+		 * stack: in the copy when the frame's stack is in it. */
+		slot = lv->sp - 8 * ao->awaited_slot;
+		if (slot >= gen && slot - gen <= have - 8)
+			x = get_u64(b, slot - gen);
+		else if (remote_read_u64(pid, slot, &x))
 			break;
 		x &= ~STACKREF_TAGS;
 		lv->awaited = x;
@@ -152,48 +197,76 @@ int coro_chain__read(pid_t pid, const struct py_offsets *po, const struct asynci
 int coro_chain__verify(pid_t pid, const struct py_offsets *po, const struct asyncio_offsets *ao,
 		       const struct coro_level *lv, size_t n)
 {
-	unsigned char local[PY_MAX_STRUCT_COPY], *buf = local;
-	uint64_t span = span_of(po, ao), local_aw[8], *awaited = local_aw;
-	struct remote_iov local_iov[16], *iov = local_iov;
-	size_t k = 0;
-	int rc = -ENOMEM;
+	size_t done;
 
-	if (!n)
-		return 0;
-	if (span > PY_MAX_STRUCT_COPY)
-		return -EPROTO;
-	/* Every level and what it awaits, again, in one process_vm_readv. */
-	if (n * span > sizeof(local) || n > 8) {
-		buf = malloc(n * span);
-		awaited = malloc(n * sizeof(*awaited));
-		iov = malloc(2 * n * sizeof(*iov));
-		if (!buf || !awaited || !iov)
-			goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		iov[k++] = (struct remote_iov){ lv[i].gen, buf + i * span, span };
-		awaited[i] = 0;
-		if (lv[i].awaited)
-			iov[k++] = (struct remote_iov){ lv[i].sp - 8 * ao->awaited_slot,
-							&awaited[i], 8 };
-	}
-	rc = remote_readv(pid, iov, k);
-	if (rc) {
-		rc = rc == -EFAULT ? -ESTALE : rc;
-		goto out;
-	}
+	return coro_chain__verify_along(pid, po, ao, lv, n, NULL, 0, &done);
+}
+
+/* Did the levels @lv read again into @buf (@span bytes each), what they
+ * await (@awaited) and the inner objects' types (@inner) stay the same? */
+static int same_levels(const struct py_offsets *po, const struct asyncio_offsets *ao,
+		       const struct coro_level *lv, size_t n, const unsigned char *buf,
+		       uint64_t span, const uint64_t *awaited, const uint64_t *inner)
+{
 	for (size_t i = 0; i < n; i++) {
 		struct coro_level now;
 
 		if (decode(po, ao, buf + i * span, lv[i].gen, &now) || now.type != lv[i].type ||
 		    now.state != lv[i].state || now.code != lv[i].code ||
 		    now.instr != lv[i].instr || now.sp != lv[i].sp ||
-		    (lv[i].awaited && (awaited[i] & ~STACKREF_TAGS) != lv[i].awaited)) {
-			rc = -ESTALE;
-			goto out;
-		}
+		    (lv[i].awaited && (awaited[i] & ~STACKREF_TAGS) != lv[i].awaited) ||
+		    (lv[i].inner && inner[i] != lv[i].inner_type))
+			return 0;
 	}
-	rc = 0;
+	return 1;
+}
+
+int coro_chain__verify_along(pid_t pid, const struct py_offsets *po,
+			     const struct asyncio_offsets *ao, const struct coro_level *lv,
+			     size_t n, const struct remote_iov *extra, size_t nextra,
+			     size_t *extra_done)
+{
+	unsigned char local[PY_MAX_STRUCT_COPY], *buf = local;
+	uint64_t span = span_of(po, ao), local_aw[16], *awaited = local_aw;
+	struct remote_iov local_iov[32], *iov = local_iov;
+	size_t k = 0, done = 0;
+	int rc = -ENOMEM;
+
+	*extra_done = 0;
+	if (span > PY_MAX_STRUCT_COPY)
+		return -EPROTO;
+	if (nextra > 4)
+		return -EINVAL;
+	/* Every level, what it awaits and what ended the chain, again, with
+	 * the caller's reads: one process_vm_readv. */
+	if (n * span > sizeof(local) || n > 8) {
+		buf = malloc(n * span);
+		awaited = malloc(2 * n * sizeof(*awaited));
+		iov = malloc((3 * n + nextra) * sizeof(*iov));
+		if (!buf || !awaited || !iov)
+			goto out;
+	}
+	for (size_t i = 0; i < nextra; i++)
+		iov[k++] = extra[i];
+	for (size_t i = 0; i < n; i++) {
+		iov[k++] = (struct remote_iov){ lv[i].gen, buf + i * span, span };
+		awaited[i] = awaited[n + i] = 0;
+		if (lv[i].awaited)
+			iov[k++] = (struct remote_iov){ lv[i].sp - 8 * ao->awaited_slot,
+							&awaited[i], 8 };
+		if (lv[i].inner)
+			iov[k++] = (struct remote_iov){ lv[i].inner + po->ob_type,
+							&awaited[n + i], 8 };
+	}
+	rc = remote_readv_prefix(pid, iov, k, &done);
+	*extra_done = done < nextra ? done : nextra;
+	if (rc == -EFAULT) {
+		rc = done < nextra ? -EFAULT : -ESTALE;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	rc = same_levels(po, ao, lv, n, buf, span, awaited, awaited + n) ? 0 : -ESTALE;
 out:
 	if (buf != local)
 		free(buf);

@@ -32,6 +32,7 @@
 #define TPFLAGS_LONG_SUBCLASS (1ul << 24)
 #define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)
 #define MAX_TASK_BYTES 4096
+#define SET_HEAD_BYTES 256
 /* Resumes of one list walk: in a row at one place, in all. */
 #define LIST_MAX_STUCK 64
 #define LIST_MAX_RESUMES 4096
@@ -66,6 +67,7 @@ struct walk {
 	uint64_t *aw;
 	uint64_t type_addr[TYPE_CACHE], type_flags[TYPE_CACHE];
 	unsigned int type_next;
+	struct coro_cache coro_cache;
 };
 
 /* ---- the lists ---- */
@@ -206,10 +208,16 @@ static int type_flags(struct walk *w, uint64_t type, uint64_t *flags)
 	return 0;
 }
 
-/* A task's name: a str, or an int N (the name is made lazily: "Task-N"). */
-static int name__read(struct walk *w, uint64_t obj, char **out)
+/* Bytes of a name object read at once: its header and a short name's text
+ * or digits (one read, not three, for most of 10,000 tasks' names). */
+#define NAME_READ 96
+
+/* A task's name: a str, or an int N (the name is made lazily: "Task-N").
+ * @b: a copy of its first NAME_READ bytes, or NULL. */
+static int name__read(struct walk *w, uint64_t obj, const unsigned char *b, char **out)
 {
 	const struct asyncio_offsets *ao = w->ao;
+	size_t got = NAME_READ;
 	uint64_t type, flags, tag;
 	const char *s;
 	char buf[48];
@@ -218,13 +226,21 @@ static int name__read(struct walk *w, uint64_t obj, char **out)
 	*out = NULL;
 	if (!obj)
 		return -EFAULT;
-	rc = remote_read_u64(w->pid, obj + w->po->ob_type, &type);
+	/* An object near the end of its mapping: its parts one by one. */
+	if (!b || w->po->ob_type + 8 > NAME_READ) {
+		got = 0;
+		rc = remote_read_u64(w->pid, obj + w->po->ob_type, &type);
+	} else {
+		rc = 0;
+		type = get_u64(b, w->po->ob_type);
+	}
 	if (!rc)
 		rc = type_flags(w, type, &flags);
 	if (rc)
 		return rc;
 	if (flags & TPFLAGS_UNICODE_SUBCLASS) {
-		rc = symbolizer__read_str(w->sym, obj, &s);
+		rc = got ? symbolizer__str_from_copy(w->sym, b, got, obj, &s) :
+			   symbolizer__read_str(w->sym, obj, &s);
 		if (rc)
 			return rc;
 		*out = strdup(s);
@@ -232,8 +248,9 @@ static int name__read(struct walk *w, uint64_t obj, char **out)
 	}
 	if (!(flags & TPFLAGS_LONG_SUBCLASS))
 		return -EINVAL;
-	rc = remote_read_u64(w->pid, obj + ao->long_lv_tag, &tag);
-	if (rc)
+	if (ao->long_lv_tag + 8 <= got)
+		tag = get_u64(b, ao->long_lv_tag);
+	else if ((rc = remote_read_u64(w->pid, obj + ao->long_lv_tag, &tag)))
 		return rc;
 	/* lv_tag: digit count << 3, sign in the low bits (0 +, 1 zero, 2 -) */
 	if ((tag & 3) == 1) {
@@ -244,8 +261,9 @@ static int name__read(struct walk *w, uint64_t obj, char **out)
 
 		if (nd == 0 || nd > 2)
 			return -EINVAL;
-		rc = remote_read(w->pid, obj + ao->long_digit, d, nd * 4);
-		if (rc)
+		if (ao->long_digit + nd * 4 <= got)
+			memcpy(d, b + ao->long_digit, nd * 4);
+		else if ((rc = remote_read(w->pid, obj + ao->long_digit, d, nd * 4)))
 			return rc;
 		snprintf(buf, sizeof(buf), "Task-%s%" PRIu64, (tag & 3) == 2 ? "-" : "",
 			 (uint64_t)d[0] | ((uint64_t)(nd > 1 ? d[1] : 0) << 30));
@@ -259,17 +277,10 @@ struct set_head {
 	uint64_t used, table, mask;
 };
 
-static int set__head(struct walk *w, uint64_t set, struct set_head *h)
+/* A set's header from a copy of its first set_read bytes. */
+static int set__parse(const struct asyncio_offsets *ao, const unsigned char *b,
+		      struct set_head *h)
 {
-	unsigned char b[256];
-	const struct asyncio_offsets *ao = w->ao;
-	int rc;
-
-	if (ao->set_read > sizeof(b))
-		return -EPROTO;
-	rc = remote_read(w->pid, set, b, ao->set_read);
-	if (rc)
-		return rc;
 	h->used = get_u64(b, ao->set_used);
 	h->table = get_u64(b, ao->set_table);
 	h->mask = get_u64(b, ao->set_mask);
@@ -278,6 +289,18 @@ static int set__head(struct walk *w, uint64_t set, struct set_head *h)
 	    h->used > h->mask + 1)
 		return -ESTALE;
 	return 0;
+}
+
+static int set__head(struct walk *w, uint64_t set, struct set_head *h)
+{
+	unsigned char b[SET_HEAD_BYTES];
+	const struct asyncio_offsets *ao = w->ao;
+	int rc;
+
+	if (ao->set_read > sizeof(b))
+		return -EPROTO;
+	rc = remote_read(w->pid, set, b, ao->set_read);
+	return rc ? rc : set__parse(ao, b, h);
 }
 
 /* The awaiters of a task: none, one, or the entries of a set. */
@@ -409,7 +432,9 @@ static int task__same(const struct walk *w, const unsigned char *tb, const struc
 
 /*
  * The task read again: does what task__read() took from @tb still hold?
- * 0 yes, 2 it changed (read it again), 1 it ended, -errno.
+ * 0 yes, 2 it changed (read it again), 1 it ended, -errno. The task, its
+ * awaiter set's header and its coroutine chain are read in one
+ * process_vm_readv.
  */
 static int task__recheck(struct walk *w, const struct list_entry *e, const unsigned char *tb,
 			 const struct set_head *h, const struct asyncio_task *t, size_t nlv)
@@ -417,27 +442,31 @@ static int task__recheck(struct walk *w, const struct list_entry *e, const unsig
 	const struct asyncio_offsets *ao = w->ao;
 	uint64_t ab = get_u64(tb, ao->task_awaited_by);
 	int is_set = tb[ao->task_awaited_by_is_set];
-	unsigned char again[MAX_TASK_BYTES];
+	unsigned char again[MAX_TASK_BYTES], sb[SET_HEAD_BYTES];
+	struct remote_iov extra[2] = { { e->task, again, ao->task_size },
+				       { ab, sb, ao->set_read } };
 	struct set_head h2;
-	int rc = remote_read(w->pid, e->task, again, ao->task_size);
+	size_t done;
+	int rc;
 
-	if (rc == -EFAULT)
-		return 1;
-	if (rc)
+	if (ao->set_read > sizeof(sb))
+		return -EPROTO;
+	/* a running task's chain moves on: its frames are the thread's */
+	rc = coro_chain__verify_along(w->pid, w->po, ao, w->chain,
+				      t->state == ASYNCIO_TASK_RUNNING ? 0 : nlv, extra,
+				      ab && is_set ? 2 : 1, &done);
+	if (rc && rc != -EFAULT && rc != -ESTALE)
 		return rc;
-	if (!task__same(w, again, e))
+	if (done < 1 || !task__same(w, again, e))
 		return 1;
 	if (get_u64(again, ao->task_coro) != get_u64(tb, ao->task_coro) ||
 	    get_u64(again, ao->task_awaited_by) != ab ||
 	    again[ao->task_awaited_by_is_set] != is_set ||
 	    get_u64(again, ao->task_name) != get_u64(tb, ao->task_name))
 		return 2;
-	if (ab && is_set && (set__head(w, ab, &h2) || memcmp(h, &h2, sizeof(h2))))
+	if (ab && is_set && (done < 2 || set__parse(ao, sb, &h2) || memcmp(h, &h2, sizeof(h2))))
 		return 2;
-	if (t->state != ASYNCIO_TASK_RUNNING &&
-	    coro_chain__verify(w->pid, w->po, ao, w->chain, nlv))
-		return 2;
-	return 0;
+	return rc ? 2 : 0;
 }
 
 /* A task read (@ok: it held still), its coroutine chain @nlv levels deep
@@ -473,6 +502,24 @@ static int task__finish(struct walk *w, struct asyncio_task *t, int ok, int cut,
 	return task__resolve(w, t, nraw, t->torn);
 }
 
+/* The task's name object and its coroutine's first bytes, in one read:
+ * the name into @nb, the coroutine into the chain's cache (see
+ * coro_chain__read()). -errno when the name could not be read so. */
+static int task__prefetch(struct walk *w, const unsigned char *tb, unsigned char *nb)
+{
+	struct coro_cache *c = &w->coro_cache;
+	struct remote_iov iov[2] = {
+		{ get_u64(tb, w->ao->task_name), nb, NAME_READ },
+		{ get_u64(tb, w->ao->task_coro), c->pre, sizeof(c->pre) },
+	};
+	size_t done;
+	int rc = remote_readv_prefix(w->pid, iov, iov[1].addr ? 2 : 1, &done);
+
+	c->pre_addr = iov[1].addr;
+	c->pre_len = done == 2 ? sizeof(c->pre) : 0;
+	return done ? 0 : (rc ? rc : -EFAULT);
+}
+
 /*
  * Read the task @e into @t. 1 when it ended (left the list, or was freed)
  * meanwhile, 0 when read (t->torn set when it kept changing), -errno.
@@ -482,7 +529,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 {
 	const uint64_t addr = e->task;
 	const struct asyncio_offsets *ao = w->ao;
-	unsigned char tb[MAX_TASK_BYTES];
+	unsigned char tb[MAX_TASK_BYTES], nb[NAME_READ];
 	size_t nlv = 0, nraw = 0;
 	int cut = 0, rc = 0, ok = 0, name_failed = 0;
 
@@ -514,7 +561,8 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 		is_set = tb[ao->task_awaited_by_is_set];
 		if (tb[ao->task_is_task] > 1 || is_set > 1)
 			continue;
-		rc = name__read(w, get_u64(tb, ao->task_name), &t->name);
+		rc = name__read(w, get_u64(tb, ao->task_name),
+				task__prefetch(w, tb, nb) ? NULL : nb, &t->name);
 		if (rc == -ENOMEM || rc == -ESRCH)
 			return rc;
 		/* A live task's name is always readable: one that is not is
@@ -526,7 +574,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 		cut = 0;
 		if (coro) {
 			rc = coro_chain__read(w->pid, w->po, ao, coro, w->chain, ASYNCIO_MAX_CHAIN,
-					      &nlv, &cut);
+					      &nlv, &cut, &w->coro_cache);
 			if (rc == -ESRCH)
 				return rc;
 		}
@@ -550,8 +598,11 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 		}
 		/* Read it all again: what we took must still hold. */
 		rc = task__recheck(w, e, tb, &h, t, nlv);
-		if (rc == 2)
+		if (rc == 2) {
+			/* a type remembered may be what changed: read anew */
+			memset(w->coro_cache.addr, 0, sizeof(w->coro_cache.addr));
 			continue;
+		}
 		if (rc)
 			return rc;
 		ok = 1;

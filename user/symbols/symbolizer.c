@@ -180,6 +180,16 @@ int symbolizer__read_str(struct symbolizer *s, uint64_t addr, const char **out)
 	return read_str(s, addr, out);
 }
 
+static int str_from_copy(struct symbolizer *s, const uint8_t *b, size_t len, const char **out);
+
+int symbolizer__str_from_copy(struct symbolizer *s, const void *copy, size_t len, uint64_t addr,
+			      const char **out)
+{
+	int rc = str_from_copy(s, copy, len, out);
+
+	return rc == -E2BIG ? read_str(s, addr, out) : rc;
+}
+
 static int read_bytes(struct symbolizer *s, uint64_t addr, uint8_t **out, size_t *outlen)
 {
 	const struct py_offsets *o = s->off;

@@ -48,6 +48,10 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f,
  * (valid until symbolizer__free()). -EFAULT, -EINVAL for what is not a
  * compact str. */
 int symbolizer__read_str(struct symbolizer *s, uint64_t addr, const char **out);
+/* As symbolizer__read_str(), from a copy of the object's first @len bytes
+ * (read from @addr only when the string goes on past them). */
+int symbolizer__str_from_copy(struct symbolizer *s, const void *copy, size_t len, uint64_t addr,
+			      const char **out);
 
 /*
  * Resolve a whole stack (starts a new sample): frames Python does not show
