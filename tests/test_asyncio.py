@@ -11,9 +11,12 @@ and coroutine frames (function, file, line).
 Known difference: 3.14's `ps`/`pstree` list the tasks of the main thread and of
 finished threads only; 3.15's, like ours, those of every thread.
 
-Also: 10,000 pending tasks, a 2,000-deep chain of tasks and a 2,000-deep
-coroutine chain, await cycles, tasks ending while the dump reads them (bounded
-time, exact or marked [torn]), and the refusal on 3.11 to 3.13.
+Also: 10,000 pending tasks, and 10,000 with their loop never idle (all
+listed, named, under load; paused, as ps has them), a 2,000-deep chain of
+tasks and a 2,000-deep coroutine chain, await cycles, tasks ending while the
+dump reads them (bounded time, exact or marked [torn]), chains through async
+generators (paused, on 3.15 against CPython's _remote_debugging), and the
+refusal on 3.11 to 3.13.
 
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v tests/test_asyncio.py </dev/null
@@ -194,6 +197,10 @@ def compare_with_ps(target, doc, ps):
             problems.append(f"ps lists {p} and we do not")
             continue
         funcs = [f["function"] for f in t["frames"]]
+        if t["running"] and p.stack:
+            # ps stops at a running task's coroutine; we go on to the
+            # thread's innermost frame
+            funcs = funcs[-len(p.stack):]
         if t["name"] != p.name:
             problems.append(f"{hex(tid)}: name {t['name']!r}, ps {p.name!r}")
         if funcs != p.stack:
@@ -438,13 +445,35 @@ print(json.dumps(out))
 
 def remote_debugging(target):
     """CPython's own reading of the target's tasks (3.15's _remote_debugging,
-    run with the target's interpreter in its mount namespace): {id: task}."""
+    run with the target's interpreter in its mount namespace): the process;
+    its output parsed with parse_remote_debugging()."""
     argv = ["nsenter", "--mount", f"--target={target.pid}"] + \
         target.interp.argv(["-c", REMOTE_DEBUGGING, str(target.pid)])
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
                           text=True)
-    assert proc.returncode == 0, proc.stderr
-    return {t["id"]: t for t in json.loads(proc.stdout)}
+
+
+def parse_remote_debugging(text):
+    return {t["id"]: t for t in json.loads(text)}
+
+
+def paused_read(target, theirs, tries=5):
+    """Our dump and CPython's tool (theirs(): a finished process) on the
+    target paused: (our doc, their process). A target stopped in the middle
+    of pushing a frame of its running task gives a [torn] task (and maybe
+    an error from their tool): then it runs on a little and is paused again."""
+    for _ in range(tries):
+        paused(target.pid)
+        try:
+            doc, _ = target.dump()
+            proc = theirs() if doc["torn"] == 0 else None
+        finally:
+            resume(target.pid)
+        if proc is not None and proc.returncode == 0:
+            return doc, proc
+        time.sleep(0.05)
+    pytest.fail(f"{target.interp.label}: {tries} pauses, each with a torn task or their "
+                f"tool failing: {doc['torn']} torn; {proc and proc.stderr}")
 
 
 def source_line(path, func, text):
@@ -491,12 +520,12 @@ def test_async_generators(label, procs, tmp_path):
     with the target paused: the frames through each generator; on 3.15 the
     same tasks, names, threads, frames and awaiters as _remote_debugging."""
     target = start(by_label(label), procs, tmp_path, "async_gens.py")
-    paused(target.pid)
-    try:
-        doc, _ = target.dump()
-        theirs = remote_debugging(target) if target.interp.version >= (3, 15) else None
-    finally:
-        resume(target.pid)
+    if target.interp.version >= (3, 15):
+        doc, proc = paused_read(target, lambda: remote_debugging(target))
+        theirs = parse_remote_debugging(proc.stdout)
+    else:
+        doc, _ = paused_read(target, lambda: subprocess.CompletedProcess([], 0))
+        theirs = None
     tasks = {t["name"]: t for t in doc["tasks"]}
     assert len(tasks) == len(doc["tasks"]) == 13, sorted(tasks)
     assert doc["torn"] == 0 and doc["finished_during_dump"] == 0
@@ -538,6 +567,48 @@ def test_async_generators(label, procs, tmp_path):
             ours = ours[-len(r["stacks"][0]):]
         assert (t["name"], t["tid"] or 0, ours, t["awaited_by"]) == \
             (r["name"], r["tid"], r["stacks"][0], r["awaited_by"]), (t, r)
+
+
+def loaded_names(n):
+    """{task name: its parent's name or None} of targets/async_loaded.py N."""
+    out = {"Task-1": None}
+    groups = n // 100
+    for g in range(groups):
+        out[f"g{g}"] = out[f"h{g}"] = None
+        for j in range(9):
+            out[f"g{g}-c{j}"], out[f"h{g}-c{j}"] = f"g{g}", f"h{g}"
+    for i in range(n - 20 * groups):
+        out[("b" if i % 2 == 0 else "i" if i % 4 == 1 else "f") + str(i)] = None
+    return out
+
+
+@pytest.mark.parametrize("label", interps(["sid-3.14", "sid-3.15"]))
+def test_loaded_server(label, procs, tmp_path):
+    """10,000 tasks while the loop never idles (half of them waking every
+    0-3 ms): every task comes out, named, each child awaited by its parent
+    (TaskGroup, gather); with the target paused, the same tasks, names,
+    coroutine stacks and awaiters as `python -m asyncio ps`."""
+    target = start(by_label(label), procs, tmp_path, "async_loaded.py", 10000)
+    want = loaded_names(10000)
+    took = []
+    for _ in range(5):
+        doc, t = target.dump()
+        took.append(t)
+        byid = {t["id"]: t for t in doc["tasks"]}
+        names = [t["name"] for t in doc["tasks"]]
+        assert len(names) == 10001 and set(names) == set(want), \
+            f"{label}: {len(names)} tasks; missing {sorted(set(want) - set(names))[:20]}"
+        assert doc["finished_during_dump"] == 0 and doc["lists_torn"] == 0
+        for t in doc["tasks"]:
+            if t.get("torn"):
+                continue
+            parents = [byid[a]["name"] for a in t["awaited_by"] if a in byid]
+            assert parents == ([want[t["name"]]] if want[t["name"]] else []), \
+                (t["name"], parents)
+    doc, ps = paused_read(target, lambda: target.real_tool("ps"))
+    compare_with_ps(target, doc, parse_ps(ps.stdout))
+    print(f"{label}: 10,001 tasks under load: --json in "
+          f"{', '.join(f'{x:.2f}' for x in took)} s")
 
 
 @pytest.mark.parametrize("label", interps(["sid-3.15"]))
