@@ -404,3 +404,17 @@ void task_stacks__stats(const struct task_stacks *ts, struct task_stacks_stats *
 {
 	*st = ts->st;
 }
+
+void task_stacks_stats__add(struct task_stacks_stats *sum, const struct task_stacks_stats *st)
+{
+	sum->samples += st->samples;
+	sum->not_in_stack += st->not_in_stack;
+	sum->unknown += st->unknown;
+	sum->frames_read += st->frames_read;
+	sum->from_snapshot += st->from_snapshot;
+	sum->frames_unread += st->frames_unread;
+	sum->snapshots += st->snapshots;
+	sum->snapshot_errors += st->snapshot_errors;
+	sum->cut += st->cut;
+	sum->pending += st->pending;
+}

@@ -71,5 +71,7 @@ typedef int (*task_stack_fn)(void *ctx, const struct asyncio_task *t, const stru
 int task_stacks__pending(struct task_stacks *ts, uint64_t now_ns, task_stack_fn fn, void *ctx);
 
 void task_stacks__stats(const struct task_stacks *ts, struct task_stacks_stats *st);
+/* @sum += @st, count by count. */
+void task_stacks_stats__add(struct task_stacks_stats *sum, const struct task_stacks_stats *st);
 
 #endif

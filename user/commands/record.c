@@ -500,7 +500,7 @@ static int refresh(struct recording *rec)
 
 	if (rec->bs)
 		proc_follow__retry_pending(rec->follow);
-	if (env->async && !resolver__tasks(rec->rv) && (rc = recording__async_enable(rec)))
+	if (env->async && (rc = recording__async_enable(rec)))
 		return rc;
 	if (!env->all && (rec->multi ? !proc_follow__any_alive(rec->follow) :
 			  !pidwatch__alive(&rec->watch))) {
@@ -774,6 +774,7 @@ static void recording__teardown(struct recording *rec)
 	sampler__close(rec->sampler);
 	sinks__free(&rec->sinks);
 	resolver__free(rec->rv);
+	recording__async_free(rec);
 	proc_follow__free(rec->follow);
 	procset__free(rec->procs);
 	pidwatch__close(&rec->watch);

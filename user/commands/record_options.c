@@ -266,8 +266,6 @@ static void check_targets(struct record_env *env, struct argp_state *state)
 		argp_error(state, "-a needs per-CPU events (--events cpu)");
 	if (env->all && wants_raw(env))
 		argp_error(state, "a raw recording holds one process: not with -a");
-	if (env->all && env->async)
-		argp_error(state, "--async samples one process: not with -a");
 	if (!env->pid && !env->argv && !env->all)
 		argp_error(state, "a target is needed: -p PID, -a, or -- COMMAND [ARGS...]");
 	if (env->pid && env->argv)
@@ -303,9 +301,6 @@ static void check_features(struct record_env *env, struct argp_state *state)
 	if (env->async && env->backend == BACKEND_REMOTE)
 		argp_error(state, "--async is for the BPF backend: the running task is "
 			   "read with the stack, in the kernel");
-	if (env->async && (env->subprocesses || env->npids > 1))
-		argp_error(state, "--async samples one process: not with --subprocesses "
-			   "or several -p targets");
 	if (env->async && wants_raw(env))
 		argp_error(state, "--async: a raw recording does not keep tasks yet");
 	if (env->kernel && env->backend == BACKEND_REMOTE)

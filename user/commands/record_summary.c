@@ -76,15 +76,21 @@ static void print_native(const struct recording *rec)
 
 static void print_async(const struct recording *rec, int rc)
 {
-	struct task_stacks *tasks = resolver__tasks(rec->rv);
 	struct task_stacks_stats ts;
 
-	if (!tasks) {
-		if (rec->env->async && !rc)
-			fprintf(stderr, "pyprof-bpf: --async: the target never imported asyncio\n");
+	if (!rec->env->async)
+		return;
+	if (!rec->async_on) {
+		if (!rc)
+			fprintf(stderr, "pyprof-bpf: --async: %s\n", rec->multi || !rec->main_proc ?
+				"no process sampled had asyncio imported (CPython 3.14+)" :
+				"the target never imported asyncio");
 		return;
 	}
-	task_stacks__stats(tasks, &ts);
+	recording__async_stats(rec, &ts);
+	if (rec->multi || !rec->main_proc)
+		fprintf(stderr, "pyprof-bpf: --async: the tasks of %zu processes were read\n",
+			rec->async_on);
 	fprintf(stderr, "pyprof-bpf: --async: %llu samples in tasks; awaiting tasks' frames: "
 		"%llu read at the sample, %llu from a snapshot, %llu unread "
 		"([task-frames-unread]); %llu names unread ([unread]); %llu chains cut or torn; "

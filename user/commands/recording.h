@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include "commands/record.h"
 #include "commands/record_options.h"
+#include "asyncio/task_stacks.h"
 #include "commands/sinks.h"
 #include "output/rawrec.h"
 #include "sampling/sampler.h"
@@ -59,7 +60,11 @@ struct recording {
 	 * interpreter sampled is gone, and the recording ends. */
 	int main_execed;
 
-	/* --async (record_async.c) */
+	/* --async (record_async.c): each process's tables */
+	struct async_proc *async;
+	size_t nasync, capasync;
+	size_t async_on;		/* processes whose tasks were read, ever */
+	struct task_stacks_stats async_gone;	/* counts of tables dropped */
 	int async_waiting;		/* asyncio not imported yet: said once */
 	uint64_t pending_ns;		/* --async=all: the last pending tasks' time */
 	uint64_t pending_weight;	/* and the weight of this round's */
@@ -85,9 +90,13 @@ int recording__start_command(struct recording *rec);
 /* A sample while the command is launched: counted, not shown. */
 int recording__drop_sample(void *ctx, const struct raw_sample *r);
 
-/* record_async.c: --async. */
+/* record_async.c: --async. Tables for the processes that have asyncio
+ * (called again every refresh: new processes, images, imports). */
 int recording__async_enable(struct recording *rec);
 int recording__emit_pending(struct recording *rec);
+/* The counts of every process's tables, those dropped included. */
+void recording__async_stats(const struct recording *rec, struct task_stacks_stats *st);
+void recording__async_free(struct recording *rec);
 
 /* record_summary.c: what the recording says at its end, on stderr. */
 void recording__print_summary(struct recording *rec, const struct sampler_stats *st, int rc);

@@ -14,8 +14,8 @@
 struct resolver {
 	struct resolver_opts o;
 	uint64_t deadline_ns;
-	struct task_stacks *tasks;
-	struct proc_entry *async_proc;
+	tasks_of_fn tasks_of;
+	void *tasks_ctx;
 	struct resolver_stats st;
 };
 
@@ -38,7 +38,6 @@ void resolver__free(struct resolver *rv)
 	leaf_names__free(rv->o.leaf);
 	thread_names__free(rv->o.names);
 	native_mixer__free(rv->o.mixer);
-	task_stacks__free(rv->tasks);
 	free(rv);
 }
 
@@ -47,15 +46,10 @@ void resolver__set_deadline(struct resolver *rv, uint64_t deadline_ns)
 	rv->deadline_ns = deadline_ns;
 }
 
-void resolver__set_tasks(struct resolver *rv, struct task_stacks *tasks, struct proc_entry *proc)
+void resolver__set_tasks_fn(struct resolver *rv, tasks_of_fn fn, void *ctx)
 {
-	rv->tasks = tasks;
-	rv->async_proc = proc;
-}
-
-struct task_stacks *resolver__tasks(const struct resolver *rv)
-{
-	return rv->tasks;
+	rv->tasks_of = fn;
+	rv->tasks_ctx = ctx;
 }
 
 void resolver__add_code(struct resolver *rv, const struct raw_code *code)
@@ -119,11 +113,12 @@ static void split_interval(struct resolver *rv, const struct raw_sample *r, stru
 static int splice_tasks(struct resolver *rv, struct proc_entry *e, const struct raw_sample *r,
 			struct out_sample *s)
 {
+	struct task_stacks *ts;
 	int rc;
 
-	if (!rv->tasks || !r->ntasks || e != rv->async_proc)
+	if (!rv->tasks_of || !r->ntasks || !(ts = rv->tasks_of(rv->tasks_ctx, e)))
 		return 0;
-	rc = task_stacks__splice(rv->tasks, r, mono_ns(), s->frames,
+	rc = task_stacks__splice(ts, r, mono_ns(), s->frames,
 				 rv->o.mixer && r->uregs ? s->kinds : NULL, s->nframes,
 				 &s->frames, &s->kinds, &s->nframes);
 	if (rc < 0)

@@ -62,9 +62,10 @@ void resolver__free(struct resolver *rv);
 
 /* Off-CPU time past @deadline_ns (0: none) is clipped off, runnable time first. */
 void resolver__set_deadline(struct resolver *rv, uint64_t deadline_ns);
-/* --async: @proc's samples get their task chains from @tasks (owned from now on). */
-void resolver__set_tasks(struct resolver *rv, struct task_stacks *tasks, struct proc_entry *proc);
-struct task_stacks *resolver__tasks(const struct resolver *rv);
+/* --async: a sample's task chain is spliced by @fn(@ctx, its process)'s
+ * tables (NULL: that process has none). */
+typedef struct task_stacks *(*tasks_of_fn)(void *ctx, const struct proc_entry *e);
+void resolver__set_tasks_fn(struct resolver *rv, tasks_of_fn fn, void *ctx);
 
 /* A code object's snapshot (sampler.h's code_fn): named from it even once
  * the target frees it. */

@@ -143,13 +143,15 @@ void bpf_sampler__set_proc_fn(struct bpf_sampler *s, proc_fn fn, void *ctx);
  * in @err.
  */
 int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err, size_t errlen);
+/* --async: @pid's samples (the main target's, or a process configured by
+ * bpf_sampler__add_process()) carry its running task and the tasks awaiting
+ * it from now on (raw_sample.tasks). 0 or -errno (-ENOENT: @pid is not
+ * configured). */
+int bpf_sampler__set_async(struct bpf_sampler *s, pid_t pid, const struct sampler_async *a);
+
 /* Follow @pid's execs (sampler_opts.exec_events) and children
  * (sampler_opts.follow_children) without sampling it: a process that runs
  * no Python, or none yet. 0 or -errno. */
-/* --async: the main target's samples carry its running task and the tasks
- * awaiting it from now on (raw_sample.tasks). 0 or -errno. */
-int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a);
-
 int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid);
 /* Stop sampling @pid (not the main target); its samples still in the ring
  * are delivered. */

@@ -37,6 +37,7 @@ struct procset {
 	struct retired *old;
 	size_t nold, capold;
 	size_t max_open;	/* 0: no limit */
+	uint64_t image_gens;	/* image_gen of the last image opened */
 };
 
 int procset__new(unsigned int max_frames, struct procset **out)
@@ -166,6 +167,7 @@ static int open_symbols(struct procset *ps, struct proc_entry *e)
 		return rc;
 	}
 	snprintf(e->version, sizeof(e->version), "%s", pyproc__version(e->p));
+	e->image_gen = ++ps->image_gens;
 	if (pyproc__pid(e->p) == e->pid)	/* else: ended, comm kept */
 		procfs__comm(e->pid, 0, e->comm, sizeof(e->comm));
 	e->state = PROC_PYTHON;

@@ -44,6 +44,9 @@ struct proc_entry {
 	uint64_t pending_since_ns;	/* PROC_PENDING: CLOCK_MONOTONIC */
 	uint64_t used;		/* last procset__touch() (CLOCK_MONOTONIC ns) */
 	uint32_t reopened;	/* times opened again after an eviction */
+	/* Bumped at each opening of an image (p, sym, memo): what holds on
+	 * to them (--async's tables) tells a new image from the one it had. */
+	uint64_t image_gen;
 };
 
 struct procset;

@@ -290,13 +290,11 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 	return ret;
 }
 
-int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
+/* --async's fields of @a into process configuration @c. */
+static void fill_async(struct pyprof_config *c, const struct sampler_async *a)
 {
-	struct pyprof_config *c = &s->main_cfg;
 	uint64_t gen_read;
 
-	if (!s->skel->rodata->async_tasks)
-		return -EINVAL;		/* the program was loaded without it */
 	c->async_running_task = a->running_task;
 	c->task_awaited_by = a->task_awaited_by;
 	c->task_awaited_by_is_set = a->task_awaited_by_is_set;
@@ -328,7 +326,26 @@ int bpf_sampler__set_async(struct bpf_sampler *s, const struct sampler_async *a)
 		      a->gen_frame_state < a->gen_iframe &&
 		      a->frame_stackpointer <= PYPROF_FRAME_READ_MAX - 8 &&
 		      gen_read <= PYPROF_GEN_READ_MAX ? (__u32)gen_read : 0;
-	return bpf_config__write_proc(s, s->pid, c);
+}
+
+int bpf_sampler__set_async(struct bpf_sampler *s, pid_t pid, const struct sampler_async *a)
+{
+	struct pyprof_proc v;
+	__u32 key = (__u32)pid;
+
+	if (!s->skel->rodata->async_tasks)
+		return -EINVAL;		/* the program was loaded without it */
+	if (pid == s->pid) {
+		fill_async(&s->main_cfg, a);
+		return bpf_config__write_proc(s, pid, &s->main_cfg);
+	}
+	/* Another process: its configuration as written, with these. */
+	if (bpf_map_lookup_elem(s->procs_fd, &key, &v))
+		return -errno;
+	if (!v.configured)
+		return -ENOENT;
+	fill_async(&v.cfg, a);
+	return bpf_config__write_proc(s, pid, &v.cfg);
 }
 
 int bpf_sampler__track_process(struct bpf_sampler *s, pid_t pid)
