@@ -301,8 +301,6 @@ static void check_features(struct record_env *env, struct argp_state *state)
 	if (env->async && env->backend == BACKEND_REMOTE)
 		argp_error(state, "--async is for the BPF backend: the running task is "
 			   "read with the stack, in the kernel");
-	if (env->async && wants_raw(env))
-		argp_error(state, "--async: a raw recording does not keep tasks yet");
 	if (env->kernel && env->backend == BACKEND_REMOTE)
 		argp_error(state, "--kernel is for the BPF backend");
 	if (env->mode == SAMPLER_MODE_OFFCPU && env->events)
