@@ -44,10 +44,9 @@ a2. test_aiohttp_subtask_as (3.14, 3.15; kind task): the same assertions
    same target: its intervals in cpu_work, by weight), and into a raw
    recording (-o X.pyprof) turned into collapsed stacks by `pyprof-bpf
    report`.
-   As of 0c54b9f raw is refused ("--async: a raw recording does not keep
-   tasks yet"), which issue #22 item 2 asks for; wall and off-cpu pass
-   (before 0c54b9f wall's off-CPU intervals showed no task, ~35-50% of
-   cpu_work's weight).
+   Before 6725ec7 raw was refused ("--async: a raw recording does not keep
+   tasks yet"); before 0c54b9f wall's off-CPU intervals showed no task
+   (~35-50% of cpu_work's weight).
 b. test_deep_chain (3.14, 3.15): tests/targets/async_deep_chain.py, 300
    tasks lvl-1 ... lvl-300 each awaiting the next, lvl-300 burning CPU in
    burn(): >= 97% of burn()'s samples (>= 300) are exactly [tasks-truncated],
@@ -58,6 +57,10 @@ c. test_cycle (3.14, 3.15): tests/targets/async_cycle_running.py, a running
    task "burner" awaited by a, a by b, b by a again: >= 97% of burn()'s
    samples are exactly [task-cycle], <task b>, wait_on, <task a>, wait_on,
    <task burner>, burner, burn.
+d. test_several_processes: a chain of 6 tasks on 3.14 and one on 3.15,
+   recorded together (-p A,B --async): >= 97% of each process's burn()
+   samples are exactly its own chain under its own root (each process its
+   own tables; before 1c2363b --async was refused with several processes).
 
 Each test prints a line starting "CHAINS " with its numbers (pytest -s).
 
@@ -437,3 +440,44 @@ def test_cycle(interp, procs, tmp_path):
     assert total >= 300 * PERIOD, f"{total // PERIOD} samples in burn\n{rec.stderr}"
     assert good >= 0.97 * total, (f"{good // PERIOD} of {total // PERIOD} samples of burn "
                                   f"are {';'.join(want)}; others:{describe(others)}")
+
+
+def test_several_processes(procs, tmp_path):
+    """--async with -p A,B (issue #22 item 2: each process its own tables): a
+    chain of 6 tasks on 3.14 and one on 3.15 recorded together; >= 97% of each
+    process's burn() samples are exactly its own chain under its own root."""
+    target = "async_deep_chain.py"
+    suspended = line_of(target, "await asyncio.create_task(level(k + 1)")
+    running = line_of(target, "    burn()")
+    top = line_of(target, 'await asyncio.create_task(level(1), name="lvl-1")')
+    want = ["<task main>", ("main", top)]
+    for k in range(1, 6):
+        want += [f"<task lvl-{k}>", ("level", suspended)]
+    want += ["<task lvl-6>", ("level", running), "burn"]
+    pids = {}
+    for param in ASYNC:
+        interp = param.values[0]
+        if interp.version[:2] in {i.version[:2] for i in pids.values()}:
+            continue
+        seen, host = out_path(interp, procs, tmp_path, f"several-{interp.label}.ready")
+        p, _ = start(interp, procs, tmp_path, target, [seen, 6], f"several-{interp.label}")
+        wait_file(p, host, f"{target} on {interp.label}")
+        pids[pyenvs.leaf_pid(p.pid)] = interp
+    assert len(pids) >= 2, f"3.14 and 3.15 needed: {pids}"
+    folded = str(tmp_path / "several.folded")
+    rec = Rec(procs, tmp_path, ",".join(str(p) for p in pids),
+              ["-F", HZ, "-d", 2, "--async", "--format", "collapsed", "-o", folded]
+              ).wait_started()
+    rec.finish(2)
+    by_pid = collections.defaultdict(list)
+    for frames, w in parse(folded):
+        m = re.fullmatch(r".* \(pid (\d+)\)", frames[0]) if frames else None
+        assert m, f"a stack without its process's root: {frames[:3]}"
+        by_pid[int(m.group(1))].append((frames[1:], w))
+    for pid, interp in pids.items():
+        total, good, others = exact_share(by_pid[pid], want)
+        print(f"\nCHAINS several {interp.label} burn={total // PERIOD} exact={good // PERIOD}")
+        assert total >= 300 * PERIOD, f"{interp.label}: {total // PERIOD} samples\n{rec.stderr}"
+        assert good >= 0.97 * total, (f"{interp.label}: {good // PERIOD} of {total // PERIOD} "
+                                      f"samples of burn are {want}; others:{describe(others)}"
+                                      f"\n{rec.stderr}")
