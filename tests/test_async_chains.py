@@ -57,6 +57,11 @@ c. test_cycle (3.14, 3.15): tests/targets/async_cycle_running.py, a running
    task "burner" awaited by a, a by b, b by a again: >= 97% of burn()'s
    samples are exactly [task-cycle], <task b>, wait_on, <task a>, wait_on,
    <task burner>, burner, burn.
+c2. test_async_generators (3.14, 3.15): tests/targets/async_gen_chain.py, a
+   task in `async for` over a generator awaiting a burning task, one in
+   `await g.aclose()` whose finally awaits another: >= 97% of burn()'s
+   samples exactly one of the two chains, the generator's frame (feed,
+   closing) between its consumer's and the burner's marker.
 d. test_several_processes: a chain of 6 tasks on 3.14 and one on 3.15,
    recorded together (-p A,B --async): >= 97% of each process's burn()
    samples are exactly its own chain under its own root (each process its
@@ -481,3 +486,36 @@ def test_several_processes(procs, tmp_path):
         assert good >= 0.97 * total, (f"{interp.label}: {good // PERIOD} of {total // PERIOD} "
                                       f"samples of burn are {want}; others:{describe(others)}"
                                       f"\n{rec.stderr}")
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_async_generators(interp, procs, tmp_path):
+    """Chains through async generators (issue #22 item 3), read in the BPF
+    program: a task in `async for` over a generator whose step awaits a
+    burning task, one in `await g.aclose()` whose finally awaits another:
+    >= 97% of burn()'s samples are exactly one of the two chains, the
+    generator's frame between its consumer's and the burner's marker; each
+    chain >= 300 samples."""
+    want = {"a": ["<task main>", "main", "<task consumer>", "consumer", "feed",
+                  "<task burner-a>", "burner", "burn"],
+            "b": ["<task main>", "main", "<task closer>", "closer", "closing",
+                  "<task burner-b>", "burner", "burn"]}
+    rec, stacks = record_static(interp, procs, tmp_path, "async_gen_chain.py")
+    total, good, others = 0, collections.Counter(), collections.Counter()
+    for frames, w in stacks:
+        inner = innermost_py(frames)
+        if not inner or inner.func != "burn":
+            continue
+        total += w
+        hit = [k for k, x in want.items() if matches(frames, x)]
+        if hit:
+            good[hit[0]] += w
+        else:
+            others[";".join(f.func if isinstance(f, Py) else f for f in frames)] += w
+    print(f"\nCHAINS async-generators {interp.label} burn={total // PERIOD} "
+          f"a={good['a'] // PERIOD} b={good['b'] // PERIOD}")
+    assert sum(good.values()) >= 0.97 * total, (
+        f"{sum(good.values()) // PERIOD} of {total // PERIOD} samples of burn are one of "
+        f"{want}; others:{describe(others)}\n{rec.stderr}")
+    for k in want:
+        assert good[k] >= 300 * PERIOD, f"chain {k}: {good[k] // PERIOD} samples\n{rec.stderr}"
