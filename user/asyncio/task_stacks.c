@@ -209,7 +209,8 @@ static bool push_awaiter(struct task_stacks *ts, uint32_t *n, const struct sampl
 }
 
 /* Was the task of link @t met before in @r's chain? (The program's check
- * sees a cycle only within twice its length.) */
+ * sees a cycle only within twice its length, and keeps the links it read
+ * meanwhile: asked only of a chain it cut or found looping.) */
 static bool met_before(const struct raw_sample *r, uint32_t t)
 {
 	for (uint32_t j = 0; j < t; j++)
@@ -282,7 +283,7 @@ int task_stacks__splice(struct task_stacks *ts, const struct raw_sample *r, uint
 					       find_task(ts, st->task, now_ns) : NULL;
 		const char *name = have ? copied : k && k->name ? k->name : NULL;
 
-		if (t && met_before(r, t)) {
+		if (t && (r->tasks_flags & (SAMPLE_TF_CUT | SAMPLE_TF_CYCLE)) && met_before(r, t)) {
 			flags |= SAMPLE_TF_CYCLE;
 			break;
 		}
