@@ -62,6 +62,11 @@ c2. test_async_generators (3.14, 3.15): tests/targets/async_gen_chain.py, a
    `await g.aclose()` whose finally awaits another: >= 97% of burn()'s
    samples exactly one of the two chains, the generator's frame (feed,
    closing) between its consumer's and the burner's marker.
+e. test_all_processes (3.14, 3.15): -a --async -d 3 beside a 6-task chain:
+   >= 85% of its burn() samples exactly its chain (tables from the first
+   refresh after the process is found).
+f. test_top_async (3.14, 3.15): `top --async` plain snapshots of a 6-task
+   chain: each task's marker and the awaiters' frames at >= 95% total.
 d. test_several_processes: a chain of 6 tasks on 3.14 and one on 3.15,
    recorded together (-p A,B --async): >= 97% of each process's burn()
    samples are exactly its own chain under its own root (each process its
@@ -519,3 +524,60 @@ def test_async_generators(interp, procs, tmp_path):
         f"{want}; others:{describe(others)}\n{rec.stderr}")
     for k in want:
         assert good[k] >= 300 * PERIOD, f"chain {k}: {good[k] // PERIOD} samples\n{rec.stderr}"
+
+
+def start_chain(interp, procs, tmp_path, n=6):
+    """async_deep_chain.py with n tasks on interp, once it burns: its host pid."""
+    seen, host = out_path(interp, procs, tmp_path, f"chain-{interp.label}.ready")
+    p, _ = start(interp, procs, tmp_path, "async_deep_chain.py", [seen, n],
+                 f"chain-{interp.label}")
+    wait_file(p, host, f"async_deep_chain.py on {interp.label}")
+    return pyenvs.leaf_pid(p.pid)
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_all_processes(interp, procs, tmp_path):
+    """--async with -a: the chain of a process found on the host. Its tables
+    are made at the first refresh after it is found (0.1 s; measured 95% of
+    2 s exact), so >= 85% of its burn() samples over 3 s are exactly its
+    6-task chain (a loaded host may take 0.45 s)."""
+    target = "async_deep_chain.py"
+    want = ["<task main>", ("main", line_of(target, 'await asyncio.create_task(level(1)'))]
+    for k in range(1, 6):
+        want += [f"<task lvl-{k}>", ("level", line_of(target, "await asyncio.create_task(level(k + 1)"))]
+    want += ["<task lvl-6>", ("level", line_of(target, "    burn()")), "burn"]
+    pid = start_chain(interp, procs, tmp_path)
+    folded = str(tmp_path / "all.folded")
+    r = subprocess.run([binary(), "record", "-a", "--async", "-F", str(HZ), "-d", "3",
+                        "--format", "collapsed", "-o", folded], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"record -a --async exited {r.returncode}: {r.stderr}"
+    mine = [(frames[1:], w) for frames, w in parse(folded)
+            if frames and frames[0].endswith(f"(pid {pid})")]
+    total, good, others = exact_share(mine, want)
+    print(f"\nCHAINS all {interp.label} burn={total // PERIOD} exact={good // PERIOD}")
+    assert total >= 300 * PERIOD, f"{total // PERIOD} samples of pid {pid}\n{r.stderr}"
+    assert good >= 0.85 * total, (f"{good // PERIOD} of {total // PERIOD} samples of burn are "
+                                 f"{want}; others:{describe(others)}\n{r.stderr}")
+
+
+@pytest.mark.parametrize("interp", ASYNC)
+def test_top_async(interp, procs, tmp_path):
+    """`top --async` (plain snapshots): every task of the chain and the
+    awaiters' own frames (level, main) weigh the whole of the samples."""
+    pid = start_chain(interp, procs, tmp_path)
+    r = subprocess.run([binary(), "top", "--async", "-p", str(pid), "-d", "3"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"top --async exited {r.returncode}: {r.stderr}"
+    last = r.stdout.rsplit("%Own", 1)[-1]
+    total = {}
+    for line in last.splitlines():
+        m = re.match(r"\s*[\d.]+\s+([\d.]+)\s+[\d.]+s\s+[\d.]+s\s+(\S+)", line)
+        if m:
+            total[m.group(2)] = float(m.group(1))
+    for name in ["<task", "main", "level", "burn"]:
+        got = max((v for k, v in total.items() if k == name or
+                   (name == "<task" and k.startswith(name))), default=0)
+        assert got >= 95, f"{name}: {got}% total in top's last snapshot:\n{last}\n{r.stderr}"
+    for k in range(1, 7):
+        assert f"<task lvl-{k}>" in last, f"<task lvl-{k}> not in:\n{last}"
