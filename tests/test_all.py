@@ -267,7 +267,6 @@ def test_forks_and_execs(procs, tmp_path):
     (["-a", "--backend", "remote"], "BPF backend"),
     (["-a", "--comm", "("], "invalid --comm regular expression"),
     (["--comm", "x", "-p", "1"], "--comm narrows -a"),
-    (["-a", "--async"], "not with -a"),
 ])
 def test_refusals(args, msg):
     r = subprocess.run([pyenvs.BINARY] + args, stdin=subprocess.DEVNULL, capture_output=True,
