@@ -66,11 +66,18 @@ static struct sampler_async program_offsets(const struct proc_entry *e,
 	};
 }
 
-static struct async_proc *find(const struct recording *rec, pid_t pid)
+/* @pid's entry, or NULL. Asked at every sample in a task (tasks_of()):
+ * the last one found is tried first, as samples come in runs of a process. */
+static struct async_proc *find(struct recording *rec, pid_t pid)
 {
-	for (size_t i = 0; i < rec->nasync; i++)
-		if (rec->async[i].pid == pid)
+	if (rec->async_last < rec->nasync && rec->async[rec->async_last].pid == pid)
+		return &rec->async[rec->async_last];
+	for (size_t i = 0; i < rec->nasync; i++) {
+		if (rec->async[i].pid == pid) {
+			rec->async_last = i;
 			return &rec->async[i];
+		}
+	}
 	return NULL;
 }
 

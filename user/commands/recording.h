@@ -63,6 +63,7 @@ struct recording {
 	/* --async (record_async.c): each process's tables */
 	struct async_proc *async;
 	size_t nasync, capasync;
+	size_t async_last;		/* the entry find() gave last */
 	size_t async_on;		/* processes whose tasks were read, ever */
 	struct task_stacks_stats async_gone;	/* counts of tables dropped */
 	int async_waiting;		/* asyncio not imported yet: said once */
