@@ -41,7 +41,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean setup test unit bench
+.PHONY: all clean setup test unit bench san fuzz fuzz-build fuzz-replay
 all: pyprof-bpf
 
 $(OUTPUT):
@@ -113,6 +113,78 @@ $(SAN_DIR)/test_stack_memo: tests/unit/test_stack_memo.c $(SAN_DIR)/symbols/stac
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
+# The whole binary under ASan/UBSan (the hostile-target suite runs it too).
+SAN_BIN := $(SAN_DIR)/pyprof-bpf
+$(SAN_DIR)/commands/main.o: $(VERSION_H)
+$(SAN_BIN): $(patsubst $(OUTPUT)/%.o,$(SAN_DIR)/%.o,$(USER_OBJS))
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -o $@
+san: $(SAN_BIN)
+
+# ---- Fuzzing (issue #23) ---------------------------------------------------------------
+# Every tests/fuzz/fuzz_NAME.c is a libFuzzer harness (clang -fsanitize=fuzzer with
+# ASan/UBSan) linked against the library objects rebuilt with coverage, and against
+# tests/fuzz/support/*.c, whose fake remote_mem.c serves a target's memory from the
+# fuzzer's input (the real one is left out). Its corpus is tests/fuzz/corpus/NAME/
+# (seeds from real interpreters), its crashes tests/fuzz/crashes/NAME/ (kept, fixed).
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ=NAME]   run each harness for FUZZ_SECONDS
+#   make fuzz-replay                          every corpus and crash once (make test)
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR     := $(OUTPUT)/fuzz
+FUZZ_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+		-D_GNU_SOURCE -DPYPROF_FUZZ -Ibpf -Iuser -I$(OUTPUT) -Itests/fuzz/support
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
+FUZZ_BINS    := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_NAMES))
+FUZZ_SUPPORT := $(patsubst tests/fuzz/support/%.c,$(FUZZ_DIR)/support/%.o,$(wildcard tests/fuzz/support/*.c))
+FUZZ_LIB     := $(FUZZ_DIR)/libpyprof.a
+FUZZ_LIB_OBJS := $(patsubst $(OUTPUT)/%.o,$(FUZZ_DIR)/%.o,$(filter-out $(OUTPUT)/target/remote_mem.o,$(LIB_OBJS)))
+$(FUZZ_DIR)/offcpu/syscalls.o: $(OUTPUT)/syscall_table.h
+$(FUZZ_DIR)/output/flamegraph_js.o: user/output/assets/flamegraph.js
+
+$(FUZZ_DIR)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS)
+	$(Q)mkdir -p $(@D)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_DIR)/support/%.o: tests/fuzz/support/%.c $(wildcard tests/fuzz/support/*.h) $(USER_HDRS)
+	$(Q)mkdir -p $(@D)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SUPPORT) $(FUZZ_LIB) $(wildcard tests/fuzz/support/*.h)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_SUPPORT) \
+		$(FUZZ_LIB) $(LDLIBS) -o $@
+
+fuzz-build: $(FUZZ_BINS)
+
+# New inputs go to .output/fuzz/work/NAME (merge the interesting ones into the
+# corpus with -merge=1); a crash is written to tests/fuzz/crashes/NAME/ and stops the run.
+fuzz: $(FUZZ_BINS)
+	$(Q)set -e; for n in $(or $(FUZZ),$(FUZZ_NAMES)); do \
+		mkdir -p $(FUZZ_DIR)/work/$$n tests/fuzz/crashes/$$n; \
+		echo "== fuzz_$$n: $(FUZZ_SECONDS) s"; \
+		$(FUZZ_DIR)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=tests/fuzz/crashes/$$n/ -timeout=10 -rss_limit_mb=2048 \
+			$(FUZZ_DIR)/work/$$n tests/fuzz/corpus/$$n >$(FUZZ_DIR)/$$n.log 2>&1 && rc=0 || rc=$$?; \
+		grep -E '^#[0-9]+.*DONE|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|ERROR|SUMMARY' \
+			$(FUZZ_DIR)/$$n.log || true; \
+		test $$rc = 0 || { echo "fuzz_$$n failed: see $(FUZZ_DIR)/$$n.log" >&2; exit 1; }; \
+	done
+
+fuzz-replay: $(FUZZ_BINS)
+	$(Q)set -e; for n in $(FUZZ_NAMES); do \
+		test -n "$$(ls tests/fuzz/corpus/$$n 2>/dev/null)" || { echo "fuzz_$$n: no corpus in tests/fuzz/corpus/$$n" >&2; exit 1; }; \
+		echo "== fuzz_$$n: $$(ls tests/fuzz/corpus/$$n | wc -l) corpus, $$(ls tests/fuzz/crashes/$$n 2>/dev/null | wc -l) crashes"; \
+		$(FUZZ_DIR)/fuzz_$$n -runs=0 -timeout=10 tests/fuzz/corpus/$$n \
+			$$(test -d tests/fuzz/crashes/$$n && echo tests/fuzz/crashes/$$n) >$(FUZZ_DIR)/$$n.replay.log 2>&1 \
+			|| { tail -40 $(FUZZ_DIR)/$$n.replay.log >&2; exit 1; }; \
+	done
+
 setup:
 	scripts/install-deps.sh
 	scripts/provision-pythons.sh
@@ -128,6 +200,7 @@ test:
 	scripts/provision-minbase.sh
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) san fuzz-replay
 	/usr/bin/python3 -m pytest -v -p no:cacheprovider tests
 
 bench: pyprof-bpf
