@@ -50,6 +50,7 @@ static void print_native(const struct recording *rec)
 
 	if (!m)
 		return;
+	native_mixer__print_warnings(m, stderr);
 	if (env->verbose)
 		native_mixer__print_unwinders(m, stderr);
 	native_mixer__stats(m, &ns);

@@ -330,6 +330,28 @@ void native_mixer__stats(const struct native_mixer *m, struct native_mixer_stats
 	*st = m->st;
 }
 
+/* A target's perf map not read is said, with why: its JIT frames stay unnamed. */
+void native_mixer__print_warnings(const struct native_mixer *m, FILE *f)
+{
+	for (size_t i = 0; i < m->nprocs; i++) {
+		struct native_unwinder_stats ns;
+		int err;
+
+		if (!m->procs[i].u)
+			continue;
+		native_unwinder__stats(m->procs[i].u, &ns);
+		err = ns.perfmap_refused;
+		if (!err)
+			continue;
+		fprintf(f, "pyprof-bpf: warning: pid %d: its perf map %s was not read: %s\n",
+			(int)m->procs[i].pid, ns.perfmap_path,
+			err == -EPERM ? "not owned by the process's user" :
+			err == -EINVAL ? "not a regular file" :
+			err == -ELOOP || err == -EXDEV ? "a link out of the process's root" :
+			strerror(-err));
+	}
+}
+
 void native_mixer__print_unwinders(const struct native_mixer *m, FILE *f)
 {
 	for (size_t i = 0; i < m->nprocs; i++) {

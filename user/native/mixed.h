@@ -64,6 +64,8 @@ void native_mixer__merge(struct native_mixer *m, const struct raw_sample *r,
 
 void native_mixer__stats(const struct native_mixer *m, struct native_mixer_stats *st);
 /* Per process: how its unwinds ended (-v), one line each. */
+/* Warnings for the end summary (a perf map refused, with why). */
+void native_mixer__print_warnings(const struct native_mixer *m, FILE *f);
 void native_mixer__print_unwinders(const struct native_mixer *m, FILE *f);
 
 #endif

@@ -1,21 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include "native/modules.h"
 #include "native/symindex.h"
 #include "target/procmaps.h"
+#include "target/rootfs.h"
 
 /* What is kept per libdwfl module (its userdata). */
 struct nmod {
 	pid_t pid;
 	struct mapping map;	/* the lowest mapping: how to open the file */
 	int vdso;		/* read from the target's memory by libdwfl */
+	int foreign_root;	/* the target's root is not ours: its debug files first */
+	int debug_asked;	/* find_debuginfo was called: a second call is the alt file */
 	int syms_state;		/* 0: not built yet, 1: built, -1: failed */
 	int symtab;		/* the symbols came from a .symtab */
 	struct symindex *syms;
@@ -31,6 +36,7 @@ struct native_modules {
 	Dwfl *dwfl;
 	Dwfl_Callbacks cb;
 	char *debuginfo_path;
+	int foreign_root;
 	struct range *anon;
 	size_t nanon;
 	long vm_pages;		/* the process's size at the last refresh */
@@ -63,16 +69,76 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	return fd >= 0 ? fd : -1;
 }
 
+/* The file's build id is @id: a debug file is trusted for nothing else. */
+static bool has_build_id(int fd, const void *id, int len)
+{
+	const void *got;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool same;
+
+	if (!elf)
+		return false;
+	same = dwelf_elf_gnu_build_id(elf, &got) == len && !memcmp(got, id, (size_t)len);
+	elf_end(elf);
+	return same;
+}
+
 /*
- * Separate debug files by build id only (Debian's -dbg/-dbgsym layout), in
- * the directories of debuginfo_path. Not dwfl_standard_find_debuginfo: it
- * would also ask debuginfod servers when DEBUGINFOD_URLS is set, downloads a
- * profiler must not start on its own.
+ * A debug file in the target's own root, opened inside it (rootfs.h: a
+ * symlink out of it, a FIFO or a device is refused): the alt file (dwz) by
+ * the absolute name the module gives, the main one by build id and checked.
+ */
+static int target_debug_file(Dwfl_Module *mod, struct nmod *nm, const char *debuglink_file,
+			     char **name)
+{
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	char path[PATH_MAX];
+	int len, fd, off;
+
+	if (nm->debug_asked) {
+		if (!debuglink_file || debuglink_file[0] != '/')
+			return -1;
+		snprintf(path, sizeof(path), "%s", debuglink_file);
+		fd = rootfs__open(nm->pid, path, PROCMAPS_MAX_FILE, NULL);
+	} else {
+		len = dwfl_module_build_id(mod, &id, &vaddr);
+		if (len < 2 || len > 64)
+			return -1;
+		off = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+		for (int i = 1; i < len; i++)
+			off += snprintf(path + off, sizeof(path) - (size_t)off, "%02x", id[i]);
+		snprintf(path + off, sizeof(path) - (size_t)off, ".debug");
+		fd = rootfs__open(nm->pid, path, PROCMAPS_MAX_FILE, NULL);
+		if (fd >= 0 && !has_build_id(fd, id, len)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0 && asprintf(name, "/proc/%d/root%s", (int)nm->pid, path) < 0)
+		*name = NULL;
+	return fd >= 0 ? fd : -1;
+}
+
+/*
+ * Separate debug files by build id only (Debian's -dbg/-dbgsym layout): the
+ * target's own (a chroot, a container), then ours. Not
+ * dwfl_standard_find_debuginfo: it would also ask debuginfod servers when
+ * DEBUGINFOD_URLS is set, downloads a profiler must not start on its own.
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
+	struct nmod *nm = *userdata;
+	int fd = -1;
+
+	if (nm && nm->foreign_root)
+		fd = target_debug_file(mod, nm, debuglink_file, debuginfo_file_name);
+	if (nm)
+		nm->debug_asked = 1;
+	if (fd >= 0)
+		return fd;
 	return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
 					    debuglink_file, debuglink_crc, debuginfo_file_name);
 }
@@ -115,6 +181,7 @@ static int report_group(struct native_modules *m, const struct mapping *first, u
 	if (!nm)
 		return -ENOMEM;
 	nm->pid = m->pid;
+	nm->foreign_root = m->foreign_root;
 	nm->vdso = vdso;
 	nm->map = *first;
 	nm->map.path = strdup(first->path);
@@ -361,13 +428,9 @@ int native_modules__new(pid_t pid, struct native_modules **out)
 	if (!m)
 		return -ENOMEM;
 	m->pid = pid;
-	/* the target's own debug files first (a chroot, a container), then ours;
-	 * a build id match is checked either way */
-	if (same_root(pid))
-		m->debuginfo_path = strdup("/usr/lib/debug");
-	else if (asprintf(&m->debuginfo_path, "/proc/%d/root/usr/lib/debug:/usr/lib/debug",
-			  (int)pid) < 0)
-		m->debuginfo_path = NULL;
+	/* ours only here: the target's are opened inside its root (find_debuginfo) */
+	m->foreign_root = !same_root(pid);
+	m->debuginfo_path = strdup("/usr/lib/debug");
 	if (!m->debuginfo_path) {
 		err = -ENOMEM;
 		goto err_free;

@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include "native/perfmap.h"
 #include "target/procfs.h"
+#include "target/rootfs.h"
 
 #define MAX_ENTRIES (1u << 20)	/* a runaway map is read this far */
+#define MAX_FILE ((uint64_t)1 << 30)
+#define MAX_READ (64u << 20)	/* per read: the rest waits for the next miss */
 
 struct pm_entry {
 	uint64_t start, size;
@@ -24,11 +28,12 @@ struct name_block {
 };
 
 struct perfmap {
-	char fs_path[96];	/* ours: /proc/PID/root/tmp/perf-N.map */
-	char path[48];		/* the target's */
+	pid_t pid;
+	char path[48];		/* the target's, opened inside its root */
 	int have_path;
 	off_t read_to;		/* the file is appended to: read from here on */
 	off_t size_seen;
+	int refused;		/* why the file was last not read (not -ENOENT) */
 	struct pm_entry *e;
 	size_t n, cap;
 	uint32_t seq;
@@ -45,7 +50,7 @@ int perfmap__new(pid_t pid, struct perfmap **out)
 		return -ENOMEM;
 	if (procfs__nspid(pid, 0, &ns) == 0) {
 		snprintf(m->path, sizeof(m->path), "/tmp/perf-%d.map", (int)ns);
-		snprintf(m->fs_path, sizeof(m->fs_path), "/proc/%d/root%s", (int)pid, m->path);
+		m->pid = pid;
 		m->have_path = 1;
 	}
 	return 0;
@@ -108,57 +113,117 @@ static int add_line(struct perfmap *m, char *line, struct name_block *b, size_t 
 	return 0;
 }
 
-/* The lines appended since the last read (a file that shrank was
- * replaced: read from its start, the old names kept alive). */
-static int read_more(struct perfmap *m)
+/* Whole lines of @buf into the entries; *@consumed is what they took (a
+ * line still being written is left for later). @buf is modified. */
+static int add_lines(struct perfmap *m, char *buf, size_t len, size_t *consumed)
 {
-	struct name_block *b;
-	struct stat stb;
-	size_t len, used = 0;
-	char *buf, *p, *nl;
-	FILE *f;
+	struct name_block *b = malloc(sizeof(*b) + len + 1);
+	size_t used = 0;
+	char *p, *nl;
 	int err = 0;
 
-	if (!m->have_path || stat(m->fs_path, &stb) || stb.st_size == m->size_seen)
-		return 0;
-	m->size_seen = stb.st_size;
-	if (stb.st_size < m->read_to) {
-		m->read_to = 0;
-		m->n = 0;
-	}
-	if (stb.st_size - m->read_to > 64 << 20)
-		return -EFBIG;
-	len = (size_t)(stb.st_size - m->read_to);
-	f = fopen(m->fs_path, "re");
-	if (!f)
-		return -errno;
-	buf = malloc(len + 1);
-	b = malloc(sizeof(*b) + len + 1);
-	if (!buf || !b) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (fseeko(f, m->read_to, SEEK_SET) || (len = fread(buf, 1, len, f)) == 0)
-		goto out;
-	buf[len] = 0;
-	/* whole lines only: the writer may be in the middle of one */
+	*consumed = 0;
+	if (!b)
+		return -ENOMEM;
 	for (p = buf; (nl = memchr(p, '\n', len - (size_t)(p - buf))); p = nl + 1) {
 		*nl = 0;
 		err = add_line(m, p, b, &used);
 		if (err)
-			goto out;
+			break;
 	}
-	m->read_to += p - buf;
+	*consumed = (size_t)(p - buf);
 	if (used) {
 		b->next = m->names;
 		m->names = b;
 		b = NULL;
 		qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
 	}
-out:
 	free(b);
+	return err;
+}
+
+int perfmap__parse(struct perfmap *m, const char *text, size_t len)
+{
+	size_t consumed;
+	char *buf = malloc(len + 1);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, text, len);
+	buf[len] = 0;
+	err = add_lines(m, buf, len, &consumed);
 	free(buf);
-	fclose(f);
+	return err;
+}
+
+/*
+ * The file, opened inside the target's root (rootfs.h: a symlink to a host
+ * file, a FIFO or a device is refused), and only when the target's user
+ * owns it, as perf requires: else any user could name code in another's
+ * process, and a root-owned file is the target's only when it runs as root.
+ */
+static int open_map(struct perfmap *m, struct stat *st)
+{
+	uid_t owner;
+	int fd, err;
+
+	err = rootfs__owner(m->pid, &owner);
+	if (err)
+		return err;
+	fd = rootfs__open(m->pid, m->path, MAX_FILE, st);
+	if (fd >= 0 && st->st_uid != owner) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* The lines appended since the last read (a file that shrank was
+ * replaced: read from its start, the old names kept alive). */
+static int read_more(struct perfmap *m)
+{
+	struct stat st;
+	size_t len, consumed = 0;
+	ssize_t got;
+	char *buf;
+	int fd, err;
+
+	if (!m->have_path)
+		return 0;
+	fd = open_map(m, &st);
+	if (fd < 0 && fd != -ENOENT)
+		m->refused = fd;
+	if (fd < 0)
+		return fd;
+	m->refused = 0;
+	if (st.st_size == m->size_seen) {
+		close(fd);
+		return 0;
+	}
+	if (st.st_size < m->read_to) {
+		m->read_to = 0;
+		m->n = 0;
+	}
+	len = (size_t)(st.st_size - m->read_to);
+	/* a read cut short is taken up again at the next miss */
+	m->size_seen = len > MAX_READ ? -1 : st.st_size;
+	if (len > MAX_READ)
+		len = MAX_READ;
+	buf = malloc(len + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	got = pread(fd, buf, len, m->read_to);
+	err = got < 0 ? -errno : 0;
+	close(fd);
+	if (got > 0) {
+		buf[got] = 0;
+		err = add_lines(m, buf, (size_t)got, &consumed);
+		m->read_to += (off_t)consumed;
+	}
+	free(buf);
 	return err;
 }
 
@@ -200,4 +265,9 @@ const char *perfmap__path(const struct perfmap *m)
 size_t perfmap__count(const struct perfmap *m)
 {
 	return m->n;
+}
+
+int perfmap__refused(const struct perfmap *m)
+{
+	return m->refused;
 }

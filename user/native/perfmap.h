@@ -8,9 +8,10 @@
  * piece of code, "START SIZE NAME", START and SIZE in hex. CPython writes
  * one with -X perf (each trampoline copy is "py::qualname:filename"), and
  * so do other runtimes. perf reads it for addresses in anonymous memory and
- * prints the file as the frame's DSO; so does this. The file is read
- * through /proc/PID/root (the target's /tmp), and read again when an
- * address is not found and the file has changed since.
+ * prints the file as the frame's DSO; so does this. The file is opened
+ * inside the target's root (its /tmp; rootfs.h), only when the target's
+ * user owns it, and read again when an address is not found and the file
+ * has changed since.
  *
  * Not thread-safe.
  */
@@ -31,8 +32,15 @@ void perfmap__free(struct perfmap *m);
  * replaced). Names live until the map is freed.
  */
 const char *perfmap__lookup(struct perfmap *m, uint64_t addr, uint64_t *start);
+/* Lines of a map's text added as if read from the file (tests, fuzzing);
+ * a last line without its newline is ignored. 0 or -ENOMEM. */
+int perfmap__parse(struct perfmap *m, const char *text, size_t len);
 /* The file as the target names it ("/tmp/perf-1234.map"). */
 const char *perfmap__path(const struct perfmap *m);
+/* Why the file was not read at the last try: -EPERM (not the target's
+ * user's), -EINVAL (not a regular file), -ELOOP/-EXDEV (a link out of its
+ * root), -EFBIG; 0 when it was, or there is none. */
+int perfmap__refused(const struct perfmap *m);
 /* Entries read (for tests and statistics). */
 size_t perfmap__count(const struct perfmap *m);
 

@@ -547,4 +547,6 @@ void native_unwinder__stats(const struct native_unwinder *u, struct native_unwin
 	out->rows = cfirows__count(u->rows);
 	out->rows_bytes = cfirows__bytes(u->rows);
 	native_modules__count(u->mods, &out->modules, &out->symbols, &out->symindex_bytes);
+	out->perfmap_refused = perfmap__refused(u->perfmap);
+	out->perfmap_path = perfmap__path(u->perfmap);
 }

@@ -141,6 +141,8 @@ struct native_unwinder_stats {
 	uint64_t epilogues;		/* samples in an epilogue, registers taken as popped */
 	uint64_t libdwfl_steps;		/* frames with CFI expressions, stepped by libdwfl */
 	uint64_t trampoline_rows;	/* pcs found in CPython's perf trampolines */
+	int perfmap_refused;		/* perfmap__refused() of its perf map */
+	const char *perfmap_path;	/* that map, as the target names it */
 	size_t modules;			/* modules known now */
 	size_t symbols;			/* function symbols indexed, all modules */
 	size_t symindex_bytes;		/* heap bytes of those indexes */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "target/procmaps.h"
+#include "target/rootfs.h"
 
 /* A sane bound: processes with more mappings exist, but not Python ones we
  * could not handle by stopping here with an error. */
@@ -46,58 +47,93 @@ static int parse_line(char *line, struct mapping *m)
 	return m->path ? 0 : -ENOMEM;
 }
 
-int procmaps__read(pid_t pid, struct procmaps *out)
+/* One line into @out (grown as needed); a line not of the format is skipped. */
+static int append_line(struct procmaps *out, size_t *cap, char *line)
 {
-	char fn[64], *line = NULL;
-	size_t cap = 0, linecap = 0;
-	struct mapping *maps = NULL;
-	size_t n = 0;
-	int err = 0;
-	FILE *f;
+	int err;
 
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (getline(&line, &linecap, f) > 0) {
-		if (n == cap) {
-			struct mapping *nm;
+	if (out->n == *cap) {
+		struct mapping *nm;
 
-			if (cap >= MAX_MAPPINGS) {
-				err = -E2BIG;
-				break;
-			}
-			cap = cap ? cap * 2 : 256;
-			nm = realloc(maps, cap * sizeof(*maps));
-			if (!nm) {
-				err = -ENOMEM;
-				break;
-			}
-			maps = nm;
-		}
-		err = parse_line(line, &maps[n]);
-		if (err == -EINVAL) {
-			err = 0;	/* not a line we understand: skip it */
-			continue;
-		}
-		if (err)
-			break;
-		n++;
+		if (*cap >= MAX_MAPPINGS)
+			return -E2BIG;
+		nm = realloc(out->maps, (*cap ? *cap * 2 : 256) * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		out->maps = nm;
+		*cap = *cap ? *cap * 2 : 256;
 	}
-	/* Reading maps of a process we may not trace fails at read time. */
-	if (!err && ferror(f))
-		err = -errno ? -errno : -EIO;
-	free(line);
-	fclose(f);
-	out->maps = maps;
-	out->n = n;
+	err = parse_line(line, &out->maps[out->n]);
+	if (err == -EINVAL)
+		return 0;
+	if (!err)
+		out->n++;
+	return err;
+}
+
+/* The end of a read: an empty list is a zombie or a kernel thread. */
+static int finish(struct procmaps *out, int err)
+{
 	if (err) {
 		procmaps__free(out);
 		return err;
 	}
-	if (n == 0)
-		return -ESRCH;	/* a zombie or kernel thread: nothing mapped */
-	return 0;
+	return out->n ? 0 : -ESRCH;
+}
+
+int procmaps__read(pid_t pid, struct procmaps *out)
+{
+	char fn[64], *line = NULL;
+	size_t cap = 0, linecap = 0;
+	int err = 0;
+	FILE *f;
+
+	out->maps = NULL;
+	out->n = 0;
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!err && getline(&line, &linecap, f) > 0)
+		err = append_line(out, &cap, line);
+	/* Reading maps of a process we may not trace fails at read time. */
+	if (!err && ferror(f))
+		err = errno ? -errno : -EIO;
+	free(line);
+	fclose(f);
+	return finish(out, err);
+}
+
+int procmaps__parse(const char *buf, size_t len, struct procmaps *out)
+{
+	size_t cap = 0, linecap = 0;
+	char *line = NULL;
+	int err = 0;
+
+	out->maps = NULL;
+	out->n = 0;
+	while (!err && len) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t n = nl ? (size_t)(nl - buf) + 1 : len;
+
+		if (n + 1 > linecap) {
+			char *l = realloc(line, n + 1);
+
+			if (!l) {
+				err = -ENOMEM;
+				break;
+			}
+			line = l;
+			linecap = n + 1;
+		}
+		memcpy(line, buf, n);
+		line[n] = '\0';
+		err = append_line(out, &cap, line);
+		buf += n;
+		len -= n;
+	}
+	free(line);
+	return finish(out, err);
 }
 
 void procmaps__free(struct procmaps *m)
@@ -126,31 +162,34 @@ const struct mapping *procmaps__first(const struct procmaps *m, const char *path
 
 int procmaps__open_file(pid_t pid, const struct mapping *map)
 {
-	char fn[PATH_MAX + 64];
 	struct stat st;
-	int fd;
+	int fd, pathfd;
 
-	/* Through the target's root first (containers); then the path as we
-	 * see it, since a chroot that shares our mount namespace lists host
-	 * paths in its maps. A file replaced since it was mapped is not the one
-	 * the target runs: only trust an inode match (the device is not
-	 * compared: overlayfs reports another one). */
-	for (int pass = 0; pass < 2 && map->path[0] == '/' && !map->deleted; pass++) {
-		if (pass == 0)
-			snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)pid, map->path);
-		else
-			snprintf(fn, sizeof(fn), "%s", map->path);
-		fd = open(fn, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		/* our own view of a path must be the very file: device too */
-		if (fstat(fd, &st) == 0 && st.st_ino == map->inode &&
-		    (pass == 0 || st.st_dev == makedev(map->dev_major, map->dev_minor)))
-			return fd;
+	if (map->path[0] != '/')
+		return -ENOENT;
+	/* The very file the target maps, where we may (CAP_SYS_ADMIN). */
+	fd = rootfs__open_mapped(pid, map->start, map->end, PROCMAPS_MAX_FILE, NULL);
+	if (fd >= 0 || map->deleted)
+		return fd;
+	/* Its path in the target's root (a container): only an inode match is
+	 * trusted, a file replaced since is not the one the target runs (the
+	 * device is not compared: overlayfs reports another one). */
+	fd = rootfs__open(pid, map->path, PROCMAPS_MAX_FILE, &st);
+	if (fd >= 0 && st.st_ino == map->inode)
+		return fd;
+	if (fd >= 0)
 		close(fd);
+	/* Our own view of the path: a chroot sharing our mount namespace lists
+	 * host paths in its maps. The very file only (device too), so the
+	 * target learns nothing through it it could not read itself. */
+	pathfd = open(map->path, O_PATH | O_CLOEXEC);
+	if (pathfd < 0)
+		return -errno;
+	fd = rootfs__reopen(pathfd, PROCMAPS_MAX_FILE, &st);
+	if (fd >= 0 && (st.st_ino != map->inode ||
+			st.st_dev != makedev(map->dev_major, map->dev_minor))) {
+		close(fd);
+		fd = -ESTALE;
 	}
-	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-		 map->start, map->end);
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
+	return fd;
 }
