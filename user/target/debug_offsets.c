@@ -396,6 +396,19 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 	bind_gil_gc(l, vals, out);
 	if (!out->unicode_compact_data)	/* PyCompactUnicodeObject adds utf8_length, utf8 */
 		out->unicode_compact_data = out->unicode_ascii_data + 16;
+	/* A str's header is read as its first asciiobject_size bytes, state and
+	 * length taken from that copy: both must lie inside it, and it inside
+	 * the compact header (bounded below). */
+	if (out->unicode_state + 4 > out->unicode_ascii_data ||
+	    out->unicode_length + 8 > out->unicode_ascii_data ||
+	    out->unicode_ascii_data > out->unicode_compact_data) {
+		snprintf(err, errlen, "_Py_DebugOffsets: unicode_object.state (%llu) or .length "
+			 "(%llu) lies outside asciiobject_size (%llu)",
+			 (unsigned long long)out->unicode_state,
+			 (unsigned long long)out->unicode_length,
+			 (unsigned long long)out->unicode_ascii_data);
+		return -EPROTO;
+	}
 	out->frame_owner_interp_min = 3;	/* 3.13 CSTACK; 3.14+ INTERPRETER (and CSTACK 4) */
 	/* An evaluation loop's entry frame: FRAME_OWNED_BY_CSTACK (3) on 3.13,
 	 * FRAME_OWNED_BY_INTERPRETER (3) from 3.14 (4 is the base sentinel). */
