@@ -444,7 +444,9 @@ void py_offsets__fit_reads(struct py_offsets *o)
 				   o->tstate_last_profiled_frame_seq)) + 8;
 	o->frame_size = max3(max3(o->frame_previous, o->frame_executable, o->frame_instr_ptr),
 			     o->frame_owner, 0) + 8;
+	/* co_version is read from the same copy (symbolizer.c): a table that
+	 * puts it past the other fields must not make that copy too short. */
 	o->code_size = max3(max3(o->code_filename, o->code_name, o->code_qualname),
 			    max3(o->code_linetable, o->code_firstlineno, o->ob_type),
-			    o->code_firsttraceable) + 8;
+			    max3(o->code_firsttraceable, o->code_version, 0)) + 8;
 }
