@@ -347,7 +347,7 @@ void native_mixer__print_warnings(const struct native_mixer *m, FILE *f)
 			(int)m->procs[i].pid, ns.perfmap_path,
 			err == -EPERM ? "not owned by the process's user" :
 			err == -EINVAL ? "not a regular file" :
-			err == -ELOOP || err == -EXDEV ? "a link out of the process's root" :
+			err == -ELOOP ? "a symbolic link to nothing inside the process's root" :
 			strerror(-err));
 	}
 }

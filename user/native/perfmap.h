@@ -38,8 +38,8 @@ int perfmap__parse(struct perfmap *m, const char *text, size_t len);
 /* The file as the target names it ("/tmp/perf-1234.map"). */
 const char *perfmap__path(const struct perfmap *m);
 /* Why the file was not read at the last try: -EPERM (not the target's
- * user's), -EINVAL (not a regular file), -ELOOP/-EXDEV (a link out of its
- * root), -EFBIG; 0 when it was, or there is none. */
+ * user's), -EINVAL (not a regular file), -ELOOP (a symlink to nothing in
+ * its root), -EFBIG; 0 when it was, or there is none. */
 int perfmap__refused(const struct perfmap *m);
 /* Entries read (for tests and statistics). */
 size_t perfmap__count(const struct perfmap *m);

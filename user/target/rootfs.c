@@ -88,9 +88,18 @@ static int open_in_root(int rootfd, const char *path)
 	fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
 	if (fd >= 0)
 		return (int)fd;
-	if (errno != ENOSYS)
+	if (errno == ENOSYS)
+		return walk_nofollow(rootfd, path);
+	if (errno != ENOENT)
 		return -errno;
-	return walk_nofollow(rootfd, path);
+	/* a link to nothing inside the root (often: to a path outside it) is
+	 * told apart from no file at all, so that a caller can say so */
+	how.flags |= O_NOFOLLOW;
+	fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	if (fd < 0)
+		return -ENOENT;
+	close((int)fd);
+	return -ELOOP;
 }
 
 int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st)

@@ -22,8 +22,9 @@
 /*
  * rootfs__open() - open @path (absolute, as @pid names it) read-only in
  * @pid's root. @st (may be NULL) gets the file's stat.
- * Returns an fd, or -ENOENT, -ESRCH (process gone), -ELOOP/-EXDEV (a link
- * or ".." that would leave the root, or any symlink without openat2),
+ * Returns an fd, or -ENOENT, -ESRCH (process gone), -ELOOP (a symlink to
+ * nothing inside the root; any symlink without openat2), -EXDEV (".."
+ * without openat2),
  * -EINVAL (not a regular file), -EFBIG (larger than @max_size), -EACCES.
  */
 int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st);
