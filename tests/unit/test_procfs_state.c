@@ -15,8 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "target/procfs.h"
@@ -90,6 +93,48 @@ static void test_malformed(void **state)
 	assert_int_equal(st, 'x');		/* untouched when refused */
 }
 
+/*
+ * A comm holding a newline (prctl allows it; stat prints it raw): the stat
+ * line is not cut there, so the process cannot fake its state or parent
+ * with a comm of "x) Z 1\n".
+ */
+static void test_comm_newline(void **state)
+{
+	struct timespec ms = { 0, 1000000 };
+	char comm[32] = "";
+	pid_t kids[8];
+	size_t n = 0;
+	int p[2];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+
+		prctl(PR_SET_NAME, "x) Z 1\n", 0, 0, 0);
+		close(p[1]);
+		if (read(p[0], &c, 1) < 0)	/* until the parent closes its end */
+			_exit(1);
+		_exit(0);
+	}
+	close(p[0]);
+	for (int i = 0; i < 5000 && strcmp(comm, "x) Z 1"); i++) {
+		procfs__comm(pid, 0, comm, sizeof(comm));
+		if (strcmp(comm, "x) Z 1"))
+			nanosleep(&ms, NULL);
+	}
+	assert_string_equal(comm, "x) Z 1");
+	assert_int_equal(procfs__alive(pid), 1);
+	assert_int_equal(procfs__descendants(getpid(), kids, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(kids[0], pid);
+	close(p[1]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
 static void *blocked(void *arg)
 {
 	char c;
@@ -159,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_live),
+		cmocka_unit_test(test_comm_newline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

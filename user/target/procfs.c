@@ -31,20 +31,25 @@ void procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len)
 /*
  * What follows the comm in @pid's stat line ("pid (comm) S ppid ..."; the
  * comm may hold ')' itself: the fields follow the last one) into @buf;
- * NULL when unreadable.
+ * NULL when unreadable. Read whole, not up to a newline: the comm may hold
+ * one too, and a comm of "x) Z 1\n" would fake the state and the parent.
  */
 static const char *stat_fields(pid_t pid, char *buf, size_t len)
 {
-	char fn[64], *rp = NULL;
-	FILE *f;
+	char fn[64], *rp;
+	ssize_t got;
+	int fd;
 
 	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
-	if (fgets(buf, (int)len, f))
-		rp = strrchr(buf, ')');
-	fclose(f);
+	got = read(fd, buf, len - 1);
+	close(fd);
+	if (got <= 0)
+		return NULL;
+	buf[got] = '\0';
+	rp = strrchr(buf, ')');
 	return rp && rp[1] == ' ' ? rp + 2 : NULL;
 }
 
