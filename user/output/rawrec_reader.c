@@ -517,8 +517,11 @@ static int sample_addrs(struct rawrec_reader *r, struct out_sample *s, int mixed
 			r->sample_addrs[i] = (struct out_addr){ 0 };
 			continue;
 		}
+		/* one address per native frame: fewer would leave the rest
+		 * of sample_addrs[] unset (a pointer the writers follow) */
 		if (k == r->a_nnat)
-			break;
+			return corrupt(r, "an address record for other native frames", err,
+				       errlen);
 		r->sample_addrs[i] = r->a_nat[k++];
 	}
 	if (k != r->a_nnat || !mixed)
