@@ -32,6 +32,7 @@
 #include "target/thread_names.h"
 #include "util/clock.h"
 #include "util/parse.h"
+#include "util/privileges.h"
 
 #define MAX_NAMES 4096
 
@@ -461,6 +462,16 @@ static int announce(struct recording *rec)
 	return 0;
 }
 
+/* Attached: what is left to do needs far less than root (privileges.h). */
+static int drop_privileges(struct recording *rec)
+{
+	int rc = privileges__drop_after_attach(rec->cmd != NULL);
+
+	if (rc)
+		return fail(rec, rc, "could not drop the capabilities it no longer needs");
+	return 0;
+}
+
 static int recording__setup(struct recording *rec)
 {
 	struct record_env *env = rec->env;
@@ -484,6 +495,8 @@ static int recording__setup(struct recording *rec)
 	}
 	if (!rc)
 		rc = open_summary_and_raw(rec);
+	if (!rc)
+		rc = drop_privileges(rec);
 	if (!rc)
 		rc = announce(rec);
 	return rc;
