@@ -31,7 +31,9 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 		fprintf(out, "\nThread %d", (int)t->t.host_tid);
 		if (t->name[0])
 			fprintf(out, " \"%s\"", t->name);
-		fprintf(out, " (most recent call last):%s\n", t->truncated ? " [truncated]" : "");
+		fprintf(out, " (most recent call last):%s\n",
+			t->truncated == PY_WALK_LOOPED ? " [truncated: its frame chain loops]" :
+			t->truncated ? " [truncated]" : "");
 		if (t->nframes == 0)
 			fprintf(out, "    (no Python frames)\n");
 		for (size_t k = t->nframes; k-- > 0;) {
@@ -65,6 +67,10 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 
 		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
 		json_write_string(out, t->name);
+		/* only when cut: "loop" (a corrupt chain) or "depth" */
+		if (t->truncated)
+			fprintf(out, ", \"truncated\": \"%s\"",
+				t->truncated == PY_WALK_LOOPED ? "loop" : "depth");
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++)
 			json_frame(out, &t->syms[k], k == 0);
@@ -108,7 +114,10 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		return rc;
 	if (bad)
 		return -EAGAIN;
-	if (t->truncated)
+	if (t->truncated == PY_WALK_LOOPED)
+		fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
+			"shown up to the repeat\n", (int)t->t.host_tid);
+	else if (t->truncated)
 		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
 			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
 	return 0;

@@ -78,6 +78,24 @@ static void format_version(uint32_t hex, char *buf, size_t len)
 			 (hex >> 8) & 0xff, level[lvl], hex & 0xf);
 }
 
+int pyproc__from_image(pid_t pid, const struct pyproc_image *img, struct pyproc **out)
+{
+	struct pyproc *p = calloc(1, sizeof(*p));
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->off = img->off;
+	p->runtime = img->runtime;
+	p->code_type = img->code_type;
+	p->coro_type = img->coro_type;
+	p->asyncgen_type = img->asyncgen_type;
+	format_version(p->off.version_hex, p->version, sizeof(p->version));
+	*out = p;
+	return 0;
+}
+
 /* "3.10" out of ".../libpython3.10.so.1.0" or ".../python3.10". */
 static int version_from_name(const char *path, unsigned int *major, unsigned int *minor)
 {
@@ -778,7 +796,8 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 	const struct py_offsets *o = &p->off;
 	unsigned char fb[PY_MAX_STRUCT_COPY];
 	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
-	uint64_t frame = 0, cframe = 0;
+	size_t lam = 0, power = 1;
+	uint64_t frame = 0, cframe = 0, mark = 0;
 	int rc;
 
 	*n = 0;
@@ -805,6 +824,21 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 		if (budget-- == 0 || count == max) {
 			*truncated = 1;
 			break;
+		}
+		/* A chain that comes back to a frame loops (the target wrote
+		 * it so): stop there rather than go round it max times, which
+		 * a slow reader (dump) would do until the target changed it
+		 * and then show as one long, made-up stack. Brent's check:
+		 * one comparison a frame, any loop found within twice its
+		 * length past its start. */
+		if (frame == mark) {
+			*truncated = PY_WALK_LOOPED;
+			break;
+		}
+		if (++lam == power) {
+			mark = frame;
+			power <<= 1;
+			lam = 0;
 		}
 		if (visited < ready && c->frames[visited] == frame) {
 			b = c->buf + c->foff[visited];

@@ -30,6 +30,25 @@ struct pyproc;
 int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen);
 void pyproc__free(struct pyproc *p);
 
+/*
+ * What pyproc__open() learns from a process's files and tables before it
+ * walks anything: where the runtime and the types are, and the offsets.
+ */
+struct pyproc_image {
+	uint64_t runtime;		/* _PyRuntime */
+	uint64_t code_type;		/* PyCode_Type; 0: unknown */
+	uint64_t coro_type, asyncgen_type;	/* 0: unknown */
+	struct py_offsets off;		/* validated (debug_offsets__parse, offsets_legacy__get) */
+};
+
+/*
+ * A process whose image is already known, for callers that serve the
+ * target's memory some other way than pyproc__open() finds it (the fuzz
+ * harnesses' fake address spaces): nothing is read or checked here; the
+ * first pyproc__threads() is the first read. 0 or -ENOMEM.
+ */
+int pyproc__from_image(pid_t pid, const struct pyproc_image *img, struct pyproc **out);
+
 pid_t pyproc__pid(const struct pyproc *p);
 const struct py_offsets *pyproc__offsets(const struct pyproc *p);
 /* "3.14.10" */
@@ -99,8 +118,11 @@ struct py_rawframe {
 
 /*
  * Walk @tstate's frame chain, innermost first, skipping interpreter-owned
- * frames. Fills at most @max frames; *truncated says the chain went on.
+ * frames. Fills at most @max frames; *truncated says the chain went on:
+ * PY_WALK_LOOPED when it came back to a frame it had visited (a corrupt
+ * chain: the frames up to the repeat are kept), else 1.
  */
+#define PY_WALK_LOOPED 2
 int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out,
 		 size_t max, size_t *n, int *truncated);
 
