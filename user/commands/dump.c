@@ -88,7 +88,8 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		       struct py_rawframe *raw)
 {
 	size_t nf = 0, bad = 0;
-	int rc = 0;
+	uint64_t h, last = 0;
+	int rc = 0, stable = 0;
 
 	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
 		rc = pyproc__walk(p, t->t.tstate, raw, DUMP_MAX_FRAMES, &nf, &t->truncated);
@@ -107,12 +108,24 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
 		if (!bad)
 			break;
+		/* The same frames and code pointers twice: the stack is not
+		 * moving, its code objects are unreadable (not code, unmapped:
+		 * a corrupt target). Shown as they are, "<unknown>", rather
+		 * than reported as a stack that kept changing. */
+		h = 1469598103934665603ull ^ nf;
+		for (size_t k = 0; k < nf; k++)
+			h = (h ^ raw[k].frame ^ (raw[k].code << 1)) * 1099511628211ull;
+		if (attempt && h == last) {
+			stable = 1;
+			break;
+		}
+		last = h;
 		if (!procfs__alive(pyproc__pid(p)))
 			return -ESRCH;
 	}
 	if (rc)
 		return rc;
-	if (bad)
+	if (bad && !stable)
 		return -EAGAIN;
 	if (t->truncated == PY_WALK_LOOPED)
 		fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
