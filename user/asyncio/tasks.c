@@ -565,11 +565,11 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 				task__prefetch(w, tb, nb) ? NULL : nb, &t->name);
 		if (rc == -ENOMEM || rc == -ESRCH)
 			return rc;
-		/* A live task's name is always readable: one that is not is
-		 * being freed (its memory may already hold another task's). */
+		/* A name that cannot be read is either being freed with its
+		 * task (then the recheck below finds the task gone) or not one
+		 * we read (a str over MAX_STR_CHARS: a task named with 100 MB
+		 * is alive and shown, its name "[unread]", as record does). */
 		name_failed = rc != 0;
-		if (name_failed)
-			continue;
 		nlv = 0;
 		cut = 0;
 		if (coro) {
@@ -607,8 +607,10 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 			return rc;
 		ok = 1;
 	}
-	if (name_failed)
+	if (!ok && name_failed)
 		return 1;	/* its name never read: it ended, left out */
+	if (name_failed && !t->name && !(t->name = strdup("[unread]")))
+		return -ENOMEM;
 	return task__finish(w, t, ok, cut, nlv, nraw);
 }
 
