@@ -13,7 +13,8 @@ import functools
 CACHE = os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf")
 LIST = os.path.join(CACHE, "pythons.txt")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(REPO, "pyprof-bpf")
+# PYPROF_BINARY runs every test with another build (e.g. .output/san/pyprof-bpf).
+BINARY = os.environ.get("PYPROF_BINARY") or os.path.join(REPO, "pyprof-bpf")
 
 
 class Interp:
