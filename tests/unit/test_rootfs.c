@@ -158,6 +158,23 @@ static void test_not_regular(void **state)
 	assert_int_equal(first_line("/file", 3, buf, sizeof(buf)), -EFBIG);
 }
 
+/* Without openat2: only plain paths inside the root open. */
+static void test_nofollow(void **state)
+{
+	int fd;
+
+	(void)state;
+	fd = rootfs__open_nofollow(child, "/sub/deep", 1024, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(rootfs__open_nofollow(child, "/inner", 1024, NULL), -EINVAL);
+	assert_int_equal(rootfs__open_nofollow(child, "/abs", 1 << 20, NULL), -EINVAL);
+	assert_int_equal(rootfs__open_nofollow(child, "/subdir/deep", 1024, NULL), -ENOTDIR);
+	assert_int_equal(rootfs__open_nofollow(child, "/sub/../file", 1024, NULL), -EXDEV);
+	assert_int_equal(rootfs__open_nofollow(child, "/fifo", 1024, NULL), -EINVAL);
+	assert_int_equal(rootfs__open_nofollow(child, "/etc/passwd", 1024, NULL), -ENOENT);
+}
+
 static void test_gone(void **state)
 {
 	(void)state;
@@ -214,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_inside),
 		cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_nofollow),
 		cmocka_unit_test(test_gone),
 		cmocka_unit_test(test_mapped),
 		cmocka_unit_test(test_owner),

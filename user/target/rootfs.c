@@ -102,7 +102,8 @@ static int open_in_root(int rootfd, const char *path)
 	return -ELOOP;
 }
 
-int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st)
+static int open_with(pid_t pid, const char *path, uint64_t max_size, struct stat *st,
+		     int (*resolve)(int rootfd, const char *path))
 {
 	char fn[64];
 	int rootfd, pathfd;
@@ -113,11 +114,21 @@ int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st
 	rootfd = open(fn, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	pathfd = open_in_root(rootfd, path);
+	pathfd = resolve(rootfd, path);
 	close(rootfd);
 	if (pathfd < 0)
 		return pathfd;
 	return rootfs__reopen(pathfd, max_size, st);
+}
+
+int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st)
+{
+	return open_with(pid, path, max_size, st, open_in_root);
+}
+
+int rootfs__open_nofollow(pid_t pid, const char *path, uint64_t max_size, struct stat *st)
+{
+	return open_with(pid, path, max_size, st, walk_nofollow);
 }
 
 int rootfs__open_mapped(pid_t pid, uint64_t start, uint64_t end, uint64_t max_size,

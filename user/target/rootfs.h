@@ -23,11 +23,14 @@
  * rootfs__open() - open @path (absolute, as @pid names it) read-only in
  * @pid's root. @st (may be NULL) gets the file's stat.
  * Returns an fd, or -ENOENT, -ESRCH (process gone), -ELOOP (a symlink to
- * nothing inside the root; any symlink without openat2), -EXDEV (".."
- * without openat2),
- * -EINVAL (not a regular file), -EFBIG (larger than @max_size), -EACCES.
+ * nothing inside the root), -EINVAL (not a regular file), -EFBIG (larger
+ * than @max_size), -EACCES; without openat2, see rootfs__open_nofollow().
  */
 int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st);
+
+/* What rootfs__open() does where the kernel lacks openat2: no symlink and
+ * no ".." followed at all (-ELOOP, -EXDEV, -ENOTDIR). */
+int rootfs__open_nofollow(pid_t pid, const char *path, uint64_t max_size, struct stat *st);
 
 /*
  * rootfs__open_mapped() - the very file mapped at [@start, @end) in @pid,
