@@ -631,7 +631,10 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f, struc
 		return -ESTALE;
 	out->function = e->qualname;
 	out->file = e->filename;
-	out->line = line;
+	/* Lines come from the target's table and co_firstlineno: one below 0
+	 * is none a real code object has (module code starts at 0), so it is
+	 * reported as no line, never passed on as a number. */
+	out->line = line < 0 ? -1 : line;
 	out->firstlineno = e->firstlineno;
 	/* Pushed but not started (or the 3.13 __init__ shim): not a frame
 	 * Python itself would show. */
