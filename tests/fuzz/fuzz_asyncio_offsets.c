@@ -13,7 +13,7 @@
 #include <string.h>
 #include "asyncio/asyncio.h"
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
+#include "fuzz_check.h"
 
 static int inside(uint64_t off, uint64_t w, uint64_t size)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include "target/debug_offsets.h"
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
+#include "fuzz_check.h"
 
 /* Field @off, @w bytes wide, inside a copy of @size bytes. */
 static int inside(uint64_t off, uint64_t w, uint64_t size)

@@ -26,4 +26,13 @@ uint64_t fake_mem_reads(void);
 #define FAKE_MEM_TAIL_ADDR 0x7f0000000000ull
 int fake_mem_from_input(const uint8_t *data, size_t size);
 
+/*
+ * Seeds from a live process (stopped, so that what is read stays put): until
+ * the next reset, reads outside the regions are served from /proc/@pid/mem
+ * and remembered. fake_mem_capture_save() then writes @hdr and those reads,
+ * merged into at most the regions fake_mem_from_input() takes, in its format.
+ */
+int fake_mem_capture(int pid);
+int fake_mem_capture_save(const char *path, const void *hdr, size_t hlen);
+
 #endif
