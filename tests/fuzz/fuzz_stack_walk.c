@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_stack_walk.c - a Python process's threads, frame chains and code
+ * objects read from a fake address space (fake_target.h): pyproc__threads(),
+ * pyproc__walk_cached() twice per thread (the second reads ahead what the
+ * first saw), and the symbolizer over every frame found.
+ * Seeds: live 3.11 to 3.15 processes (FUZZ_CAPTURE, see fake_target.h).
+ *
+ * Invariants checked: outputs within their bounds, names valid UTF-8, and
+ * the reads each step makes within what its documented limits allow (a walk
+ * that does not end shows there first).
+ */
+#include <stdint.h>
+#include <string.h>
+#include "fake_mem.h"
+#include "fake_target.h"
+#include "symbols/symbolizer.h"
+#include "target/pyproc.h"
+
+#include "fuzz_check.h"
+
+#define MAX_THREADS 8
+#define MAX_FRAMES 64
+/* pyproc.c: 256 interpreters (two reads each), 65,536 thread states, and a
+ * second pass over the last list seen (3 reads and one per thread). */
+#define THREADS_READS (1 + 2 * 256 + 65536 + 3 + MAX_THREADS)
+/* pyproc.c: the walk visits at most WALK_BUDGET(max) frames, one read each;
+ * the read-ahead reads as many frames and versions, the first frame pointer
+ * two reads, the versions one per frame kept. */
+#define WALK_BUDGET (4 * MAX_FRAMES + 64)
+#define WALK_READS (4 + 3 * WALK_BUDGET + MAX_FRAMES)
+/* symbolizer.c per frame: the object (twice), two strs (two reads each), the
+ * location table (two), 3.11's identity (four). */
+#define SYM_READS_PER_FRAME 16
+
+/* Valid UTF-8 up to the NUL (shortest forms, no surrogates). */
+static void check_utf8(const char *p)
+{
+	const unsigned char *s = (const unsigned char *)p;
+
+	while (*s) {
+		size_t len = *s < 0x80 ? 1 : *s >= 0xc2 && *s <= 0xdf ? 2 :
+			     *s >= 0xe0 && *s <= 0xef ? 3 : *s >= 0xf0 && *s <= 0xf4 ? 4 : 0;
+
+		CHECK(len);
+		for (size_t i = 1; i < len; i++)
+			CHECK((s[i] & 0xc0) == 0x80);
+		s += len;
+	}
+}
+
+static void resolve(struct symbolizer *sym, const struct py_rawframe *f, size_t n)
+{
+	struct py_sym out[MAX_FRAMES];
+	size_t nout = 0, unresolved = 0;
+	uint64_t r0 = fake_mem_reads();
+
+	CHECK(symbolizer__resolve_stack(sym, f, n, out, &nout, &unresolved) == 0);
+	CHECK(nout <= n && unresolved <= nout);
+	CHECK(fake_mem_reads() - r0 <= SYM_READS_PER_FRAME * n);
+	for (size_t i = 0; i < nout; i++) {
+		CHECK(out[i].function && out[i].file);
+		CHECK(out[i].line >= -1);
+		check_utf8(out[i].function);
+		check_utf8(out[i].file);
+	}
+}
+
+static void walk_thread(struct pyproc *p, struct symbolizer *sym, uint64_t tstate)
+{
+	struct py_walk_cache c = { 0 };
+	struct py_rawframe f[MAX_FRAMES];
+
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t r0 = fake_mem_reads();
+		size_t n = MAX_FRAMES + 1;
+		int truncated;
+
+		pyproc__walk_cached(p, tstate, &c, f, MAX_FRAMES, &n, &truncated);
+		CHECK(n <= MAX_FRAMES);
+		CHECK(fake_mem_reads() - r0 <= WALK_READS);
+		resolve(sym, f, n);
+	}
+	py_walk_cache__free(&c);
+}
+
+static void run(const struct fake_target_hdr *h, struct pyproc *p)
+{
+	struct py_thread th[MAX_THREADS];
+	struct symbolizer *sym;
+	size_t n = 0;
+
+	(void)h;
+	if (symbolizer__new(p, &sym))
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t r0 = fake_mem_reads();
+
+		pyproc__threads(p, th, MAX_THREADS, &n);
+		CHECK(n <= MAX_THREADS);
+		CHECK(fake_mem_reads() - r0 <= THREADS_READS);
+	}
+	for (size_t i = 0; i < n; i++)
+		walk_thread(p, sym, th[i].tstate);
+	symbolizer__free(sym);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fake_target_capture_main(run);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fake_target_hdr h;
+	struct pyproc *p;
+
+	if (fake_target_open(data, size, &h, &p))
+		return 0;
+	run(&h, p);
+	pyproc__free(p);
+	return 0;
+}
