@@ -55,8 +55,9 @@ static char *read_proc(pid_t pid, const char *what, size_t *n)
 	return read_file(path, PROC_TEXT_MAX, 1, &buf, n) ? NULL : buf;
 }
 
-/* The value of @name in a NUL-separated environment, or NULL. */
-static const char *env_value(const char *env, size_t n, const char *name)
+/* The value of @name in a NUL-separated environment (@n bytes, no NUL
+ * needed after them) and its length into *@vl, or NULL. */
+static const char *env_value(const char *env, size_t n, const char *name, size_t *vl)
 {
 	size_t nl = strlen(name);
 
@@ -64,11 +65,26 @@ static const char *env_value(const char *env, size_t n, const char *name)
 		const char *e = env + i;
 		size_t el = strnlen(e, n - i);
 
-		if (el > nl && !memcmp(e, name, nl) && e[nl] == '=' && e[nl + 1])
+		if (el > nl + 1 && !memcmp(e, name, nl) && e[nl] == '=') {
+			*vl = el - nl - 1;
 			return e + nl + 1;
+		}
 		i += el + 1;
 	}
 	return NULL;
+}
+
+int labels__service_from_environ(const char *env, size_t n, char *out, size_t len)
+{
+	const char *v;
+	size_t vl;
+
+	if (!(v = env_value(env, n, "OTEL_SERVICE_NAME", &vl)))
+		v = env_value(env, n, "PYROSCOPE_APPLICATION_NAME", &vl);
+	if (!v)
+		return -ENOENT;
+	labels__clean(v, vl, out, len);
+	return out[0] ? 0 : -ENOENT;
 }
 
 /* @path (@n bytes) made a service name: its last component without a
@@ -191,16 +207,13 @@ static void read_service(pid_t pid, const char *comm, struct proc_labels *out)
 {
 	size_t n = 0;
 	char *env = read_proc(pid, "environ", &n);
-	const char *v = NULL;
 
 	out->service[0] = '\0';
-	if (env && !(v = env_value(env, n, "OTEL_SERVICE_NAME")))
-		v = env_value(env, n, "PYROSCOPE_APPLICATION_NAME");
-	if (v)
-		labels__clean(v, strlen(v), out->service, sizeof(out->service));
-	free(env);
-	if (out->service[0])
+	if (env && !labels__service_from_environ(env, n, out->service, sizeof(out->service))) {
+		free(env);
 		return;
+	}
+	free(env);
 	env = read_proc(pid, "cmdline", &n);
 	if (env && !labels__service_from_cmdline(env, n, out->service, sizeof(out->service))) {
 		free(env);

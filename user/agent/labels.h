@@ -37,6 +37,11 @@ void labels__clean(const char *s, size_t n, char *out, size_t len);
  * at most LABEL_NAME_MAX - 1 bytes, not starting with "__". */
 int labels__name_ok(const char *name);
 
+/* The service name from a NUL-separated environment (@n bytes):
+ * OTEL_SERVICE_NAME, else PYROSCOPE_APPLICATION_NAME, into @out; 0, or
+ * -ENOENT when neither names one. */
+int labels__service_from_environ(const char *env, size_t n, char *out, size_t len);
+
 /* The service name from a NUL-separated command line (@n bytes), into
  * @out; 0, or -ENOENT when it names no script or module. */
 int labels__service_from_cmdline(const char *args, size_t n, char *out, size_t len);
