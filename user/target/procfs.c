@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,31 @@ int procfs__alive(pid_t pid)
 	return st && *st != 'Z' && *st != 'X';
 }
 
+int procfs__status_nspid(const char *line, pid_t *out)
+{
+	char *end;
+	long v = 0;
+	int err = -EINVAL;
+
+	if (strncmp(line, "NSpid:", 6))
+		return -ENOENT;
+	/* the last id is the one in the innermost namespace */
+	for (line += 6;; line = end) {
+		line += strspn(line, " \t");
+		if (!*line || *line == '\n')
+			break;
+		errno = 0;
+		v = strtol(line, &end, 10);
+		if (end == line || errno || v <= 0 || v > INT_MAX ||
+		    (*end && !strchr(" \t\n", *end)))
+			return -EINVAL;
+		err = 0;
+	}
+	if (!err)
+		*out = (pid_t)v;
+	return err;
+}
+
 int procfs__nspid(pid_t pid, pid_t tid, pid_t *out)
 {
 	char fn[64], line[256];
@@ -75,19 +101,8 @@ int procfs__nspid(pid_t pid, pid_t tid, pid_t *out)
 	f = fopen(fn, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *tok, *save = NULL;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		/* the last id is the one in the innermost namespace */
-		for (tok = strtok_r(line + 6, " \t\n", &save); tok;
-		     tok = strtok_r(NULL, " \t\n", &save)) {
-			*out = (pid_t)atoi(tok);
-			err = *out > 0 ? 0 : -EINVAL;
-		}
-		break;
-	}
+	while (err == -ENOENT && fgets(line, sizeof(line), f))
+		err = procfs__status_nspid(line, out);
 	fclose(f);
 	return err;
 }

@@ -13,6 +13,9 @@ int procfs__alive(pid_t pid);
 /* The id @pid (@tid 0) or its thread @tid has in its own (innermost) PID
  * namespace (NSpid): 0, -ESRCH (gone), -ENOENT (no NSpid line), -errno. */
 int procfs__nspid(pid_t pid, pid_t tid, pid_t *out);
+/* The innermost id of one status line ("NSpid:\t1234\t5\n", NUL-terminated)
+ * into *out: 0, -ENOENT (another line), -EINVAL (no id, or not one). */
+int procfs__status_nspid(const char *line, pid_t *out);
 /* 1 while thread @tid of @pid exists. */
 int procfs__thread_alive(pid_t pid, pid_t tid);
 /*
