@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 # Seeds of fuzz_asyncio_offsets: a live 3.14+ process (asyncio imported) that
 # printed its _PyRuntime address (ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime")).
-# Usage: aiotab_host.py PID ROOT MINOR RUNTIME -> stdout [u8 minor][.AsyncioDebug][_Py_DebugOffsets]
+# Usage: asyncio_tables.py PID ROOT MINOR RUNTIME -> stdout [u8 minor][.AsyncioDebug][_Py_DebugOffsets]
+#        asyncio_tables.py --addr PID -> the table's address, in hex
 import struct, sys
-pid, root, minor, rt = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4], 16)
+if sys.argv[1] == '--addr':
+    pid, root = int(sys.argv[2]), ''
+else:
+    pid, root, minor, rt = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4], 16)
 def section(path, name):
     e = open(root + path, 'rb').read()
     shoff, = struct.unpack_from('<Q', e, 0x28)
@@ -29,6 +33,9 @@ for line in open('/proc/%d/maps' % pid):
     seen.add(p[5])
     a = section(p[5], b'.AsyncioDebug')
     if a is not None:
-        tab = rd(int(p[0].split('-')[0], 16) - int(p[2], 16) + a, 104)
+        at = int(p[0].split('-')[0], 16) - int(p[2], 16) + a
+        if sys.argv[1] == '--addr':
+            print(hex(at)); sys.exit(0)
+        tab = rd(at, 104)
         break
 sys.stdout.buffer.write(bytes([minor]) + tab + rd(rt, 1000))
