@@ -110,9 +110,8 @@ static bool decode_rule(Dwarf_Frame *frame, int reg, struct cfi_row *row)
 	return true;
 }
 
-static void decode(struct cfi_row *row, struct native_modules *mods, uint64_t pc)
+void cfirows__decode(struct cfi_row *row, Dwfl_Module *mod, uint64_t pc)
 {
-	Dwfl_Module *mod = native_modules__at(mods, pc);
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Addr bias, start, end;
 	Dwarf_CFI *cfi;
@@ -124,26 +123,13 @@ static void decode(struct cfi_row *row, struct native_modules *mods, uint64_t pc
 	memset(row, 0, sizeof(*row));
 	row->pc = pc;
 	row->end = pc + 1;
-	if (!mod) {
-		row->kind = CFI_NO_MODULE;
-		return;
-	}
 	/* libdwfl's order: .eh_frame, then .debug_frame */
 	cfi = dwfl_module_eh_cfi(mod, &bias);
 	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0) {
 		frame = NULL;
 		cfi = dwfl_module_dwarf_cfi(mod, &bias);
 		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0) {
-			uint64_t off;
-
 			row->kind = CFI_NO_CFI;
-			/* The dynamic loader's entry code (glibc's _start and
-			 * _dl_start_user, calling _dl_start and _dl_init) has no
-			 * CFI, yet is the first frame of the process: a return
-			 * address into it ends the stack, complete (samples of
-			 * ld.so's relocations were cut there). */
-			row->outermost = !native_modules__entry_offset(mods, pc, &off) &&
-					 off < CFI_ENTRY_CODE;
 			return;
 		}
 	}
@@ -168,6 +154,28 @@ static void decode(struct cfi_row *row, struct native_modules *mods, uint64_t pc
 	 * one an expression computes: a signal trampoline's) */
 	row->outermost = row->r[CFI_REG_RA].rule == CFI_UNDEF;
 	free(frame);
+}
+
+static void decode(struct cfi_row *row, struct native_modules *mods, uint64_t pc)
+{
+	Dwfl_Module *mod = native_modules__at(mods, pc);
+	uint64_t off;
+
+	if (!mod) {
+		memset(row, 0, sizeof(*row));
+		row->pc = pc;
+		row->end = pc + 1;
+		row->kind = CFI_NO_MODULE;
+		return;
+	}
+	cfirows__decode(row, mod, pc);
+	/* The dynamic loader's entry code (glibc's _start and _dl_start_user,
+	 * calling _dl_start and _dl_init) has no CFI, yet is the first frame
+	 * of the process: a return address into it ends the stack, complete
+	 * (samples of ld.so's relocations were cut there). */
+	if (row->kind == CFI_NO_CFI)
+		row->outermost = !native_modules__entry_offset(mods, pc, &off) &&
+				 off < CFI_ENTRY_CODE;
 }
 
 struct cfi_row *cfirows__get(struct cfirows *c, struct native_modules *mods, uint64_t pc)

@@ -101,6 +101,12 @@ void cfirows__clear(struct cfirows *c);
  */
 struct cfi_row *cfirows__get(struct cfirows *c, struct native_modules *mods, uint64_t pc);
 
+/*
+ * @pc's row in module @mod alone, decoded afresh into @row (what
+ * cfirows__get does on a miss): CFI_SIMPLE, CFI_COMPLEX or CFI_NO_CFI.
+ */
+void cfirows__decode(struct cfi_row *row, Dwfl_Module *mod, uint64_t pc);
+
 size_t cfirows__count(const struct cfirows *c);
 size_t cfirows__bytes(const struct cfirows *c);
 
