@@ -6,8 +6,8 @@ the hostile-target suite).
 Four tasks take turns on one event loop, each burning ~50 ms of CPU in a
 plain loop inside its coroutine (so the BPF backend, which samples threads
 on a CPU, sees it) before it yields:
-  - "cycler" (coroutine spin_task_cycle): while it burns, it is awaited by
-    itself and by "partner", and "partner" by it (3.14+:
+  - "cycler" (coroutine spin_task_cycle): while it burns, by turns, it is
+    awaited by itself, or by "partner" which it awaits (3.14+:
     asyncio.future_add_to_awaited_by, the public API, does not refuse a task
     awaiting itself; the links are taken back before it yields). Before
     3.14 a task keeps no link to its awaiters, so there is nothing to loop.
@@ -51,12 +51,15 @@ def stopping(deadline):
 async def spin_task_cycle(deadline):
     me = asyncio.current_task()
     partner, waiter_slot, waiter = STATE["partner"], STATE["slot"], STATE["waiter"]
+    links = [[(me, me)], [(me, partner), (partner, me)]]
+    n = 0
     while not stopping(deadline):
         end = perf_counter() + SPIN
-        if add_awaiter:
-            add_awaiter(me, me)
-            add_awaiter(me, partner)
-            add_awaiter(partner, me)
+        # by turns: awaited by itself; awaited by partner, which it awaits
+        pairs = links[n % 2] if add_awaiter else []
+        n += 1
+        for fut, waiter_task in pairs:
+            add_awaiter(fut, waiter_task)
         saved = waiter_slot.value
         waiter_slot.value = id(waiter)
         try:
@@ -64,10 +67,8 @@ async def spin_task_cycle(deadline):
                 pass
         finally:
             waiter_slot.value = saved
-            if discard_awaiter:
-                discard_awaiter(me, me)
-                discard_awaiter(me, partner)
-                discard_awaiter(partner, me)
+            for fut, waiter_task in pairs:
+                discard_awaiter(fut, waiter_task)
         await asyncio.sleep(0)
 
 
@@ -121,7 +122,12 @@ async def main():
     with open(READY + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.replace(READY + ".tmp", READY)
-    await asyncio.gather(*tasks, STATE["partner"])
+    # the cycler and partner are not gathered: while the run lasts their
+    # only awaiters are the links above (a chain from the cycler never
+    # reaches a root, it loops)
+    await asyncio.gather(*tasks[1:])
+    await tasks[0]
+    await STATE["partner"]
     # still works: the waiter cancels, fresh tasks gather
     waiter.cancel()
     try:
