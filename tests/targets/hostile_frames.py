@@ -7,6 +7,9 @@ MODE "frames" cycles through, on the main thread:
   loop_self      run_loop_self's frame: `previous` = itself
   loop_younger   run_loop_younger's frame: `previous` = its callee's frame
                  (a younger one: the chain loops callee -> caller -> callee)
+  prev_unmapped  run_prev_unmapped's frame: `previous` into an unmapped page
+  prev_garbage   run_prev_garbage's frame: `previous` into a bytes object's
+                 data (a "frame" of garbage)
   code_unmapped  run_code_unmapped's frame: code pointer into an unmapped page
   code_noncode   run_code_noncode's frame: code pointer at a bytes object
   linetable      spin_linetable's code object (a fresh one each time): its
@@ -137,6 +140,30 @@ def spin_loop_younger(dur):
         slot.value = saved
 
 
+def spin_prev_unmapped(dur):
+    slot = u64.from_address(iframe(1) + PREV_OFF)
+    saved, bad = slot.value, UNMAPPED
+    end = perf_counter() + dur
+    slot.value = bad
+    try:
+        while perf_counter() < end:
+            pass
+    finally:
+        slot.value = saved
+
+
+def spin_prev_garbage(dur):
+    slot = u64.from_address(iframe(1) + PREV_OFF)
+    saved, bad = slot.value, id(NONCODE) + 64
+    end = perf_counter() + dur
+    slot.value = bad
+    try:
+        while perf_counter() < end:
+            pass
+    finally:
+        slot.value = saved
+
+
 def spin_code_unmapped(dur):
     slot = u64.from_address(iframe(1) + CODE_OFF)
     saved = slot.value
@@ -181,6 +208,14 @@ def run_loop_self():
 
 def run_loop_younger():
     spin_loop_younger(SPIN)
+
+
+def run_prev_unmapped():
+    spin_prev_unmapped(SPIN)
+
+
+def run_prev_garbage():
+    spin_prev_garbage(SPIN)
 
 
 def run_code_unmapped():
@@ -265,7 +300,8 @@ def run_tstate_head():
 
 KINDS = {
     "frames": [run_loop_self, run_clean, run_loop_younger, run_clean, run_code_unmapped,
-               run_clean, run_code_noncode, run_clean, run_linetable, run_clean],
+               run_clean, run_code_noncode, run_clean, run_linetable, run_clean,
+               run_prev_unmapped, run_clean, run_prev_garbage, run_clean],
     "tstate": [run_tstate_self, run_clean, run_tstate_earlier, run_clean, run_tstate_head,
                run_clean],
 }
