@@ -564,3 +564,14 @@ def test_real_programs_sanitized(prog, interp, native, procs, tmp_path):
     with open(str(tmp_path / "out.folded"), encoding="utf-8", errors="surrogateescape") as f:
         ss = parse_collapsed(f.read())
     assert sum(s.count for s in ss if s.names) > 0, f"{r.what}: no named sample"
+
+
+def test_san_binary_is_sanitized():
+    """The sanitized build really carries ASan (so 'no report' above means
+    something): its runtime answers ASAN_OPTIONS=help=1. UBSan is built
+    with -fno-sanitize-recover=all: a finding ends the run with a report
+    ("runtime error:") and a non-zero exit, both caught above."""
+    need(SAN_BIN)
+    r = subprocess.run([SAN_BIN, "--version"], env=dict(os.environ, ASAN_OPTIONS="help=1"),
+                       capture_output=True, text=True, timeout=60)
+    assert "Available flags for AddressSanitizer" in r.stderr, r.stderr[:2000]
