@@ -305,7 +305,9 @@ static int reserve(struct fc_thread *t, uint32_t n)
 	uint32_t cap = t->cap ? t->cap : 64;
 	void *p;
 
-	if (n <= t->cap)
+	/* The first call allocates even for n = 0: a whole walk of no frames
+	 * still writes pyc[0] (index_new) and copies into chain. */
+	if (n <= t->cap && t->chain)
 		return 0;
 	while (cap < n)
 		cap *= 2;
