@@ -71,7 +71,9 @@ static void format_version(uint32_t hex, char *buf, size_t len)
 	static const char *const level[] = { [0xa] = "a", [0xb] = "b", [0xc] = "rc" };
 	unsigned int lvl = (hex >> 4) & 0xf;
 
-	if (lvl == 0xf || lvl < 0xa)
+	/* The target's own word: levels other than a, b, rc (0xd, 0xe) are
+	 * not in the table, and are printed as a final release. */
+	if (lvl > 0xc || lvl < 0xa)
 		snprintf(buf, len, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
 	else
 		snprintf(buf, len, "%u.%u.%u%s%u", hex >> 24, (hex >> 16) & 0xff,
