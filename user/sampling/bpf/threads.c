@@ -14,14 +14,17 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "sampling/bpf/internal.h"
 #include "symbols/frame_cache.h"
+#include "target/procfs.h"
 
 /*
  * A thread that appeared after attach and ran this many sampling periods of
@@ -92,16 +95,20 @@ int bpf_threads__grow(void *pp, size_t *cap, size_t want, size_t elem)
  * same)? -ESRCH then, or when it is gone; 0 or -errno. */
 static int check_alive(pid_t pid)
 {
-	char path[64], state = 0, buf[512], *p;
-	FILE *f;
+	char path[64], state = 0, buf[512];
+	ssize_t got;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
-		state = p[2];
-	fclose(f);
+	/* Whole, not up to a newline: a comm may hold one, and "x) Z\n"
+	 * made a live target look like a zombie (no BPF sampling). */
+	got = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (got > 0)
+		procfs__stat_state(buf, (size_t)got, &state);
 	return state == 'Z' || state == 'X' ? -ESRCH : 0;
 }
 
