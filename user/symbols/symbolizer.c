@@ -372,11 +372,18 @@ static int fill_entry(struct symbolizer *s, struct code_entry *e, uint64_t code,
 	rc = read_str(s, key->qualname, &n.qualname);
 	if (!rc)
 		rc = read_str(s, key->filename, &n.filename);
-	if (!rc)
-		rc = read_bytes(s, key->linetable, &tab, &tablen);
 	if (!rc) {
-		rc = decode_spans(tab, tablen, key->firstlineno, &n.spans, &n.nspans);
-		free(tab);
+		rc = read_bytes(s, key->linetable, &tab, &tablen);
+		/* A table claiming more than MAX_LINETABLE (a corrupt size: no
+		 * code object has such a table): the function is still named,
+		 * its lines unknown (-1), as a snapshot cut short gives them. */
+		if (rc == -EINVAL) {
+			rc = 0;
+			n.partial_lines = true;
+		} else if (!rc) {
+			rc = decode_spans(tab, tablen, key->firstlineno, &n.spans, &n.nspans);
+			free(tab);
+		}
 	}
 	if (!rc) {
 		/* the object must not have changed while its parts were read */
