@@ -345,7 +345,10 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		r.pid = pyproc__pid(s->proc);
 		r.tid = s->threads[i].host_tid;
 		r.ts_ns = mono_ns();	/* vDSO: per thread is cheap */
-		r.status = rc || torn ? SAMPLE_READ_FAULT :
+		/* A chain that loops is not a deep stack (no --max-depth shows
+		 * more of it): a read fault as the BPF walk says it, with the
+		 * frames up to the repeat. */
+		r.status = rc || torn || truncated == PY_WALK_LOOPED ? SAMPLE_READ_FAULT :
 			   truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
 		r.nframes = rc || torn ? 0 : (uint32_t)nf;
 		r.frames = s->frames;
