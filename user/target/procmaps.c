@@ -20,7 +20,7 @@ static int parse_line(char *line, struct mapping *m)
 {
 	unsigned long long start, end, off, ino;
 	unsigned int maj, min;
-	char perms[8];
+	char perms[8] = "";
 	int pos = 0;
 	char *path;
 	size_t len;
@@ -74,11 +74,12 @@ static int append_line(struct procmaps *out, size_t *cap, char *line)
 /* The end of a read: an empty list is a zombie or a kernel thread. */
 static int finish(struct procmaps *out, int err)
 {
-	if (err) {
+	/* lines but none of the format leave an array allocated: freed too */
+	if (err || !out->n) {
 		procmaps__free(out);
-		return err;
+		return err ? err : -ESRCH;
 	}
-	return out->n ? 0 : -ESRCH;
+	return 0;
 }
 
 int procmaps__read(pid_t pid, struct procmaps *out)
