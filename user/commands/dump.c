@@ -13,6 +13,8 @@
 
 #define DUMP_MAX_THREADS 16384
 #define DUMP_MAX_FRAMES 65536
+/* dump_thread.truncated beside 1 and PY_WALK_LOOPED: cut at a read fault */
+#define DUMP_CUT_FAULT 3
 
 struct dump_thread {
 	struct py_thread t;
@@ -33,6 +35,7 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 			fprintf(out, " \"%s\"", t->name);
 		fprintf(out, " (most recent call last):%s\n",
 			t->truncated == PY_WALK_LOOPED ? " [truncated: its frame chain loops]" :
+			t->truncated == DUMP_CUT_FAULT ? " [read-fault]" :
 			t->truncated ? " [truncated]" : "");
 		if (t->nframes == 0)
 			fprintf(out, "    (no Python frames)\n");
@@ -67,10 +70,11 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 
 		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
 		json_write_string(out, t->name);
-		/* only when cut: "loop" (a corrupt chain) or "depth" */
+		/* only when cut: "loop", "read-fault" (a corrupt chain) or "depth" */
 		if (t->truncated)
 			fprintf(out, ", \"truncated\": \"%s\"",
-				t->truncated == PY_WALK_LOOPED ? "loop" : "depth");
+				t->truncated == PY_WALK_LOOPED ? "loop" :
+				t->truncated == DUMP_CUT_FAULT ? "read-fault" : "depth");
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++)
 			json_frame(out, &t->syms[k], k == 0);
@@ -122,6 +126,21 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		last = h;
 		if (!procfs__alive(pyproc__pid(p)))
 			return -ESRCH;
+	}
+	if (rc == -EFAULT && nf && procfs__thread_alive(pyproc__pid(p), t->t.host_tid)) {
+		/* Every walk of a live thread faulted at the same kind of place
+		 * after nf frames: a link into unmapped memory (a corrupt
+		 * chain). Its frames up to there, marked, rather than no dump
+		 * of any thread. */
+		free(t->syms);
+		t->syms = calloc(nf, sizeof(*t->syms));
+		if (!t->syms)
+			return -ENOMEM;
+		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
+		t->truncated = DUMP_CUT_FAULT;
+		fprintf(stderr, "pyprof-bpf: thread %d: a frame could not be read (corrupt "
+			"chain): shown up to it\n", (int)t->t.host_tid);
+		return 0;
 	}
 	if (rc)
 		return rc;
