@@ -399,6 +399,9 @@ def test_frames(interp, binary, procs, tmp_path):
         assert any(s.marked for s in lt), f"{r.what}: no marked line-table sample: {lt[:3]}"
     dok = dump_clean(p.script)
     for d in dumps:
+        # every corruption here has a marked dump: a loop, a read fault
+        # ("truncated"), <unknown> code; none is a reason to fail
+        assert d.rc == 0, f"{d.what}: exit {d.rc}: {d.err}"
         if d.rc == 0:
             s = parse_dump_json(d.out, p.pid)
             assert s is None or s.marked or dok(s), f"{d.what}: unmarked garbage: {s}"
@@ -427,6 +430,9 @@ def test_tstate_list(interp, binary, procs, tmp_path):
                 f"{r.what}: no sample of spin_tstate_{kind}: the list's loop hid the thread")
     dok = dump_clean(p.script)
     for d in dumps:
+        # every corruption here has a marked dump: a loop, a read fault
+        # ("truncated"), <unknown> code; none is a reason to fail
+        assert d.rc == 0, f"{d.what}: exit {d.rc}: {d.err}"
         if d.rc == 0:
             s = parse_dump_json(d.out, p.pid)
             assert s is None or s.marked or dok(s), f"{d.what}: unmarked garbage: {s}"
