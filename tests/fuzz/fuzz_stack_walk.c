@@ -3,7 +3,7 @@
  * fuzz_stack_walk.c - a Python process's threads, frame chains and code
  * objects read from a fake address space (fake_target.h): pyproc__threads(),
  * pyproc__walk_cached() twice per thread (the second reads ahead what the
- * first saw), and the symbolizer over every frame found.
+ * first saw), the symbolizer over every frame found, and pyproc__gil_gc().
  * Seeds: live 3.11 to 3.15 processes (FUZZ_CAPTURE, see fake_target.h).
  *
  * Invariants checked: outputs within their bounds, names valid UTF-8, and
@@ -84,6 +84,22 @@ static void walk_thread(struct pyproc *p, struct symbolizer *sym, uint64_t tstat
 	py_walk_cache__free(&c);
 }
 
+/* The GIL and the collector (off-CPU and GIL modes): 2 to 4 reads, then
+ * remembered; what it gives lies where the offsets say. */
+static void gil_gc(struct pyproc *p)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	struct py_gil_gc g;
+	uint64_t r0 = fake_mem_reads();
+
+	if (pyproc__gil_gc(p, &g) == 0) {
+		CHECK(g.gil && g.gil_holder == g.gil + o->gil_last_holder);
+		CHECK(g.gil_locked == g.gil + o->gil_locked && g.gc_collecting_size == 4);
+		CHECK(pyproc__gil_gc(p, &g) == 0);
+	}
+	CHECK(fake_mem_reads() - r0 <= 4);
+}
+
 static void run(const struct fake_target_hdr *h, struct pyproc *p)
 {
 	struct py_thread th[MAX_THREADS];
@@ -103,6 +119,7 @@ static void run(const struct fake_target_hdr *h, struct pyproc *p)
 	for (size_t i = 0; i < n; i++)
 		walk_thread(p, sym, th[i].tstate);
 	symbolizer__free(sym);
+	gil_gc(p);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
