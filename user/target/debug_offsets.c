@@ -317,41 +317,46 @@ int debug_offsets__field(const void *buf, size_t len, const char *name, uint64_t
 	return 0;
 }
 
-int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
-			 char *err, size_t errlen)
+/* The header: cookie, a version we know, not free-threaded, and the whole
+ * table there; its values into @vals, its layout into *@l. */
+static int read_header(const void *buf, size_t len, uint64_t *version, const char *const **l,
+		       uint64_t *vals, size_t nvals, char *err, size_t errlen)
 {
-	uint64_t version, free_threaded, vals[160];
-	const char *const *l;
+	uint64_t free_threaded;
 	size_t n;
 
 	if (len < DEBUG_OFFSETS_HEADER || memcmp(buf, DEBUG_OFFSETS_COOKIE, 8) != 0) {
 		snprintf(err, errlen, "_Py_DebugOffsets: bad cookie (not a CPython 3.13+ runtime)");
 		return -EPROTO;
 	}
-	memcpy(&version, (const char *)buf + 8, 8);
+	memcpy(version, (const char *)buf + 8, 8);
 	memcpy(&free_threaded, (const char *)buf + 16, 8);
-	l = layout_for(version);
-	if (!l) {
+	*l = layout_for(*version);
+	if (!*l) {
 		snprintf(err, errlen, "unsupported Python %u.%u (version 0x%llx in _Py_DebugOffsets)",
-			 (unsigned)(version >> 24) & 0xff, (unsigned)(version >> 16) & 0xff,
-			 (unsigned long long)version);
+			 (unsigned)(*version >> 24) & 0xff, (unsigned)(*version >> 16) & 0xff,
+			 (unsigned long long)*version);
 		return -ENOTSUP;
 	}
 	if (free_threaded) {
 		snprintf(err, errlen, "unsupported Python %u.%u: free-threaded builds are not supported",
-			 (unsigned)(version >> 24) & 0xff, (unsigned)(version >> 16) & 0xff);
+			 (unsigned)(*version >> 24) & 0xff, (unsigned)(*version >> 16) & 0xff);
 		return -ENOTSUP;
 	}
-	n = layout_len(l);
-	if (n > sizeof(vals) / sizeof(vals[0]) || len < DEBUG_OFFSETS_HEADER + 8 * n) {
+	n = layout_len(*l);
+	if (n > nvals || len < DEBUG_OFFSETS_HEADER + 8 * n) {
 		snprintf(err, errlen, "_Py_DebugOffsets: table truncated (%zu bytes, need %zu)",
 			 len, DEBUG_OFFSETS_HEADER + 8 * n);
 		return -EPROTO;
 	}
 	memcpy(vals, (const char *)buf + DEBUG_OFFSETS_HEADER, 8 * n);
+	return 0;
+}
 
-	memset(out, 0, sizeof(*out));
-	out->version_hex = (uint32_t)version;
+/* Every binding's field, each checked to lie inside its struct. */
+static int bind_fields(const char *const *l, const uint64_t *vals, struct py_offsets *out,
+		       char *err, size_t errlen)
+{
 	for (size_t i = 0; i < sizeof(bindings) / sizeof(bindings[0]); i++) {
 		const struct binding *b = &bindings[i];
 		uint64_t v, size;
@@ -378,9 +383,14 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 		}
 		*(uint64_t *)((char *)out + b->dest) = v;
 	}
+	return 0;
+}
 
-	/* Layout facts not in the table. _co_firsttraceable sits 16 bytes
-	 * before co_code_adaptive in every release from 3.11 to 3.15. */
+/* Layout facts not in the table, derived from it and checked. */
+static int derive_code_and_str(struct py_offsets *out, char *err, size_t errlen)
+{
+	/* _co_firsttraceable sits 16 bytes before co_code_adaptive in every
+	 * release from 3.11 to 3.15. */
 	if (out->code_adaptive < 16 + 4 || out->code_adaptive - 16 < out->code_firstlineno) {
 		snprintf(err, errlen, "_Py_DebugOffsets: co_code_adaptive at %llu is implausible",
 			 (unsigned long long)out->code_adaptive);
@@ -393,7 +403,6 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 		return -EPROTO;
 	}
 	out->code_version -= 4;
-	bind_gil_gc(l, vals, out);
 	if (!out->unicode_compact_data)	/* PyCompactUnicodeObject adds utf8_length, utf8 */
 		out->unicode_compact_data = out->unicode_ascii_data + 16;
 	/* A str's header is read as its first asciiobject_size bytes, state and
@@ -409,6 +418,28 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 			 (unsigned long long)out->unicode_ascii_data);
 		return -EPROTO;
 	}
+	return 0;
+}
+
+int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
+			 char *err, size_t errlen)
+{
+	uint64_t version, vals[160];
+	const char *const *l;
+	int rc;
+
+	rc = read_header(buf, len, &version, &l, vals, sizeof(vals) / sizeof(vals[0]), err,
+			 errlen);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->version_hex = (uint32_t)version;
+	rc = bind_fields(l, vals, out, err, errlen);
+	if (!rc)
+		rc = derive_code_and_str(out, err, errlen);
+	if (rc)
+		return rc;
+	bind_gil_gc(l, vals, out);
 	out->frame_owner_interp_min = 3;	/* 3.13 CSTACK; 3.14+ INTERPRETER (and CSTACK 4) */
 	/* An evaluation loop's entry frame: FRAME_OWNED_BY_CSTACK (3) on 3.13,
 	 * FRAME_OWNED_BY_INTERPRETER (3) from 3.14 (4 is the base sentinel). */
