@@ -35,21 +35,6 @@ struct snap {
 	uint8_t buf[4][PART_MAX];
 };
 
-static void check_utf8(const char *p)
-{
-	const unsigned char *s = (const unsigned char *)p;
-
-	while (*s) {
-		size_t len = *s < 0x80 ? 1 : *s >= 0xc2 && *s <= 0xdf ? 2 :
-			     *s >= 0xe0 && *s <= 0xef ? 3 : *s >= 0xf0 && *s <= 0xf4 ? 4 : 0;
-
-		CHECK(len);
-		for (size_t i = 1; i < len; i++)
-			CHECK((s[i] & 0xc0) == 0x80);
-		s += len;
-	}
-}
-
 /* The code object of the first thread's innermost frame, 0 if none. */
 static uint64_t first_code(struct pyproc *p)
 {

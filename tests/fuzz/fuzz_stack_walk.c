@@ -34,20 +34,6 @@
 #define SYM_READS_PER_FRAME 16
 
 /* Valid UTF-8 up to the NUL (shortest forms, no surrogates). */
-static void check_utf8(const char *p)
-{
-	const unsigned char *s = (const unsigned char *)p;
-
-	while (*s) {
-		size_t len = *s < 0x80 ? 1 : *s >= 0xc2 && *s <= 0xdf ? 2 :
-			     *s >= 0xe0 && *s <= 0xef ? 3 : *s >= 0xf0 && *s <= 0xf4 ? 4 : 0;
-
-		CHECK(len);
-		for (size_t i = 1; i < len; i++)
-			CHECK((s[i] & 0xc0) == 0x80);
-		s += len;
-	}
-}
 
 static void resolve(struct symbolizer *sym, const struct py_rawframe *f, size_t n)
 {

@@ -46,7 +46,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
-static void check_utf8(const char *s, size_t n)
+static void check_utf8_n(const char *s, size_t n)
 {
 	for (size_t i = 0, k; i < n; i += k) {
 		k = utf8_seq((const unsigned char *)s + i, n - i);
@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = pyunicode__to_utf8(kind, ascii, data, len, outsz ? out : NULL, outsz, &outlen);
 	if (rc == 0) {
 		CHECK(outlen < outsz && out[outlen] == '\0' && outlen <= 4 * len);
-		check_utf8(out, outlen);
+		check_utf8_n(out, outlen);
 	} else if (rc == -ENOSPC) {
 		char *big = malloc(outlen + 1);
 
@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (big) {
 			CHECK(pyunicode__to_utf8(kind, ascii, data, len, big, outlen + 1, &again) == 0);
 			CHECK(again == outlen);
-			check_utf8(big, again);
+			check_utf8_n(big, again);
 			free(big);
 		}
 	} else {

@@ -114,7 +114,9 @@ NONCODE = bytes(range(256)) * 4    # 1 KB of bytes where a code object should be
 
 
 # --------------------------------------------------------------------------
-# the corruptions: each spin_KIND corrupts, burns SPIN seconds, restores
+# the corruptions: each spin_KIND corrupts, burns SPIN seconds, restores.
+# Each is written out whole, not through a shared helper: the frame corrupted
+# is the spin function's own (iframe(1)), the one the samples land in.
 
 def spin_loop_self(dur):
     slot = u64.from_address(iframe(1) + PREV_OFF)
