@@ -144,6 +144,18 @@ class Run:
                 f.write(f"{self.maxrss} {self.rc} {self.what}\n")
         return self
 
+    def wait_attached(self, timeout=TOOL_TIMEOUT):
+        """Until its first stderr line ("pyprof-bpf: sampling ...", printed once
+        attached) is there; a slow start under ASan on a busy machine takes
+        well over a second."""
+        deadline = self.start + timeout
+        while time.monotonic() < deadline and self.p.poll() is None:
+            with open(self.err_path, "rb") as f:
+                if b"sampling" in f.read():
+                    return self
+            time.sleep(0.05)
+        pytest.fail(f"{self.what}: not attached after {timeout} s")
+
     def check(self):
         """Exit 0, or a clean one-line failure; no sanitizer report; RSS
         bounded. True when it exited 0."""
@@ -537,7 +549,8 @@ def test_debug_offsets(interp, binary, procs, tmp_path):
                      lambda r, s: [r, s, str(LIFETIME)])
     runs = {n: record(binary, p.pid, b, (), str(tmp_path / f"{n}.folded"))
             for n, b in (("bpf", "bpf"), ("remote", "remote"))}
-    time.sleep(0.8)             # attached: both print their first line by then
+    for r in runs.values():     # garbled only once both have attached
+        r.wait_attached()
     os.kill(p.pid, signal.SIGUSR1)
     dumps = []
     for i in range(2 * DUMPS):
