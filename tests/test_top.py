@@ -72,14 +72,16 @@ def def_line(name):
 
 
 def body_lines(name):
-    """The lines of the function's body (after its def, up to the next def)."""
+    """The lines of the function: its def (where a sample taken as it is
+    entered is, on 3.11/3.12: its RESUME instruction), then its body up to
+    the next def."""
     start = def_line(name)
     with open(HOT) as f:
         lines = f.read().splitlines()
     end = start
     while end < len(lines) and not lines[end].startswith("def "):
         end += 1
-    return set(range(start + 1, end + 1))
+    return set(range(start, end + 1))
 
 
 # --------------------------------------------------------------------------

@@ -565,11 +565,14 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 				task__prefetch(w, tb, nb) ? NULL : nb, &t->name);
 		if (rc == -ENOMEM || rc == -ESRCH)
 			return rc;
-		/* A name that cannot be read is either being freed with its
-		 * task (then the recheck below finds the task gone) or not one
-		 * we read (a str over MAX_STR_CHARS: a task named with 100 MB
-		 * is alive and shown, its name "[unread]", as record does). */
+		/* A name that cannot be read is being freed (with its task, or
+		 * replaced by set_name): read again, and a task whose name never
+		 * reads has ended. But a str too long to read (a task named with
+		 * 100 MB) is alive: its task is shown, named "[unread]", as
+		 * record does, when the rest of it holds (the recheck below). */
 		name_failed = rc != 0;
+		if (name_failed && rc != -EMSGSIZE)
+			continue;
 		nlv = 0;
 		cut = 0;
 		if (coro) {
@@ -607,7 +610,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 			return rc;
 		ok = 1;
 	}
-	if (!ok && name_failed)
+	if (name_failed && !ok)
 		return 1;	/* its name never read: it ended, left out */
 	if (name_failed && !t->name && !(t->name = strdup("[unread]")))
 		return -ENOMEM;

@@ -138,8 +138,10 @@ static int str_head(const struct symbolizer *s, const unsigned char *hdr, struct
 	rc = pyunicode__state_decode(state, &h->kind, &compact, &h->ascii);
 	if (rc)
 		return rc;
-	if (!compact || h->length > MAX_STR_CHARS)
+	if (!compact)
 		return -EINVAL;
+	if (h->length > MAX_STR_CHARS)
+		return -EMSGSIZE;	/* a str, but longer than any name we show */
 	h->data = h->ascii ? o->unicode_ascii_data : o->unicode_compact_data;
 	return 0;
 }

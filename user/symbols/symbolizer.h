@@ -46,7 +46,7 @@ int symbolizer__resolve(struct symbolizer *s, const struct py_rawframe *f,
 
 /* Read the str object at @addr (at most 65,536 code points) as UTF-8, interned
  * (valid until symbolizer__free()). -EFAULT, -EINVAL for what is not a
- * compact str. */
+ * compact str, -EMSGSIZE for a str longer than that. */
 int symbolizer__read_str(struct symbolizer *s, uint64_t addr, const char **out);
 /* As symbolizer__read_str(), from a copy of the object's first @len bytes
  * (read from @addr only when the string goes on past them). */
