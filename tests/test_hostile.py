@@ -437,9 +437,16 @@ def test_tstate_list(interp, binary, procs, tmp_path):
         assert_only(main, ok, r.what)
         assert any("spin_clean" in s.names and not s.marked for s in r.samples), (
             f"{r.what}: no named spin_clean sample")
+        # Each round spins SPIN in each corruption and 1.5 SPIN clean: a
+        # looping list hides no listed thread, so ~2/3 of spin_clean's
+        # samples each (0.64-0.68 measured); a few at the edges were all
+        # a walk that gave up at the loop had (CI failure, stop 28).
+        clean = sum(s.count for s in r.samples if "spin_clean" in s.names)
         for kind in ("self", "earlier"):
-            assert any(f"spin_tstate_{kind}" in s.names for s in r.samples), (
-                f"{r.what}: no sample of spin_tstate_{kind}: the list's loop hid the thread")
+            got = sum(s.count for s in r.samples if f"spin_tstate_{kind}" in s.names)
+            assert got >= 0.3 * clean, (
+                f"{r.what}: weight {got} in spin_tstate_{kind} for {clean} in spin_clean: "
+                f"the list's loop hid the thread")
     dok = dump_clean(p.script)
     for d in dumps:
         # every corruption here has a marked dump: a loop, a read fault
@@ -531,6 +538,10 @@ def offsets_cases():
 def offsets_clean(script):
     def ok(s):
         names = s.names
+        # The SIGUSR1 that starts the garbling runs its handler on top of
+        # whatever the main thread was doing.
+        if names[-1:] == ["on_usr1"] and s.frames[-1][2] == script:
+            names = names[:-1]
         if names[:3] != ["<module>", "main", "run"] or any(f[0] != "py" for f in s.frames):
             return False
         if names[3:] == ["exists"]:          # run's os.path.exists(STOP)

@@ -304,6 +304,11 @@ def test_sigint_to_the_process_group(label, procs, tmp_path):
     r = Run(procs, tmp_path, ["-F", 999, "-o", out],
             argv_of(interp, LAUNCHED, procs, ["interrupt"]), stdout_pipe=True)
     r.readline()
+    # "ready" may come before the recorder has attached (a slow BPF load on
+    # a busy machine): the samples start at its "sampling" line.
+    deadline = time.monotonic() + TIMEOUT
+    while "sampling" not in r.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(0.3)
     os.killpg(r.p.pid, signal.SIGINT)
     r.expect(128 + signal.SIGINT)

@@ -394,6 +394,31 @@ static int threads_predicted(struct pyproc *p, struct py_thread *out, size_t max
 	return 1;
 }
 
+/*
+ * A list of @walked thread states (@kept of them in @t) whose next after the
+ * last is @again, @cycle links after an earlier one: how many come before
+ * the first repeat. Past what was kept it cannot tell, and the walk was
+ * longer than the caller takes anyway.
+ */
+static size_t list_distinct(const struct py_thread *t, size_t kept, size_t walked, size_t cycle,
+			    uint64_t again)
+{
+	for (size_t i = 0; i + cycle <= walked; i++) {
+		uint64_t later;
+
+		if (i + cycle < walked) {
+			if (i + cycle >= kept)
+				break;
+			later = t[i + cycle].tstate;
+		} else {
+			later = again;
+		}
+		if (i < kept && t[i].tstate == later)
+			return i + cycle;
+	}
+	return walked;
+}
+
 int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n)
 {
 	const struct py_offsets *o = &p->off;
@@ -417,9 +442,13 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
 			{ interp + o->interp_next, &next_interp, 8 },
 		};
 
+		size_t base = count, power = 1, lam = 1;
+		uint64_t tortoise;
+
 		rc = remote_readv(p->pid, iov, 2);
 		if (rc)
 			return rc;
+		tortoise = tstate;
 		while (tstate) {
 			struct py_thread t;
 
@@ -437,6 +466,19 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
 				out[count] = t;
 			count++;
 			tstate = get_u64(ts, o->tstate_next);
+			/* Brent: a list that comes back on itself (a target that
+			 * wrote its own) keeps the threads before the repeat. */
+			if (tstate == tortoise) {
+				count = base + list_distinct(out + base, max > base ? max - base : 0,
+							     count - base, lam, tstate);
+				break;
+			}
+			if (power == lam) {
+				tortoise = tstate;
+				power *= 2;
+				lam = 0;
+			}
+			lam++;
 		}
 		interp = next_interp;
 	}
@@ -771,6 +813,11 @@ static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *
 	for (size_t i = 0; o->code_version && i < c->n; i++) {
 		unsigned int h = (unsigned int)(c->codes[i] >> 4) % VSLOTS;
 
+		/* No version to read at 0 (and an empty slot holds 0). */
+		if (!c->codes[i]) {
+			c->viov[i] = UINT32_MAX;
+			continue;
+		}
 		if (vcode[h] != c->codes[i]) {
 			vcode[h] = c->codes[i];
 			vidx[h] = (uint32_t)k;
