@@ -519,16 +519,23 @@ static void test_perf_escapes(void **state)
 	char *out;
 
 	(void)state;
+	/* collapsed: only ';', '%', controls, line separators, bad UTF-8 and
+	 * the qualname's ':' encoded; spaces, quotes, "->" as written */
 	out = run_fmt("collapsed", NULL, &s, 1, NULL);
 	assert_string_equal(out,
 		"python3;"
-		"py::\xe5\x87\xbd\xe6\x95\xb0-x>y:/a:b-%3Ec.py:7;"
-		"py::tab%09nl%0A%E2%80%A8nbsp%C2%A0bad%FF::0;"
-		"py::f%28x%29%3By%20%22q%22%20%27a%27-%3Eb%3Ac%25:"
-		"/tmp/my%20dir/\xc3\xa9%20%281%29.py:5"
+		"py::\xe5\x87\xbd\xe6\x95\xb0-x>y:/a:b->c.py:7;"
+		"py::tab%09nl%0A%E2%80%A8nbsp\xc2\xa0" "bad%FF::0;"
+		"py::f(x)%3By \"q\" 'a'->b%3Ac%25:"
+		"/tmp/my dir/\xc3\xa9 (1).py:5"
 		" 10101010\n");
 	free(out);
+	/* perf-script: what any of its readers trips on */
 	out = run_fmt("perf-script", NULL, &s, 1, NULL);
+	assert_non_null(strstr(out, " py::\xe5\x87\xbd\xe6\x95\xb0-x>y:/a:b-%3Ec.py:7 "));
+	assert_non_null(strstr(out, " py::tab%09nl%0A%E2%80%A8nbsp%C2%A0bad%FF::0 "));
+	assert_non_null(strstr(out, " py::f%28x%29%3By%20%22q%22%20%27a%27-%3Eb%3Ac%25:"
+				    "/tmp/my%20dir/\xc3\xa9%20%281%29.py:5 "));
 	/* The dso is the escaped file, "[python]" when there is none. */
 	assert_non_null(strstr(out, ":5 (/tmp/my%20dir/\xc3\xa9%20%281%29.py)\n"));
 	assert_non_null(strstr(out, "bad%FF::0 ([python])\n"));
@@ -610,7 +617,7 @@ static void test_collapsed_roots_and_lines(void **state)
 	assert_string_equal(out,
 		"python3;[python3:1234];[MainThread:1240];py::<module>:/app/work.py:1;"
 		"py::Worker.run:/app/work.py:28;py::Worker.hot:/app/work.py:40 10101010\n"
-		"python3;[python3:1234];[Thread-1%20%28worker%29:1241];py::<module>:/app/work.py:1;"
+		"python3;[python3:1234];[Thread-1 (worker):1241];py::<module>:/app/work.py:1;"
 		"py::Worker.run:/app/work.py:28;py::Worker.hot:/app/work.py:40 30303030\n");
 	free(out);
 }

@@ -161,19 +161,23 @@ static struct py_walk_cache *cache_for(struct remote_sampler *s, size_t i, uint6
 	}
 	/* a new thread: whatever this slot predicted is of no use */
 	c->tstate = tstate;
-	c->walk.n = 0;
+	py_walk_cache__forget(&c->walk);
 	return &c->walk;
 }
 
 /*
  * A thread that runs while we read it can give a torn stack: a parent read
- * after its child returned, a frame read while it was being pushed. So the
- * chain is read twice (the second time in one call, predicted by the first)
- * and kept only when both agree on every frame, and on every instruction
- * but the innermost (which moves while the thread runs; a parent's does not
- * while its child runs). A few tries, then the sample is a read fault.
+ * after its child returned, a frame read while it was being pushed. Each
+ * walk reads the thread's stack chunks whole in one call (3.11+,
+ * stack_chunks.h; else the chain predicted by the last walk), which narrows
+ * the window to microseconds but does not close it (a thread that returns
+ * and calls again meanwhile leaves a half-written frame in the copy, seen
+ * under load). So the chain is read twice and kept only when both agree on
+ * every frame, and on every instruction but the innermost (which moves
+ * while the thread runs; a parent's does not while its child runs). A few
+ * tries, then the sample is a read fault.
  */
-#define WALK_TRIES 3
+#define WALK_TRIES 4
 
 static int same_stack(const struct py_rawframe *a, const struct py_rawframe *b, size_t n)
 {

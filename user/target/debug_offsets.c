@@ -179,6 +179,7 @@ static const struct binding bindings[] = {
 	{ "thread_state.thread_id", OFF(tstate_thread_id), 8 },
 	{ "thread_state.native_thread_id", OFF(tstate_native_thread_id), 8 },
 	{ "thread_state.status", OFF(tstate_status), 4, 1 },
+	{ "thread_state.datastack_chunk", OFF(tstate_datastack_chunk), 8, 1 },
 	{ "thread_state.base_frame", OFF(tstate_base_frame), 8, 1 },
 	{ "thread_state.last_profiled_frame", OFF(tstate_last_profiled_frame), 8, 1 },
 	{ "thread_state.last_profiled_frame_seq", OFF(tstate_last_profiled_frame_seq), 8, 1 },

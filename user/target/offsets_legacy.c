@@ -8,7 +8,8 @@
  * offsetof()/sizeof() in the internal headers of 3.11.7 and 3.12.1 (x86_64,
  * default build), checked against 3.11.2: _PyRuntimeState, PyInterpreterState,
  * PyThreadState, _PyCFrame, _PyInterpreterFrame, PyCodeObject, PyASCIIObject,
- * PyBytesObject. pyproc.c validates them with a round trip (a thread's interp
+ * PyBytesObject (datastack_chunk also found in live 3.11.2, 3.11.7 and 3.12.1
+ * processes: the field whose chunk holds the current frame). pyproc.c validates them with a round trip (a thread's interp
  * pointer leads back to its interpreter) before trusting them.
  *
  * The GIL and GC fields, from the same headers (struct _gil_runtime_state,
@@ -24,6 +25,7 @@ static const struct py_offsets py311 = {
 	.tstate_cframe = 56, .cframe_current_frame = 8, .cframe_previous = 16,
 	.tstate_root_cframe = 336,
 	.tstate_thread_id = 152, .tstate_native_thread_id = 160,
+	.tstate_datastack_chunk = 296,
 	.frame_previous = 48, .frame_executable = 32, .frame_instr_ptr = 56, .frame_owner = 69,
 	.frame_owner_interp_min = 0,	/* 3.11 has no shim frames */
 	.frame_is_entry = 68,
@@ -47,6 +49,7 @@ static const struct py_offsets py312 = {
 	.tstate_root_cframe = 272,
 	.tstate_thread_id = 136, .tstate_native_thread_id = 144,
 	.tstate_status = 24,
+	.tstate_datastack_chunk = 232,
 	.frame_previous = 8, .frame_executable = 0, .frame_instr_ptr = 56, .frame_owner = 70,
 	.frame_owner_interp_min = 3,	/* FRAME_OWNED_BY_CSTACK */
 	.frame_owner_cstack = 3,

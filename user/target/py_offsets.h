@@ -44,6 +44,8 @@ struct py_offsets {
 	/* _status bitfield word (3.12+; 0: absent): says which of a thread's
 	 * thread states is active (subinterpreters). */
 	uint64_t tstate_status;
+	/* 3.11+: the thread's newest stack chunk (stack_chunks.h); 0 unknown. */
+	uint64_t tstate_datastack_chunk;
 	/* 3.15+ only (0 when absent): the frame cache protocol. */
 	uint64_t tstate_base_frame;
 	uint64_t tstate_last_profiled_frame;

@@ -690,10 +690,22 @@ static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame, uin
 	return remote_read_u64(p->pid, *cframe + o->cframe_current_frame, frame);
 }
 
+void py_walk_cache__forget(struct py_walk_cache *c)
+{
+	c->n = 0;
+	if (c->chunks) {
+		c->chunks->n = 0;
+		c->chunks->napart = 0;
+	}
+}
+
 void py_walk_cache__free(struct py_walk_cache *c)
 {
 	if (!c)
 		return;
+	if (c->chunks)
+		stack_chunks__free(c->chunks);
+	free(c->chunks);
 	free(c->frames);
 	free(c->codes);
 	free(c->foff);
@@ -839,6 +851,93 @@ static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *
 	return ready;
 }
 
+#define SNAPSHOT_TRIES 4
+
+/*
+ * 3.11+: the current frame and the thread's stack chunks read at one instant
+ * (stack_chunks.h). 1 with *frame set when the copy is whole; 0 when it is
+ * not (*frame 0: read the usual way); -ESRCH.
+ */
+static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, uint64_t *frame)
+{
+	const struct py_offsets *o = &p->off;
+	uint64_t cframe = 0, after;
+	int rc = 0;
+
+	*frame = 0;
+	if (!o->tstate_datastack_chunk)
+		return 0;
+	if (!c->chunks) {
+		c->chunks = calloc(1, sizeof(*c->chunks));
+		if (!c->chunks)
+			return 0;
+	}
+	/* A thread that calls and returns every microsecond may move while
+	 * its chunks are copied: it seldom does twice running. */
+	for (int try = 0; try < SNAPSHOT_TRIES; try++) {
+		struct remote_iov head[2];
+		size_t k = 0;
+
+		if (o->tstate_cframe) {
+			/* 3.11/3.12: through the C frame record the thread was
+			 * last seen in (it changes as C code calls Python) */
+			if (!c->cframe &&
+			    remote_read_u64(p->pid, tstate + o->tstate_cframe, &c->cframe))
+				break;
+			if (!c->cframe)
+				break;
+			head[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
+			head[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame,
+							 8 };
+		} else {
+			head[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
+		}
+		rc = stack_chunks__copy(p->pid, tstate + o->tstate_datastack_chunk, head, k,
+					c->chunks, &after);
+		if (rc)
+			break;
+		if (o->tstate_cframe && cframe != c->cframe) {
+			c->cframe = cframe;
+			c->chunks->whole = 0;
+			continue;
+		}
+		if (!c->chunks->moved)
+			break;
+	}
+	if (rc == -ESRCH)
+		return rc;
+	if (rc || !c->chunks->whole || !*frame) {
+		*frame = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The bytes of @frame: from the chunk copy (@snap), from the prefetch (the
+ * walk's @visited-th frame as predicted; SIZE_MAX when off the prediction),
+ * or read now into @fb. NULL with *rc set when it cannot be read.
+ */
+static const unsigned char *frame_bytes(struct pyproc *p, struct py_walk_cache *c, int snap,
+					uint64_t frame, size_t visited, unsigned char *fb, int *rc)
+{
+	const unsigned char *b = NULL;
+	int apart = 0;
+
+	if (snap) {
+		b = stack_chunks__find(c->chunks, frame, p->off.frame_size, &apart);
+		/* an entry or generator frame: read it with the next copy */
+		if (apart)
+			stack_chunks__note_apart(c->chunks, frame);
+		if (b)
+			return b;
+	}
+	if (visited != SIZE_MAX && c->frames[visited] == frame)
+		return c->buf + c->foff[visited];
+	*rc = remote_read(p->pid, frame, fb, p->off.frame_size);
+	return *rc ? NULL : fb;
+}
+
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
 			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
 {
@@ -847,13 +946,18 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
 	size_t lam = 0, power = 1;
 	uint64_t frame = 0, cframe = 0, mark = 0;
-	int rc;
+	int rc, snap = 0;
 
 	*n = 0;
 	*truncated = 0;
-	/* A thread whose innermost frame is where it was last time most
+	if (c) {
+		snap = snapshot(p, tstate, c, &frame);
+		if (snap < 0)
+			return snap;
+	}
+	/* Else a thread whose innermost frame is where it was last time most
 	 * likely has the same chain under it: read it all at once. */
-	if (c && c->n)
+	if (!snap && c && c->n)
 		ready = prefetch(p, tstate, c, &frame);
 	if (frame) {
 		cframe = c->cframe;
@@ -889,14 +993,11 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			power <<= 1;
 			lam = 0;
 		}
-		if (visited < ready && c->frames[visited] == frame) {
-			b = c->buf + c->foff[visited];
-		} else {
+		b = frame_bytes(p, c, snap, frame, visited < ready ? visited : SIZE_MAX, fb, &rc);
+		if (!b)
+			goto out;
+		if (b == fb)
 			ready = 0;	/* off the predicted chain */
-			rc = remote_read(p->pid, frame, fb, o->frame_size);
-			if (rc)
-				goto out;
-		}
 		owner = b[o->frame_owner];
 		code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
 		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
@@ -926,6 +1027,8 @@ out:
 	if (c) {
 		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
 		c->cframe = cframe;
+		if (c->chunks)
+			stack_chunks__walked(c->chunks);
 	}
 	*n = count;
 	if (rc)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "target/py_offsets.h"
+#include "target/stack_chunks.h"
 
 struct remote_iov;
 
@@ -146,10 +147,15 @@ struct py_walk_cache {
 	struct remote_iov *iov;
 	unsigned char *buf;
 	size_t bufcap;
+	/* 3.11+: the thread's stack chunks, copied at one instant (made at
+	 * the first walk: a cache of a thread never walked stays small) */
+	struct stack_chunks *chunks;
 };
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
 			struct py_rawframe *out, size_t max, size_t *n, int *truncated);
+/* A cache that now serves another thread: what it predicted is of no use. */
+void py_walk_cache__forget(struct py_walk_cache *c);
 void py_walk_cache__free(struct py_walk_cache *c);
 
 #endif

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stack_chunks.h - a thread's data stack copied in one read (3.11+).
+ *
+ * CPython 3.11+ keeps a thread's interpreter frames in "stack chunks"
+ * (_PyStackChunk: previous, size, top, then the frames), linked from the
+ * thread state's datastack_chunk. Reading each frame on its own while the
+ * thread runs gives stacks torn between instants; copying the chunks whole,
+ * in the same process_vm_readv as the current frame pointer (read before and
+ * again after them), gives the frames of one instant, walked locally.
+ *
+ * The chunks to copy are predicted from the last copy of the same thread
+ * (their addresses and sizes rarely change); a copy is "whole" only when the
+ * prediction held: the thread state named the first chunk, each copied
+ * chunk's previous is the next one copied, the last has none, and the
+ * current frame pointer was the same before and after. Every size read
+ * from the target is bounded.
+ */
+#ifndef PYPROF_STACK_CHUNKS_H
+#define PYPROF_STACK_CHUNKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "target/remote_mem.h"
+
+#define STACK_CHUNKS_MAX 32		/* chunks copied per thread */
+#define STACK_CHUNK_HEADER 24		/* previous, size, top */
+#define STACK_CHUNK_DEFAULT (16u << 10)	/* _PY_DATA_STACK_CHUNK_SIZE */
+#define STACK_CHUNK_MAX (1u << 20)	/* bytes copied of one chunk */
+#define STACK_CHUNKS_BYTES (4u << 20)	/* bytes copied of one thread */
+
+struct stack_chunk {
+	uint64_t addr;
+	size_t want;		/* bytes to copy: its size, as it last said */
+	size_t len;		/* bytes of it in buf from the last copy */
+	unsigned char *buf;
+	size_t cap;
+};
+
+/* Frames outside the chunks (3.12+ evaluation loops' entry frames live on
+ * the C stack, generators' in the generator) that the last walk met: read in
+ * the same call, at their addresses of last time. */
+#define STACK_APART_MAX 8
+#define STACK_APART_BYTES 128
+
+struct stack_chunks {
+	struct stack_chunk c[STACK_CHUNKS_MAX];
+	uint64_t apart[STACK_APART_MAX];
+	unsigned char apart_buf[STACK_APART_MAX][STACK_APART_BYTES];
+	size_t napart;		/* to read next time */
+	size_t apart_read;	/* apart[0..apart_read) hold the last copy */
+	uint64_t apart_new[STACK_APART_MAX];	/* the walk's list for next time */
+	size_t apart_next;
+	size_t n;		/* chunks to copy next time */
+	size_t ncopied;		/* chunks c[0..ncopied) hold the last copy */
+	int whole;		/* the last copy was of one instant, every chunk */
+	int moved;		/* ... but for the current frame, which moved */
+};
+
+/*
+ * Copy the chunks of the thread whose datastack_chunk field is at
+ * @chunk_field, in one read with the @nhead iovecs of @head (the current
+ * frame pointer's, last) before them and the last of them again after.
+ * Sets s->whole; *frame_after gets the current frame pointer read after the
+ * chunks. Returns 0 (the head iovecs read), -ESRCH, or another -errno (the
+ * head could not be read: nothing copied).
+ */
+int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov *head,
+		       size_t nhead, struct stack_chunks *s, uint64_t *frame_after);
+
+/* @len bytes at @addr in the last copy, or NULL when they are not all there;
+ * *apart: the frame is not in a chunk copied (so the walk notes it). */
+const unsigned char *stack_chunks__find(const struct stack_chunks *s, uint64_t addr, size_t len,
+					int *apart);
+
+/* The walk met a frame at @addr apart from the chunks: read it with the next copy. */
+void stack_chunks__note_apart(struct stack_chunks *s, uint64_t addr);
+/* The walk is over: what it met apart is what the next copy reads. */
+void stack_chunks__walked(struct stack_chunks *s);
+
+void stack_chunks__free(struct stack_chunks *s);
+
+#endif
