@@ -1198,6 +1198,27 @@ static void test_callgraph(void **state)
 	free(out);
 }
 
+/* A marker is keyed as cProfile keys a built-in: ("~", 0, name); fl=??? in callgrind. */
+static void test_callgraph_markers(void **state)
+{
+	static const struct out_leaf gil = { OUT_FRAME_STATUS, "[GIL wait]", 0, 0 };
+	static const char key[] = ")\x03u\x01\0\0\0~i\0\0\0\0u\x0a\0\0\0[GIL wait]";
+	struct out_sample s = sample(1, 0, SAMPLE_COMPLETE, work_frames, 3);
+	size_t len;
+	char *out;
+
+	(void)state;
+	s.leaf = &gil;
+	s.nleaf = 1;
+	out = run_fmt("pstats", NULL, &s, 1, &len);
+	assert_int_equal(count_str(out, len, key, sizeof(key) - 1), 1);
+	free(out);
+	out = run_fmt("callgrind", NULL, &s, 1, &len);
+	assert_non_null(strstr(out, " ???\ncfn=(4) [GIL wait]\ncalls=1 0\n42 10101010 1\n"));
+	assert_non_null(strstr(out, "\nfn=(4)\n0 10101010 1\n"));
+	free(out);
+}
+
 static char *json_str(int html, const char *s)
 {
 	char *buf = NULL;
@@ -1261,6 +1282,7 @@ int main(void)
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_json_writer),
 		cmocka_unit_test(test_callgraph),
+		cmocka_unit_test(test_callgraph_markers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

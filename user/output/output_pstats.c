@@ -185,15 +185,12 @@ static int ps_key(FILE *f, const struct out_frame *fr)
 {
 	char buf[256];
 
+	int py = fr->kind == OUT_FRAME_PYTHON;
+
 	m_tuple(f, 3);
-	if (fr->kind == OUT_FRAME_PYTHON || fr->kind == OUT_FRAME_NATIVE) {
-		if (m_str(f, fr->file))
-			return -ENOMEM;
-		m_int(f, fr->kind == OUT_FRAME_PYTHON ? (uint64_t)fr->firstlineno : 0);
-	} else {
-		m_str(f, "~");
-		m_int(f, 0);
-	}
+	if (m_str(f, py || fr->kind == OUT_FRAME_NATIVE ? fr->file : "~"))
+		return -ENOMEM;
+	m_int(f, py ? (uint64_t)fr->firstlineno : 0);
 	return m_str(f, out_func__name(fr, buf, sizeof(buf)));
 }
 
