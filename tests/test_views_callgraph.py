@@ -226,13 +226,19 @@ def check_columns(stats, what):
     return period
 
 
+NONE = (0, 0, 0.0, 0.0, {})     # the row of a function no sample met
+
+
 def check_pstats(target, stats, own, nsamples, what):
     """Our pstats dict against the target's own timing and the identities
     that hold for it."""
     a, b, warm, cold, rec = own
     hot, caller, recf, cycle = (target.key(f) for f in ("hot", "caller", "rec", "cycle"))
-    for k in (hot, target.key("warm"), target.key("cold"), caller, recf, cycle):
+    # warm and cold may be missing from a short recording on a busy machine
+    # (no sample); the share checks weigh that. The others hold 10%+.
+    for k in (hot, caller, recf, cycle):
         assert k in stats, f"{what}: {k} missing: {sorted(stats)[:40]}"
+    row = lambda f: stats.get(target.key(f), NONE)  # noqa: E731
     period = check_columns(stats, what)
     assert abs(period * HZ - 1) < 0.01, f"{what}: a sample is {period} s at {HZ} Hz"
     # Every sample ends in exactly one function.
@@ -255,10 +261,10 @@ def check_pstats(target, stats, own, nsamples, what):
                 hc[caller][0] + hc[recf][0], a + b, a + b + rec)
     # The hot/warm/cold split, and rec's cumulative share (the recursion
     # counted six times would be six times as much).
-    tts = {f: stats[target.key(f)][0] for f in ("hot", "warm", "cold")}
+    tts = {f: row(f)[0] for f in ("hot", "warm", "cold")}
     check_share(f"{what}: hot's share of hot+warm+cold", tts["hot"], sum(tts.values()),
                 a + b + rec, a + b + rec + warm + cold)
-    subtrees = sum(stats[target.key(f)][1] for f in ("caller", "warm", "cold", "rec"))
+    subtrees = sum(row(f)[1] for f in ("caller", "warm", "cold", "rec"))
     check_share(f"{what}: rec's cumulative share", stats[recf][1], subtrees,
                 rec, a + b + warm + cold + rec)
 
@@ -314,6 +320,7 @@ def test_pstats_beside_cpython_profiler(procs, tmp_path):  # noqa: F811
     seen, host = out_path(interp, procs, tmp_path, "theirs.pstats")
     out = str(tmp_path / "ours.pstats")
     rec = Recorder(procs, tmp_path, target.pid, ["-F", HZ, "-d", SECS, "-o", out]).wait_started()
+    st0 = target.stats()
     theirs_p = their_profiler(target, seen, SECS)
     procs.items.append(theirs_p)
     try:
@@ -321,6 +328,7 @@ def test_pstats_beside_cpython_profiler(procs, tmp_path):  # noqa: F811
     except subprocess.TimeoutExpired:
         pytest.fail("python3.15 -m profiling.sampling did not finish")
     rec.wait(SECS + RECORD_SLACK).check_ok()
+    a, b, warm, cold, recns = (y - x for x, y in zip(st0, target.stats()))
     assert theirs_p.returncode == 0 and os.path.exists(host), their_out
     their_doc, our_doc = read_newest([host, out], procs, tmp_path)
     # Their marker makes 3.15's pstats a SampledStats (ours: no marker, so
@@ -331,18 +339,24 @@ def test_pstats_beside_cpython_profiler(procs, tmp_path):  # noqa: F811
     check_columns(ours, "ours")
     tf, of = by_function(theirs), by_function(ours)
     names = [(target.file, f) for f in ("hot", "warm", "cold")]
+    own = {"hot": a + b + recns, "warm": warm, "cold": cold}
     for agg, who in ((tf, "CPython's profiler"), (of, "ours")):
-        assert all(n in agg for n in names), (who, sorted(agg))
+        cc = [agg.get(n, NONE)[0] for n in names]
         top = max(agg, key=lambda k: agg[k][2])
         assert top == names[0], f"{who}: {top} first by tottime"
-        assert agg[names[0]][2] > agg[names[1]][2] > agg[names[2]][2], (
-            who, [agg[n][:4] for n in names])
+        check_share(f"{who}: hot's share of hot+warm+cold", cc[0], sum(cc), own["hot"],
+                    sum(own.values()))
+        # warm before cold wherever this many samples decide it
+        ew, ec = (sum(cc) * own[f] / sum(own.values()) for f in ("warm", "cold"))
+        if ew - ec > Z * math.sqrt(ew + ec):
+            assert cc[1] > cc[2], f"{who}: warm {cc[1]} samples, cold {cc[2]}"
         assert set(agg[names[0]][4]) == {(target.file, "caller"), (target.file, "rec")}, (
             who, agg[names[0]][4])
-    nt = sum(tf[n][0] for n in names)
-    no = sum(of[n][0] for n in names)
+    nt = sum(tf.get(n, NONE)[0] for n in names)
+    no = sum(of.get(n, NONE)[0] for n in names)
     pt, po = tf[names[0]][0] / nt, of[names[0]][0] / no
-    tol = Z * math.sqrt(pt * (1 - pt) * (1 / nt + 1 / no))
+    pool = (tf[names[0]][0] + of[names[0]][0]) / (nt + no)
+    tol = Z * math.sqrt(pool * (1 - pool) * (1 / nt + 1 / no))
     assert abs(pt - po) <= tol, (
         f"hot's share of hot+warm+cold: theirs {100 * pt:.1f}% of {nt}, ours {100 * po:.1f}% "
         f"of {no} (allowed {100 * tol:.1f} points)")
@@ -427,17 +441,18 @@ def test_callgrind(procs, tmp_path):  # noqa: F811
     period = self_[fq["hot"]][0] / self_[fq["hot"]][1]
     assert abs(period * HZ / 1e9 - 1) < 0.01, period
     for f in ("hot", "warm", "cold"):
-        assert self_[fq[f]][1] == ps[target.key(f)][0], (f, self_[fq[f]], ps[target.key(f)][:4])
-        assert self_[fq[f]][0] == round(self_[fq[f]][1] * period), (f, self_[fq[f]])
+        mine = self_.get(fq[f], (0, 0))
+        assert mine[1] == ps.get(target.key(f), NONE)[0], (f, mine, ps.get(target.key(f)))
+        assert mine[0] == round(mine[1] * period), (f, mine)
     assert max(self_, key=lambda k: self_[k][0]) == fq["hot"], self_
-    leaf = sum(self_[fq[f]][1] for f in ("hot", "warm", "cold"))
+    leaf = sum(self_.get(fq[f], (0, 0))[1] for f in ("hot", "warm", "cold"))
     check_share("callgrind: hot's self share of hot+warm+cold", self_[fq["hot"]][1], leaf,
                 a + b + recns, a + b + recns + warm + cold)
 
     incl = functions(annotate(out, "--inclusive=yes", cwd=str(tmp_path)))
     for f in ("caller", "rec", "cycle", "hot"):
         assert incl[fq[f]][1] == ps[target.key(f)][1], (f, incl[fq[f]], ps[target.key(f)][:4])
-    subtrees = sum(incl[fq[f]][1] for f in ("caller", "warm", "cold", "rec"))
+    subtrees = sum(incl.get(fq[f], (0, 0))[1] for f in ("caller", "warm", "cold", "rec"))
     check_share("callgrind: caller's inclusive share", incl[fq["caller"]][1], subtrees,
                 a + b, a + b + warm + cold + recns)
     check_share("callgrind: rec's inclusive share", incl[fq["rec"]][1], subtrees,
