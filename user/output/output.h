@@ -358,6 +358,11 @@ struct out_funcs {
 /* 0 or -ENOMEM (then @f is empty). */
 int out_funcs__build(const struct out_model *m, struct out_funcs *f);
 void out_funcs__free(struct out_funcs *f);
+/* Call @fn for each aggregate @a (the @k-th) with its stack's @n frame ids,
+ * root first; stops at the first error it returns. 0, -ENOMEM or that error. */
+typedef int (*out_stack_fn)(void *ctx, const struct out_agg *a, uint32_t k,
+			    const uint32_t *path, uint32_t n);
+int out_funcs__each_stack(const struct out_model *m, out_stack_fn fn, void *ctx);
 /* The name of @fr's function; an unnamed native one is "[<DSO basename>]",
  * written into @buf. */
 const char *out_func__name(const struct out_frame *fr, char *buf, size_t len);

@@ -37,6 +37,7 @@ struct cg_cost {
 
 struct cg_state {
 	struct out_funcs fx;
+	const struct out_frame *frames;	/* the model's */
 	uint32_t *stamp;	/* by function: last aggregate seen in (index + 1) */
 	uint32_t *costs_of;	/* by function: its first cost */
 	struct cg_cost *costs;
@@ -68,32 +69,27 @@ static int cg_add(struct cg_state *st, uint32_t fn, uint32_t line, uint32_t call
 	return 0;
 }
 
-/* Self cost at the leaf's line; a call into each function's outermost occurrence. */
-static int cg_collect(struct cg_state *st, const struct out_model *m)
+/* One aggregate: self cost at the leaf's line; a call into each function's
+ * outermost occurrence. */
+static int cg_stack(void *ctx, const struct out_agg *a, uint32_t k, const uint32_t *path,
+		    uint32_t n)
 {
-	uint32_t *path = out_model__path_buf(m);
-	int err = 0;
+	struct cg_state *st = ctx;
+	const struct out_frame *frames = st->frames;
+	uint32_t leaf = path[n - 1];
+	int err;
 
-	if (!path)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < m->naggs && !err; k++) {
-		const struct out_agg *a = &m->aggs[k];
-		uint32_t n = output__node_path(m, a->node, path);
-		uint32_t leaf = path[n - 1];
+	err = cg_add(st, st->fx.of[leaf], (uint32_t)frames[leaf].line, OUT_NONE, a);
+	for (uint32_t i = 0; i < n && !err; i++) {
+		uint32_t fn = st->fx.of[path[i]];
 
-		err = cg_add(st, st->fx.of[leaf], (uint32_t)m->frames[leaf].line, OUT_NONE, a);
-		for (uint32_t i = 0; i < n && !err; i++) {
-			uint32_t fn = st->fx.of[path[i]];
-
-			if (st->stamp[fn] == k + 1)
-				continue;
-			st->stamp[fn] = k + 1;
-			if (i)
-				err = cg_add(st, st->fx.of[path[i - 1]],
-					     (uint32_t)m->frames[path[i - 1]].line, fn, a);
-		}
+		if (st->stamp[fn] == k + 1)
+			continue;
+		st->stamp[fn] = k + 1;
+		if (i)
+			err = cg_add(st, st->fx.of[path[i - 1]], (uint32_t)frames[path[i - 1]].line,
+				     fn, a);
 	}
-	free(path);
 	return err;
 }
 
@@ -205,7 +201,8 @@ static int callgrind_finish(struct output *o)
 		goto out;
 	}
 	memset(st.costs_of, 0xff, n * sizeof(*st.costs_of));
-	err = cg_collect(&st, &o->m);
+	st.frames = o->m.frames;
+	err = out_funcs__each_stack(&o->m, cg_stack, &st);
 	if (err)
 		goto out;
 	cg_header(o);

@@ -51,6 +51,19 @@ void out_funcs__free(struct out_funcs *f)
 	*f = (struct out_funcs){ 0 };
 }
 
+int out_funcs__each_stack(const struct out_model *m, out_stack_fn fn, void *ctx)
+{
+	uint32_t *path = out_model__path_buf(m);
+	int err = 0;
+
+	if (!path)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < m->naggs && !err; k++)
+		err = fn(ctx, &m->aggs[k], k, path, output__node_path(m, m->aggs[k].node, path));
+	free(path);
+	return err;
+}
+
 const char *out_func__name(const struct out_frame *fr, char *buf, size_t len)
 {
 	const char *base;

@@ -153,32 +153,26 @@ static int ps_edge(struct ps_state *st, uint32_t caller, uint32_t callee, uint32
 	return 0;
 }
 
-/* Count every aggregate (a distinct stack) into its functions and edges. */
-static int ps_collect(struct ps_state *st, const struct out_model *m)
+/* Count one aggregate (a distinct stack) into its functions and edges. */
+static int ps_stack(void *ctx, const struct out_agg *a, uint32_t k, const uint32_t *path,
+		    uint32_t n)
 {
-	uint32_t *path = out_model__path_buf(m);
-	int err = 0;
+	struct ps_state *st = ctx;
+	uint32_t e;
+	int err;
 
-	if (!path)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < m->naggs && !err; k++) {
-		const struct out_agg *a = &m->aggs[k];
-		uint32_t n = output__node_path(m, a->node, path), e;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t fn = st->fx.of[path[i]];
 
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t fn = st->fx.of[path[i]];
-
-			ps_count(&st->fn[fn], a, k + 1, i == n - 1);
-			if (!i)
-				continue;
-			err = ps_edge(st, st->fx.of[path[i - 1]], fn, &e);
-			if (err)
-				break;
-			ps_count(&st->edges[e].c, a, k + 1, i == n - 1);
-		}
+		ps_count(&st->fn[fn], a, k + 1, i == n - 1);
+		if (!i)
+			continue;
+		err = ps_edge(st, st->fx.of[path[i - 1]], fn, &e);
+		if (err)
+			return err;
+		ps_count(&st->edges[e].c, a, k + 1, i == n - 1);
 	}
-	free(path);
-	return err;
+	return 0;
 }
 
 static int ps_key(FILE *f, const struct out_frame *fr)
@@ -241,7 +235,7 @@ static int pstats_finish(struct output *o)
 		goto out;
 	}
 	memset(st.edges_in, 0xff, (st.fx.n ? st.fx.n : 1) * sizeof(*st.edges_in));
-	err = ps_collect(&st, &o->m);
+	err = out_funcs__each_stack(&o->m, ps_stack, &st);
 	if (!err)
 		err = ps_write(o, &st);
 	if (!err)
