@@ -56,7 +56,7 @@ def roots_of(path):
     out = {}
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            m = re.fullmatch(r"(\S+) (\d+)\n", line)
+            m = re.fullmatch(r"(.+) (\d+)\n", line)
             assert m, f"{path}:{n}: {line!r}"
             parts = m.group(1).split(";")
             root = urllib.parse.unquote(parts[1])

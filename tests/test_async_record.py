@@ -71,7 +71,7 @@ def parse(path):
     out = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            m = re.fullmatch(r"(\S+) (\d+)\n", line)
+            m = re.fullmatch(r"(.+) (\d+)\n", line)
             assert m, f"{path}:{n}: not `stack weight`: {line!r}"
             frames = []
             for text in m.group(1).split(";")[1:]:

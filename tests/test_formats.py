@@ -83,11 +83,50 @@ def escape(s, colon):
     return "".join(out)
 
 
-def frame_text(name, file=None, line=None, synthetic=False):
-    """The perf-script symbol / collapsed frame of a frame."""
+# Collapsed stacks encode only what their readers split on (';', the line's
+# end) and '%' itself; spaces, parentheses and quotes are kept.
+COLLAPSED_ENCODED = set(range(0x20)) | set(range(0x7F, 0xA0)) | {0x2028, 0x2029, 0xFEFF} | \
+    {ord("%"), ord(";")}
+
+
+def escape_collapsed(s, colon):
+    out = []
+    for ch in s:
+        cp = ord(ch)
+        if 0xDC80 <= cp <= 0xDCFF:
+            out.append("%%%02X" % (cp - 0xDC00))
+        elif cp in COLLAPSED_ENCODED or (ch == ":" and colon):
+            out.append("".join("%%%02X" % b for b in ch.encode()))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def frame_text(name, file=None, line=None, synthetic=False, collapsed=False):
+    """The perf-script symbol (or, with @collapsed, the collapsed frame) of a frame."""
+    esc = escape_collapsed if collapsed else escape
     if synthetic:
-        return escape(name, colon=False)
-    return "py::%s:%s:%d" % (escape(name, True), escape(file or "", False), max(line or 0, 0))
+        return esc(name, colon=False)
+    return "py::%s:%s:%d" % (esc(name, True), esc(file or "", False), max(line or 0, 0))
+
+
+def recollapse(data):
+    """Collapsed text with perf-script's names (stackcollapse-perf.pl of our
+    perf-script) as our collapsed output names the same frames: the %XX that
+    only perf-script needs decoded."""
+    unq = lambda s: urllib.parse.unquote(s, errors="surrogateescape")  # noqa: E731
+    out = []
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        stack, _, count = line.rpartition(" ")
+        parts = stack.split(";")
+        for i, t in enumerate(parts[1:], 1):
+            if t.startswith("py::"):
+                fn, file, ln = decode_text(t)
+                parts[i] = frame_text(fn, file, ln, collapsed=True)
+            else:
+                parts[i] = escape_collapsed(unq(t), False)
+        out.append(";".join(parts) + " " + count + "\n")
+    return "".join(out).encode("utf-8", "surrogateescape")
 
 
 def decode_text(text):
@@ -187,39 +226,42 @@ def lossy(s):
 
 
 def relossy(text):
-    """A collapsed frame text as it reads once its names went through JSON or protobuf."""
+    """A collapsed frame text as it reads once its names went through JSON or
+    protobuf, named as perf-script names it."""
     if not text.startswith("py::"):
-        return text
+        return escape(urllib.parse.unquote(text, errors="surrogateescape"), False)
     fn, file, line = decode_text(text)
     return frame_text(lossy(fn), lossy(file), line)
 
 
-def model_stack(s, opts=(), json_=False):
+def model_stack(s, opts=(), json_=False, collapsed=False):
     """The stack (root first) of frame texts every format must show for @s.
 
-    With @json_, as the JSON and protobuf formats carry names (see lossy()).
+    With @json_, as the JSON and protobuf formats carry names (see lossy());
+    with @collapsed, as collapsed stacks encode them.
     """
+    ft = lambda *a, **k: frame_text(*a, collapsed=collapsed, **k)  # noqa: E731
     if json_:
         s = dict(s, frames=[(lossy(fn), lossy(file), line, first)
                             for fn, file, line, first in s["frames"]])
     st = []
     if "comm_root" in opts:
-        st.append(frame_text("[%s:%d]" % (s["comm"], s["pid"]), synthetic=True))
+        st.append(ft("[%s:%d]" % (s["comm"], s["pid"]), synthetic=True))
     if "threads" in opts:
-        st.append(frame_text("[%s:%d]" % (s["thread"], s["tid"]), synthetic=True))
+        st.append(ft("[%s:%d]" % (s["thread"], s["tid"]), synthetic=True))
     if s["status"] != "complete":
         st.append(STATUS_FRAME[s["status"]])
     elif not s["frames"]:
         st.append("[no-python-frames]")
     for fn, file, line, first in reversed(s["frames"]):
-        st.append(frame_text(fn, file, first if "no_lines" in opts else line))
+        st.append(ft(fn, file, first if "no_lines" in opts else line))
     return tuple(st)
 
 
 def model_collapsed(samples, opts=()):
     agg = collections.Counter()
     for s in samples:
-        agg[(s["comm"],) + model_stack(s, opts)] += s["period"]
+        agg[(s["comm"],) + model_stack(s, opts, collapsed=True)] += s["period"]
     lines = sorted((";".join(k).encode("utf-8", "surrogateescape"), v) for k, v in agg.items())
     return b"".join(k + b" %d\n" % v for k, v in lines)
 
@@ -412,11 +454,41 @@ OPTION_SETS = [(), ("threads", "comm_root"), ("no_lines",)]
 def test_collapsed_is_stackcollapse_of_perf_script(produce, samples, opts):
     perf = read(produce("p.txt", None, opts))
     ours = read(produce("p.folded", None, opts))
-    assert stackcollapse_perf(perf) == ours
+    assert recollapse(stackcollapse_perf(perf)) == ours
     assert ours == model_collapsed(samples, opts)
+    # Spaces, parentheses and quotes as written ("Thread-1 (worker)").
+    if "threads" in opts:
+        assert b";[Thread-1 (worker):1241];" in ours, ours[:500]
     # Every sample is there, an empty line after each, the last one too.
     assert perf.count(b"\n\n") == len(samples) and perf.endswith(b"\n\n")
     assert sum(int(l.rsplit(b" ", 1)[1]) for l in ours.splitlines()) == total_weight(samples)
+
+
+def test_collapsed_names_as_written(node_env, produce, samples, tmp_path):
+    """Spaces, parentheses and quotes stay as written in collapsed stacks:
+    speedscope's collapsed importer shows each frame as our line has it
+    (names, stacks and weights), and the flame graph's labels show no %XX."""
+    path = produce("t.folded", None, ("threads",))
+    ours = collections.Counter()
+    for line in read(path).decode("utf-8", "surrogateescape").splitlines():
+        stack, _, w = line.rpartition(" ")
+        ours[tuple(stack.split(";"))] += int(w)
+    assert any("[Thread-1 (worker):1241]" in k for k in ours), list(ours)[:3]
+    exp = speedscope_import(node_env, path, "t.collapsed.txt", tmp_path)
+    got = exported_texts(exp, lambda f: f["name"])
+    assert set(got) == {None}, list(got)
+    # speedscope's importer reads the names as UTF-8 (a byte that is not
+    # becomes U+FFFD): compare as it reads them.
+    want = collections.Counter()
+    for k, v in ours.items():
+        want[tuple(lossy(t) for t in k)] += v
+    assert got[None] == want
+    html = produce("t.html", None, ("threads",))
+    res = node(node_env, "flamegraph_check.cjs", html, "hot", "^warm ", tmp_path)
+    roots = [f for f in res["frames"] if f["name"].startswith("[Thread-1 (worker)")]
+    assert roots and all(f["text"].startswith("[Thread-1 (w") for f in roots), roots[:2]
+    assert not any(re.search(r"%[0-9A-F]{2}", f["text"]) for f in res["frames"]
+                   if "%" not in f["name"]), [f["text"] for f in res["frames"]][:20]
 
 
 def test_perf_names_survive_flamegraph(produce, samples):

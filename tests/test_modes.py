@@ -946,7 +946,8 @@ def test_perf_script_consumers(node_env, procs, tmp_path, disk_dir, mixes):  # n
         if mode == "off-cpu":
             ours = str(tmp_path / "off.folded")
             run_tool(["report", "-i", raw, "--format", "collapsed", "-o", ours])
-            if tf.stackcollapse_perf(data, kernel=True, exempt={b"[pyprof-bpf]"}) != \
+            if tf.recollapse(tf.stackcollapse_perf(data, kernel=True,
+                                                   exempt={b"[pyprof-bpf]"})) != \
                     open(ours, "rb").read():
                 problems.append("off-cpu: our collapsed output is not stackcollapse-perf "
                                 "--kernel's of our perf-script (same raw recording)")

@@ -216,7 +216,7 @@ def test_report_same_text(label, procs, tmp_path, recordings):
 def test_collapsed_and_flamegraph(label, procs, tmp_path, recordings):
     data, samples, raw, d = recorded(label, procs, tmp_path, recordings)
     ours = read_file(report(raw, "collapsed", str(tmp_path / "nk.folded")))
-    want = tf.stackcollapse_perf(data, kernel=True, exempt={MARKER_DSO})
+    want = tf.recollapse(tf.stackcollapse_perf(data, kernel=True, exempt={MARKER_DSO}))
     assert ours == want, "our collapsed output is not stackcollapse-perf.pl --kernel's"
     frames = collections.Counter()
     for line in ours.decode("utf-8").splitlines():

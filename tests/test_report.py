@@ -354,7 +354,8 @@ def test_perf_script_consumers(recorded, tmp_path):
     # give the collapsed report of the same recording, byte for byte.
     folded = tmp_path / "same.folded"
     ok(run(["report", "-i", raw, "-o", folded]), "report to collapsed")
-    assert tf.stackcollapse_perf(text) == tf.read(folded) == tf.model_collapsed(samples)
+    assert tf.recollapse(tf.stackcollapse_perf(text)) == tf.read(folded) == \
+        tf.model_collapsed(samples)
     ff = tf.firefox_perf(text.decode("utf-8"))
     assert len(ff) == len(samples)
     for got, s in zip(ff, samples):

@@ -255,7 +255,7 @@ def parse_collapsed(data):
     (qualname, file, line), a bracketed one its text."""
     out = []
     for i, line in enumerate(data.decode("utf-8").split("\n")[:-1], 1):
-        m = re.fullmatch(r"(\S+) (\d+)", line)
+        m = re.fullmatch(r"(.+) (\d+)", line)
         assert m, f"collapsed line {i} is not `stack weight`: {line!r}"
         frames = []
         for text in m.group(1).split(";")[1:]:

@@ -163,8 +163,8 @@ def stderr_text(p):
 # --------------------------------------------------------------------------
 # outputs and the summary
 
-def root_text(comm, pid):
-    return tf.escape(f"{comm} (pid {pid})", False)
+def root_text(comm, pid, collapsed=False):
+    return (tf.escape_collapsed if collapsed else tf.escape)(f"{comm} (pid {pid})", False)
 
 
 def parse_perf_roots(data):
@@ -594,15 +594,16 @@ def test_launched_command(shared, procs, tmp_path):
     folded = parse_folded(open(out, "rb").read())
     pl = listed(r.stderr)
     assert r.summary()["samples"] * PERIOD == sum(folded.values()), r.stderr
-    want_root = {parent: root_text("python3.14", parent), child: root_text("python3.15", child),
-                 grand: root_text("python3.13", grand)}
+    want_root = {parent: root_text("python3.14", parent, True),
+                 child: root_text("python3.15", child, True),
+                 grand: root_text("python3.13", grand, True)}
     got = collections.defaultdict(collections.Counter)
     per_root = collections.Counter()
     bad = []
     unresolved = 0
     for stack, w in folded.items():
         # comm;COMM (pid N);Python frames, root first
-        m = re.fullmatch(r"(.+)%20%28pid%20(\d+)%29", stack[1]) if len(stack) > 2 else None
+        m = re.fullmatch(r"(.+) \(pid (\d+)\)", stack[1]) if len(stack) > 2 else None
         if not m or m[1] != stack[0]:
             bad.append(f"stack without its comm and process root: {stack[:3]}")
             continue

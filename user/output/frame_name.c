@@ -34,8 +34,17 @@
  * in "+0x<hex>" (it ends in ":<line>"), so every consumer above shows exactly
  * this text, and decoding %XX gives back the original names.
  *
- * Frames that are not Python code are in brackets, with dso "[pyprof-bpf]",
- * escaped the same way (':' kept):
+ * COLLAPSED STACKS ("frame;frame;... count") need much less: their readers
+ * (flamegraph.pl, inferno, speedscope) split on ';' and take the count after
+ * the last space, so a frame there is the same text with only '%', ';',
+ * ASCII and C1 controls, U+2028, U+2029, U+FEFF, bytes that are not UTF-8
+ * and ':' in <qualname> encoded: spaces, parentheses and quotes are kept
+ * ("[GIL wait]", "<task render>"), and decoding %XX again gives the names.
+ * The formats that carry names as strings (speedscope, pprof, the flame
+ * graph's data, JSON) encode nothing.
+ *
+ * Frames that are not Python code are in brackets (or <...>), with dso
+ * "[pyprof-bpf]", encoded the same way (':' kept):
  *   [truncated]         outermost: the stack was deeper than the depth limit
  *   [read-fault]        outermost: reading the rest of the stack failed
  *   [no-python-state]   the thread had no Python thread state
@@ -80,11 +89,30 @@ static int unicode_space(uint32_t c)
 	       c == 0xfeff;
 }
 
+/* Which characters a text format encodes (see the rule above). */
+enum esc_set {
+	ESC_PERF,		/* perf-script: what any of its readers trips on */
+	ESC_COLLAPSED,		/* collapsed: ';', '%', line breaks, controls */
+};
+
+static int c1_or_separator(uint32_t c)
+{
+	return (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029 || c == 0xfeff;
+}
+
+static int ascii_encoded(unsigned char c, unsigned char prev, int esc_colon, enum esc_set set)
+{
+	if (c < 0x20 || c == 0x7f || c == '%' || c == ';' || (c == ':' && esc_colon))
+		return 1;
+	return set == ESC_PERF && (c == ' ' || c == '(' || c == ')' || c == '"' || c == '\'' ||
+				   (c == '>' && prev == '-'));
+}
+
 /*
  * Percent-encode @s as documented above into @out (NULL: only measure).
  * Returns the length written (without a NUL).
  */
-static size_t escape(const char *s, int esc_colon, char *out)
+static size_t escape(const char *s, int esc_colon, enum esc_set set, char *out)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p = (const unsigned char *)s;
@@ -99,13 +127,9 @@ static size_t escape(const char *s, int esc_colon, char *out)
 			len = 1;
 			enc = 1;
 		} else if (len > 1) {
-			enc = unicode_space(cp);
+			enc = set == ESC_PERF ? unicode_space(cp) : c1_or_separator(cp);
 		} else {
-			unsigned char c = *p;
-
-			enc = c <= 0x20 || c == 0x7f || c == '%' || c == '(' || c == ')' ||
-			      c == ';' || c == '"' || c == '\'' || (c == ':' && esc_colon) ||
-			      (c == '>' && prev == '-');
+			enc = ascii_encoded(*p, prev, esc_colon, set);
 		}
 		for (int i = 0; i < len; i++) {
 			if (enc) {
@@ -127,94 +151,122 @@ static size_t escape(const char *s, int esc_colon, char *out)
 	return n;
 }
 
-static char *escape_dup(const char *prefix, const char *s, int esc_colon, const char *suffix)
+static char *escape_dup(const char *s, enum esc_set set)
 {
-	size_t pl = strlen(prefix), sl = strlen(suffix), n = escape(s, esc_colon, NULL);
-	char *r = malloc(pl + n + sl + 1);
+	size_t n = escape(s, 0, set, NULL);
+	char *r = malloc(n + 1);
 
 	if (!r)
 		return NULL;
-	memcpy(r, prefix, pl);
-	escape(s, esc_colon, r + pl);
-	memcpy(r + pl + n, suffix, sl + 1);
+	escape(s, 0, set, r);
+	r[n] = '\0';
+	return r;
+}
+
+/* "py::<qualname>:<filename>:<line>", encoded for @set; NULL: no memory. */
+static char *python_text(const struct out_frame *fr, enum esc_set set)
+{
+	size_t a = escape(fr->function, 1, set, NULL), b = escape(fr->file, 0, set, NULL);
+	char line[16];
+	int ll = snprintf(line, sizeof(line), ":%d", fr->line);
+	char *r = malloc(4 + a + 1 + b + (size_t)ll + 1);
+
+	if (!r)
+		return NULL;
+	memcpy(r, "py::", 4);
+	escape(fr->function, 1, set, r + 4);
+	r[4 + a] = ':';
+	escape(fr->file, 0, set, r + 5 + a);
+	memcpy(r + 5 + a + b, line, (size_t)ll + 1);
 	return r;
 }
 
 /*
- * A native or kernel frame as stackcollapse-perf.pl --kernel folds it: a
- * symbol [unknown] is "[<the dso's basename>]", and a frame whose dso is in
- * brackets ([kernel.kallsyms], [vdso]; not [unknown]) gets "_[k]".
- * fr->folded stays NULL when that is fr->text. 0 or -ENOMEM.
+ * A native or kernel frame @fn (of DSO @dso) as stackcollapse-perf.pl
+ * --kernel folds it: a symbol [unknown] is "[<the dso's basename>]", and a
+ * frame whose dso is in brackets ([kernel.kallsyms], [vdso]; not [unknown])
+ * gets "_[k]". *out stays NULL when that is @fn itself. 0 or -ENOMEM.
  */
-static int name_folded(struct out_frame *fr)
+static int fold_native(const char *fn, const char *dso, char **out)
 {
-	const char *base = strrchr(fr->dso, '/');
-	int kernel = fr->dso[0] == '[' && !strstr(fr->dso, "unknown");
+	const char *base = strrchr(dso, '/');
+	int kernel = dso[0] == '[' && !strstr(dso, "unknown");
 	size_t len;
 
-	base = base ? base + 1 : fr->dso;
-	if (strcmp(fr->text, "[unknown]") && !kernel)
+	*out = NULL;
+	base = base ? base + 1 : dso;
+	if (strcmp(fn, "[unknown]") && !kernel)
 		return 0;
-	len = strlen(fr->text) + strlen(base) + 8;
-	fr->folded = malloc(len);
-	if (!fr->folded)
+	len = strlen(fn) + strlen(base) + 8;
+	*out = malloc(len);
+	if (!*out)
 		return -ENOMEM;
-	if (strcmp(fr->text, "[unknown]"))
-		snprintf(fr->folded, len, "%s", fr->text);
-	else if (!strcmp(fr->dso, "[unknown]"))
-		snprintf(fr->folded, len, "[unknown]");
+	if (strcmp(fn, "[unknown]"))
+		snprintf(*out, len, "%s", fn);
+	else if (!strcmp(dso, "[unknown]"))
+		snprintf(*out, len, "[unknown]");
 	else
-		snprintf(fr->folded, len, "[%s]", base);
+		snprintf(*out, len, "[%s]", base);
 	if (kernel)
-		strcat(fr->folded, "_[k]");
+		strcat(*out, "_[k]");
 	return 0;
+}
+
+/* fr->collapsed and fr->folded of a native or kernel frame, fr->dso set. */
+static int name_native(struct out_frame *fr, const char *raw_dso)
+{
+	char *fn = escape_dup(fr->function, ESC_COLLAPSED);
+	char *dso = escape_dup(raw_dso, ESC_COLLAPSED);
+	int err = -ENOMEM;
+
+	if (!fn || !dso)
+		goto out;
+	err = fold_native(fn, dso, &fr->collapsed);
+	if (!err && !fr->collapsed) {
+		fr->collapsed = fn;
+		fn = NULL;
+	}
+	if (!err)
+		err = fold_native(fr->function, raw_dso, &fr->folded);
+out:
+	free(fn);
+	free(dso);
+	return err;
 }
 
 int out_frame__name(struct out_frame *fr)
 {
-	char line[16];
-	char *fn = NULL;
-
-	fr->text = fr->dso = fr->folded = NULL;
+	fr->text = fr->dso = fr->folded = fr->collapsed = NULL;
 	if (fr->kind == OUT_FRAME_PYTHON) {
-		size_t a, b;
+		fr->text = python_text(fr, ESC_PERF);
+		fr->collapsed = python_text(fr, ESC_COLLAPSED);
+		fr->dso = *fr->file ? escape_dup(fr->file, ESC_PERF) : strdup("[python]");
+		if (!fr->text || !fr->collapsed || !fr->dso)
+			goto err;
+	} else if (fr->kind == OUT_FRAME_NATIVE || fr->kind == OUT_FRAME_KERNEL) {
+		/* As perf prints them: the symbol, the DSO's path. */
+		const char *dso = fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
+				  *fr->file ? fr->file : "[unknown]";
 
-		fn = escape_dup("py::", fr->function, 1, ":");
-		snprintf(line, sizeof(line), ":%d", fr->line);
-		fr->dso = *fr->file ? escape_dup("", fr->file, 0, "") : strdup("[python]");
-		if (!fn || !fr->dso)
-			goto err;
-		a = strlen(fn);
-		b = escape(fr->file, 0, NULL);
-		fr->text = malloc(a + b + strlen(line) + 1);
-		if (!fr->text)
-			goto err;
-		memcpy(fr->text, fn, a);
-		escape(fr->file, 0, fr->text + a);
-		strcpy(fr->text + a + b, line);
-		free(fn);
-	} else if (fr->kind == OUT_FRAME_NATIVE) {
-		/* As perf prints a native frame: the symbol, the DSO's path. */
-		fr->text = escape_dup("", fr->function, 0, "");
-		fr->dso = *fr->file ? escape_dup("", fr->file, 0, "") : strdup("[unknown]");
-		if (!fr->text || !fr->dso || name_folded(fr))
+		fr->text = escape_dup(fr->function, ESC_PERF);
+		fr->dso = escape_dup(dso, ESC_PERF);
+		if (!fr->text || !fr->dso || name_native(fr, dso))
 			goto err;
 	} else {
-		fr->text = escape_dup("", fr->function, 0, "");
-		fr->dso = strdup(fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" : "[pyprof-bpf]");
-		if (!fr->text || !fr->dso)
-			goto err;
-		if (fr->kind == OUT_FRAME_KERNEL && name_folded(fr))
+		fr->text = escape_dup(fr->function, ESC_PERF);
+		fr->collapsed = escape_dup(fr->function, ESC_COLLAPSED);
+		fr->dso = strdup("[pyprof-bpf]");
+		if (!fr->text || !fr->collapsed || !fr->dso)
 			goto err;
 	}
 	fr->addr = out_fnv1a(fr->text);
 	return 0;
 err:
-	free(fn);
 	free(fr->text);
 	free(fr->dso);
 	free(fr->folded);
-	fr->text = fr->dso = fr->folded = NULL;
+	free(fr->collapsed);
+	fr->text = fr->dso = fr->folded = fr->collapsed = NULL;
 	return -ENOMEM;
 }
 

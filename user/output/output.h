@@ -222,11 +222,15 @@ struct out_frame {
 	const char *file;	/* "" for synthetic frames and unknown files */
 	int line;		/* executing line, or firstlineno with no_lines; >= 0 */
 	int firstlineno;	/* >= 0; the first one seen for this frame */
-	char *text;		/* perf-script symbol = collapsed frame (frame_name.c) */
+	char *text;		/* perf-script symbol (frame_name.c) */
 	char *dso;		/* perf-script dso field */
-	/* The frame in collapsed stacks and the flame graph when it differs
-	 * from text (as stackcollapse-perf.pl --kernel writes it: kernel
-	 * frames "name_[k]", a native [unknown] "[dso basename]"); NULL: text. */
+	/* The frame in collapsed stacks: text with only what collapsed
+	 * readers need encoded, and native and kernel frames as
+	 * stackcollapse-perf.pl --kernel folds them ("name_[k]", a native
+	 * [unknown] as "[dso basename]"). */
+	char *collapsed;
+	/* The flame graph's label of a native or kernel frame folded that
+	 * way, nothing encoded; NULL: the function as it is. */
 	char *folded;
 	uint64_t addr;		/* perf-script address: hash of text (Python, markers) */
 };
@@ -386,7 +390,7 @@ void output__free_folded(struct out_folded *v, size_t n);
 /* A frame's text in collapsed stacks and the flame graph. */
 static inline const char *out_frame__folded(const struct out_frame *fr)
 {
-	return fr->folded ? fr->folded : fr->text;
+	return fr->collapsed;
 }
 
 #endif

@@ -68,6 +68,7 @@ static int model_frame(struct out_model *m, enum out_frame_kind kind, const char
 		free(fr->text);
 		free(fr->dso);
 		free(fr->folded);
+		free(fr->collapsed);
 		return err;
 	}
 	/* Pointers into m->strs stay valid: strings are never moved. */
@@ -353,6 +354,7 @@ void out_model__free(struct out_model *m)
 		free(m->frames[i].text);
 		free(m->frames[i].dso);
 		free(m->frames[i].folded);
+		free(m->frames[i].collapsed);
 	}
 	free(m->frames);
 	free(m->nodes);
