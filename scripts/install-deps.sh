@@ -13,6 +13,8 @@ PKGS=(
 	linux-libc-dev
 	# tests
 	python3 python3-pytest libcmocka-dev debootstrap util-linux procps perl
+	# callgrind_annotate reads our callgrind output (tests/test_views_callgraph.py)
+	valgrind
 	# GNU time: peak RSS of a run (tests/test_hostile.py, tests/test_all.py)
 	time
 	# `record -- CMD` run through a real sudo (tests/test_launch.py)

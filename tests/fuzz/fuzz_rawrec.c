@@ -4,7 +4,9 @@
  * (rawrec_reader.c; gzip or plain) and every sample it returns written in
  * an output format (to /dev/null). The header's frequency picks the format
  * and the output options, so mutations try them all (every format at once
- * is 6 times slower: each interns and escapes every frame).
+ * is 6 times slower: each interns and escapes every frame). Bit 13 adds a
+ * second output, pstats or callgrind (bit 14), beside the first: the first's
+ * choice stays what it was for the inputs kept in crashes/.
  */
 #include <stdint.h>
 #include <string.h>
@@ -45,7 +47,7 @@ static void check_sample(const struct out_sample *s)
 			__builtin_trap();
 }
 
-static struct output *open_output(const struct rawrec_info *info)
+static struct output *open_output(const struct rawrec_info *info, const char *format)
 {
 	struct output_opts o = {
 		.per_thread_roots = info->freq_hz & 1,
@@ -59,15 +61,14 @@ static struct output *open_output(const struct rawrec_info *info)
 	struct output *out;
 	char err[256];
 
-	if (output__new(formats[(info->freq_hz >> 4) % NFORMATS], "/dev/null", &o, &out, err,
-			sizeof(err)))
+	if (output__new(format, "/dev/null", &o, &out, err, sizeof(err)))
 		__builtin_trap();	/* no input can make /dev/null fail */
 	return out;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct output *out;
+	struct output *out, *graph = NULL;
 	const struct rawrec_info *info;
 	struct rawrec_reader *r;
 	struct out_sample s;
@@ -84,11 +85,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_str(info->python_version);
 	check_str(info->backend);
 	check_str(info->mode);
-	out = open_output(info);
+	out = open_output(info, formats[(info->freq_hz >> 4) % NFORMATS]);
+	if (info->freq_hz >> 13 & 1)
+		graph = open_output(info, info->freq_hz >> 14 & 1 ? "callgrind" : "pstats");
 	while ((rc = rawrec_reader__next(r, &s, err, sizeof(err))) > 0) {
 		check_sample(&s);
 		n++;
-		if (output__add(out, &s))
+		if (output__add(out, &s) || (graph && output__add(graph, &s)))
 			__builtin_trap();
 	}
 	/* the count, and an error stays final */
@@ -96,9 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (rc < 0 && rawrec_reader__next(r, &s, err, sizeof(err)) != rc) ||
 	    (rc == 0 && rawrec_reader__end(r) && rawrec_reader__end(r)->samples != n))
 		__builtin_trap();
-	if (output__finish(out))
+	if (output__finish(out) || (graph && output__finish(graph)))
 		__builtin_trap();
 	output__free(out);
+	output__free(graph);
 	rawrec_reader__free(r);
 	return 0;
 }

@@ -334,7 +334,9 @@ static void test_selection(void **state)
 		{ "folded", NULL, "collapsed" }, { "speedscope", NULL, "speedscope" },
 		{ "pprof", NULL, "pprof" }, { "flamegraph", NULL, "flamegraph" },
 		{ "html", NULL, "flamegraph" }, { "svg", NULL, "flamegraph" },
-		{ "top", NULL, "top" },
+		{ "top", NULL, "top" }, { "pstats", NULL, "pstats" },
+		{ "callgrind", NULL, "callgrind" }, { NULL, "x.pstats", "pstats" },
+		{ NULL, "x.prof", "pstats" }, { NULL, "x.callgrind", "callgrind" },
 		{ NULL, NULL, "perf-script" }, { NULL, "x.txt", "perf-script" },
 		{ NULL, "x.perf", "perf-script" }, { NULL, "x.folded", "collapsed" },
 		{ NULL, "x.collapsed", "collapsed" }, { NULL, "x.speedscope.json", "speedscope" },
@@ -363,6 +365,10 @@ static void test_selection(void **state)
 	}
 	assert_string_equal(output__format_for_path("a/b.speedscope.json"), "speedscope");
 	assert_string_equal(output__format_for_path("a.pb.gz"), "pprof");
+	/* valgrind's name, whatever follows; only as the file's own name */
+	assert_string_equal(output__format_for_path("d/callgrind.out.123"), "callgrind");
+	assert_string_equal(output__format_for_path("callgrind.out.x.txt"), "callgrind");
+	assert_null(output__format_for_path("x.callgrind.out.1"));
 	assert_null(output__format_for_path("a.gz"));
 	assert_null(output__format_for_path(NULL));
 	assert_null(output__format_for_path(".txt"));	/* nothing before the dot */
@@ -378,7 +384,8 @@ static void test_selection_errors(void **state)
 	assert_null(o);
 	assert_non_null(strstr(err, "\"flame\""));
 	assert_non_null(strstr(err, output__format_names()));
-	assert_non_null(strstr(err, "perf-script, collapsed, speedscope, pprof, flamegraph, top"));
+	assert_non_null(strstr(err, "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, "
+				"callgrind, top"));
 	assert_int_equal(output__new(NULL, "/nonexistent-dir/x.txt", NULL, &o, err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent-dir/x.txt"));
@@ -770,7 +777,7 @@ static void test_top(void **state)
 static void test_empty(void **state)
 {
 	static const char *const fmts[] = { "perf-script", "collapsed", "speedscope", "pprof",
-					    "flamegraph", "svg", "top" };
+					    "flamegraph", "svg", "top", "pstats", "callgrind" };
 	struct pprof_sum r;
 	size_t len;
 
@@ -788,6 +795,10 @@ static void test_empty(void **state)
 			assert_true(r.str0_empty);
 		} else if (!strcmp(fmts[i], "top"))
 			assert_non_null(strstr(out, "(no samples)"));
+		else if (!strcmp(fmts[i], "pstats"))	/* marshal's empty dict */
+			assert_true(len == 2 && !memcmp(out, "{0", 2));
+		else if (!strcmp(fmts[i], "callgrind"))
+			assert_non_null(strstr(out, "events: cpu_ns samples\nsummary: 0 0\n"));
 		else
 			assert_true(len > 100);
 		free(out);
@@ -1132,7 +1143,7 @@ static void test_unchanged_random(void **state)
 static void test_write_errors(void **state)
 {
 	static const char *const fmts[] = { "collapsed", "speedscope", "pprof", "flamegraph",
-					    "top" };
+					    "top", "pstats", "callgrind" };
 	struct out_sample s = sample(1, 0, SAMPLE_COMPLETE, work_frames, 3);
 	struct output *o = NULL;
 	char err[256];
@@ -1156,6 +1167,63 @@ static void test_write_errors(void **state)
 		assert_int_equal(output__finish(o), -ENOSPC);
 		output__free(o);
 	}
+}
+
+static size_t count_str(const char *hay, size_t len, const char *needle, size_t nlen)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i + nlen <= len; i++)
+		n += !memcmp(hay + i, needle, nlen);
+	return n;
+}
+
+/* pstats and callgrind: names that would break them, and a recursion through
+ * another function (f -> g -> f) counted once per sample. */
+static void test_callgraph(void **state)
+{
+	static const struct py_sym frames[] = {	/* innermost first */
+		{ "f", "/app/w.py", 3, 2 }, { "g", "/app/w.py", 8, 7 },
+		{ "f", "/app/w.py", 4, 2 }, { "bad\nname\xff", "/app/x\r.py", 12, 11 },
+	};
+	static const char pstats_name[] = "u\x0b\0\0\0bad\nname\xef\xbf\xbd";
+	struct out_sample s = sample(1, 0, SAMPLE_COMPLETE, frames, 4);
+	size_t len;
+	char *out;
+
+	(void)state;
+	out = run_fmt("callgrind", NULL, &s, 1, &len);
+	assert_non_null(strstr(out, " /app/x?.py\nfn=(1) bad?name\xff\n"));
+	/* calls into g and into f's outermost frame; not g's call of f */
+	assert_int_equal(count_str(out, len, "calls=1 ", 8), 2);
+	/* f: its call of g at line 4, its self cost at line 3 */
+	assert_non_null(strstr(out, "cfn=(3) g\ncalls=1 7\n4 10101010 1\n3 10101010 1\n\n"));
+	free(out);
+	out = run_fmt("pstats", NULL, &s, 1, &len);
+	assert_int_equal(count_str(out, len, pstats_name, sizeof(pstats_name) - 1), 2);
+	assert_true(len > 2 && out[0] == '{' && out[len - 1] == '0');
+	free(out);
+}
+
+/* A marker is keyed as cProfile keys a built-in: ("~", 0, name); fl=??? in callgrind. */
+static void test_callgraph_markers(void **state)
+{
+	static const struct out_leaf gil = { OUT_FRAME_STATUS, "[GIL wait]", 0, 0 };
+	static const char key[] = ")\x03u\x01\0\0\0~i\0\0\0\0u\x0a\0\0\0[GIL wait]";
+	struct out_sample s = sample(1, 0, SAMPLE_COMPLETE, work_frames, 3);
+	size_t len;
+	char *out;
+
+	(void)state;
+	s.leaf = &gil;
+	s.nleaf = 1;
+	out = run_fmt("pstats", NULL, &s, 1, &len);
+	assert_int_equal(count_str(out, len, key, sizeof(key) - 1), 1);
+	free(out);
+	out = run_fmt("callgrind", NULL, &s, 1, &len);
+	assert_non_null(strstr(out, " ???\ncfn=(4) [GIL wait]\ncalls=1 0\n42 10101010 1\n"));
+	assert_non_null(strstr(out, "\nfn=(4)\n0 10101010 1\n"));
+	free(out);
 }
 
 static char *json_str(int html, const char *s)
@@ -1220,6 +1288,8 @@ int main(void)
 		cmocka_unit_test(test_unchanged_random),
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_json_writer),
+		cmocka_unit_test(test_callgraph),
+		cmocka_unit_test(test_callgraph_markers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,9 +33,10 @@ static const char report_doc[] =
 "USAGE: pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 "                         [--no-lines]\n"
 "\v"
-"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top;\n"
-"with -o the format is inferred from the extension (.perf .folded\n"
-".speedscope.json .pb.gz .html .svg). The output is the one that recording\n"
+"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph,\n"
+"pstats, callgrind, top; with -o the format is inferred from the extension\n"
+"(.perf .folded .speedscope.json .pb.gz .html .svg .pstats .prof .callgrind,\n"
+"callgrind.out.*). The output is the one that recording\n"
 "straight to that format with the same options writes. A truncated recording\n"
 "(the recorder was killed) is reported up to its last complete sample, with a\n"
 "warning.\n"
@@ -45,6 +46,8 @@ static const char report_doc[] =
 "    pyprof-bpf report -i rec.pyprof -o flame.html  # interactive flame graph\n"
 "    pyprof-bpf report -i rec.pyprof --format top   # the hottest functions\n"
 "    pyprof-bpf report -i rec.pyprof --threads -o out.speedscope.json\n"
+"    pyprof-bpf report -i rec.pyprof -o out.pstats   # python3 -m pstats, snakeviz\n"
+"    pyprof-bpf report -i rec.pyprof -o callgrind.out.1  # kcachegrind\n"
 "    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n";
 
 static const struct argp_option report_options[] = {

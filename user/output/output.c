@@ -21,6 +21,8 @@ static const char *const html_aliases[] = { "html", NULL };
 static const char *const html_exts[] = { ".html", ".htm", NULL };
 static const char *const svg_aliases[] = { "svg", NULL };
 static const char *const svg_exts[] = { ".svg", NULL };
+static const char *const pstats_exts[] = { ".pstats", ".prof", NULL };
+static const char *const callgrind_exts[] = { ".callgrind", NULL };
 static const char *const none[] = { NULL };
 
 /* Formats are data: first match wins; names first, extensions by longest match. */
@@ -31,6 +33,8 @@ static const struct output_fmt formats[] = {
 	{ "pprof", none, pprof_exts, &output_pprof_ops, 0 },
 	{ "flamegraph", html_aliases, html_exts, &output_flamegraph_ops, 0 },
 	{ "flamegraph", svg_aliases, svg_exts, &output_flamegraph_ops, 1 },
+	{ "pstats", none, pstats_exts, &output_pstats_ops, 0 },
+	{ "callgrind", none, callgrind_exts, &output_callgrind_ops, 0 },
 	{ "top", none, none, &output_top_ops, 0 },
 };
 
@@ -38,7 +42,7 @@ static const struct output_fmt formats[] = {
 
 const char *output__format_names(void)
 {
-	return "perf-script, collapsed, speedscope, pprof, flamegraph, top";
+	return "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, callgrind, top";
 }
 
 static const struct output_fmt *fmt_by_name(const char *name)
@@ -57,9 +61,15 @@ static const struct output_fmt *fmt_by_path(const char *path)
 {
 	const struct output_fmt *best = NULL;
 	size_t best_len = 0, plen;
+	const char *base;
 
 	if (!path)
 		return NULL;
+	/* valgrind's own name for its profiles, whatever follows. */
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "callgrind.out.", 14))
+		return fmt_by_name("callgrind");
 	plen = strlen(path);
 	for (size_t i = 0; i < NFORMATS; i++) {
 		for (const char *const *e = formats[i].exts; *e; e++) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * output.h - writers for the profile formats: perf-script, collapsed,
- * speedscope, pprof, flamegraph (HTML or SVG) and a terminal summary (top).
+ * speedscope, pprof, flamegraph (HTML or SVG), pstats, callgrind and a
+ * terminal summary (top).
  *
  * One output writes one format to one file (or stdout). Samples go in one by
  * one with output__add(); streaming formats (perf-script) write them at once,
@@ -125,7 +126,8 @@ struct output_opts {
  * Create an output. @format: a name from output__format_names() or NULL to
  * infer it from @path's extension (.txt/.perf -> perf-script, .folded/
  * .collapsed -> collapsed, .speedscope.json/.json -> speedscope, .pb.gz/
- * .pprof/.pb -> pprof, .html/.htm/.svg -> flamegraph, anything else or no
+ * .pprof/.pb -> pprof, .html/.htm/.svg -> flamegraph, .pstats/.prof -> pstats,
+ * .callgrind and files named callgrind.out.* -> callgrind, anything else or no
  * path -> perf-script). @path NULL or "-" writes to stdout; a file is created
  * (truncated) now so that a bad path fails before recording starts. @o may be
  * NULL for the defaults. On failure returns -errno and writes one line into
@@ -153,7 +155,7 @@ const char *output__mode_label(const struct output_opts *opts);
 const char *output__status_name(uint32_t status, char *buf, size_t len);
 /* Name of the format @o writes ("perf-script", ...). */
 const char *output__format(const struct output *o);
-/* "perf-script, collapsed, speedscope, pprof, flamegraph, top", for --help. */
+/* "perf-script, collapsed, ..., top", for --help. */
 const char *output__format_names(void);
 /* Canonical name of the format @path's extension selects, NULL when none does. */
 const char *output__format_for_path(const char *path);
@@ -335,6 +337,8 @@ extern const struct output_ops output_speedscope_ops;
 extern const struct output_ops output_pprof_ops;
 extern const struct output_ops output_flamegraph_ops;
 extern const struct output_ops output_top_ops;
+extern const struct output_ops output_pstats_ops;
+extern const struct output_ops output_callgrind_ops;
 
 /* Record the first write error of o->f (from errno) and return it; 0 if none. */
 int output__check_io(struct output *o);
@@ -344,6 +348,28 @@ static inline uint64_t out_weight(const struct out_sample *s)
 {
 	return s->period_ns ? s->period_ns : 1;
 }
+
+/*
+ * The functions of the model's frames (output_funcs.c): one per (kind, name,
+ * file, first line), whatever line each frame is at. of[frame] is its
+ * function's id, first[id] one frame of it (its name, file and first line).
+ */
+struct out_funcs {
+	uint32_t *of;
+	uint32_t *first;
+	uint32_t n;
+};
+/* 0 or -ENOMEM (then @f is empty). */
+int out_funcs__build(const struct out_model *m, struct out_funcs *f);
+void out_funcs__free(struct out_funcs *f);
+/* Call @fn for each aggregate @a (the @k-th) with its stack's @n frame ids,
+ * root first; stops at the first error it returns. 0, -ENOMEM or that error. */
+typedef int (*out_stack_fn)(void *ctx, const struct out_agg *a, uint32_t k,
+			    const uint32_t *path, uint32_t n);
+int out_funcs__each_stack(const struct out_model *m, out_stack_fn fn, void *ctx);
+/* The name of @fr's function; an unnamed native one is "[<DSO basename>]",
+ * written into @buf. */
+const char *out_func__name(const struct out_frame *fr, char *buf, size_t len);
 
 /* Frame ids of the stack ending at @node, root first, into @buf (depth + 1 ids). */
 uint32_t output__node_path(const struct out_model *m, uint32_t node, uint32_t *buf);

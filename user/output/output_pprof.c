@@ -421,55 +421,31 @@ static void pp_mappings(struct pp_enc *e, const struct out_model *m, const struc
 	}
 }
 
-/* The functions: one per (name, file, first line, kind); fn_of[frame] is its
- * function's id. 0 or -ENOMEM. */
-static int pp_functions(struct pp_enc *e, const struct out_model *m, uint32_t *fn_of)
+/* The functions: one per (name, file, first line, kind) (output_funcs.c);
+ * function id = its index + 1. */
+static void pp_functions(struct pp_enc *e, const struct out_model *m, const struct out_funcs *fx)
 {
-	struct out_map fn_map = { 0 };
 	struct pbuf *sub = &e->sub;
-	uint32_t nfn = 0;
-	int err = 0;
 
-	for (uint32_t i = 0; i < m->nframes && !e->b.err; i++) {
-		const struct out_frame *fr = &m->frames[i];
-		uint64_t ka = (uint64_t)fr->fn_id << 32 | fr->file_id;
-		uint64_t kb = (uint64_t)fr->kind << 32 | (uint32_t)fr->firstlineno;
-		uint32_t id = out_map__get(&fn_map, ka, kb);
+	for (uint32_t id = 0; id < fx->n && !e->b.err; id++) {
+		const struct out_frame *fr = &m->frames[fx->first[id]];
+		char unk[256];
+		const char *name = out_func__name(fr, unk, sizeof(unk));
 
-		if (id == OUT_NONE) {
-			id = ++nfn;
-			err = out_map__put(&fn_map, ka, kb, id);
-			if (err)
-				break;
-			const char *name = fr->function;
-			char unk[256];
-
-			/* An unnamed native function is named by its DSO, as
-			 * stackcollapse-perf.pl does: "[libz.so.1]". */
-			if (fr->kind == OUT_FRAME_NATIVE && !strcmp(name, "[unknown]") && *fr->file) {
-				const char *b = strrchr(fr->file, '/');
-
-				snprintf(unk, sizeof(unk), "[%s]", b ? b + 1 : fr->file);
-				name = unk;
-			}
-			pb_uint(sub, 1, id);
-			pb_uint(sub, 2, str(&e->c, name));
-			pb_uint(sub, 3, str(&e->c, name));
-			pb_uint(sub, 4, str(&e->c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
-					    fr->file));
-			pb_uint(sub, 5, (uint64_t)fr->firstlineno);
-			pb_sub(&e->b, 5, sub);
-		}
-		fn_of[i] = id;
+		pb_uint(sub, 1, (uint64_t)id + 1);
+		pb_uint(sub, 2, str(&e->c, name));
+		pb_uint(sub, 3, str(&e->c, name));
+		pb_uint(sub, 4, str(&e->c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
+				    fr->file));
+		pb_uint(sub, 5, (uint64_t)fr->firstlineno);
+		pb_sub(&e->b, 5, sub);
 	}
-	out_map__clear(&fn_map);
-	return err;
 }
 
 /* The locations: one per frame, its function and line (and address in its
  * native mapping). */
 static void pp_locations(struct pp_enc *e, const struct out_model *m, const struct pp_state *st,
-			 const uint32_t *fn_of)
+			 const struct out_funcs *fx)
 {
 	for (uint32_t i = 0; i < m->nframes && !e->b.err; i++) {
 		uint32_t mp = st && i < st->nframes ? st->mapping[i] : 0;
@@ -478,7 +454,7 @@ static void pp_locations(struct pp_enc *e, const struct out_model *m, const stru
 		pb_uint(&e->sub, 2, (uint64_t)mp + 1);
 		if (mp)
 			pb_uint(&e->sub, 3, st->addr[i]);
-		pb_uint(&e->sub2, 1, fn_of[i]);
+		pb_uint(&e->sub2, 1, (uint64_t)fx->of[i] + 1);
 		pb_uint(&e->sub2, 2, (uint64_t)m->frames[i].line);
 		pb_sub(&e->sub, 4, &e->sub2);
 		pb_sub(&e->b, 4, &e->sub);
@@ -511,13 +487,13 @@ static int pprof_finish(struct output *o)
 	const struct pp_state *st = o->priv;
 	const struct out_model *m = &o->m;
 	struct pp_enc e = { 0 };
-	uint32_t *fn_of = NULL, *path = NULL;
+	struct out_funcs fx = { 0 };
+	uint32_t *path = NULL;
 	int err;
 
 	str(&e.c, "");
-	fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*fn_of));
 	path = out_model__path_buf(m);
-	if (!fn_of || !path) {
+	if (!path) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -525,16 +501,17 @@ static int pprof_finish(struct output *o)
 	value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), "nanoseconds");
 	pp_samples(&e, m, path);
 	pp_mappings(&e, m, st);
-	err = pp_functions(&e, m, fn_of);
+	err = out_funcs__build(m, &fx);
 	if (err)
 		goto out;
-	pp_locations(&e, m, st, fn_of);
+	pp_functions(&e, m, &fx);
+	pp_locations(&e, m, st, &fx);
 	pp_tail(&e, o);
 	err = e.c.err ? e.c.err : e.b.err ? e.b.err : e.sub.err ? e.sub.err : e.sub2.err;
 	if (!err)
 		err = gzip_out(o, &e.b);
 out:
-	free(fn_of);
+	out_funcs__free(&fx);
 	free(path);
 	free(e.b.p);
 	free(e.sub.p);
