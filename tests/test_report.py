@@ -135,7 +135,7 @@ def decode(path):
         d = zlib.decompressobj(wbits=31)
         data = d.decompress(data)       # raises zlib.error when corrupt
         whole = d.eof                   # the gzip stream ended, its CRC checked
-    assert data[:8] == MAGIC and data[8:10] == b"\x01\x00"
+    assert data[:8] == MAGIC and data[8:10] in (b"\x01\x00", b"\x02\x00")
     pos, strs, frames, samples, hdr, end, ts = 10, [None], [], [], None, None, 0
     extras = None
 
@@ -174,6 +174,14 @@ def decode(path):
                 file, p = uvarint(data, p, e)
                 assert p == e and kind in (1, 5)
                 frames.append((strs[fn] or "", strs[file] or "", 0, 0))
+            elif typ == ord("C"):
+                # A source file (version 2): path, mtime, flags, text.
+                n, p = uvarint(data, p, e)
+                p += n
+                for _ in range(2):
+                    _, p = uvarint(data, p, e)
+                n, p = uvarint(data, p, e)
+                assert p + n == e
             elif typ == ord("M"):
                 # --native: a DSO's mapping (start, end, base, build id bytes).
                 for _ in range(3):

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sinks.c - where a resolved sample goes (sinks.h). */
 #include "commands/record.h"
+#include "commands/record_sources.h"
 #include "commands/sinks.h"
 #include "output/output.h"
 #include "output/rawrec.h"
@@ -12,10 +13,56 @@ static int failed(struct sinks *k, int rc, const char *file)
 	return rc;
 }
 
+/* One source file read, handed to the outputs that keep it. */
+static int add_source(struct sinks *k, pid_t pid, const char *path)
+{
+	struct out_source src, seen;
+	int rc;
+
+	rc = record_sources__read(pid, path, k->sources_start,
+				  OUT_SRC_MAX_ALL - k->sources_bytes, &src);
+	if (rc)
+		return rc;
+	seen = src;
+	seen.text = NULL;
+	rc = out_sources__add(&k->seen, &seen);
+	k->sources_bytes += src.len;
+	if (!rc && k->out)
+		rc = output__add_source(k->out, &src);
+	if (!rc && k->raw) {
+		rc = rawrec_writer__add_source(k->raw, &src);
+		if (rc)
+			failed(k, rc, k->raw_path);
+	}
+	record_sources__release(&src);
+	return rc;
+}
+
+/* The files of @s's Python frames not read yet: read before @s reaches the raw
+ * recording, whose 'C' records come before the first sample naming them. */
+static int scan_sources(struct sinks *k, const struct out_sample *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		const char *file = s->frames[i].file;
+		int rc;
+
+		if ((s->kinds && s->kinds[i] != OUT_FRAME_PYTHON) || !file || !*file ||
+		    out_sources__find(&k->seen, file) != OUT_NONE)
+			continue;
+		rc = add_source(k, s->pid, file);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int sinks__emit(struct sinks *k, const struct out_sample *s)
 {
-	int rc = k->out ? output__add(k->out, s) : 0;
+	int rc = k->want_sources ? scan_sources(k, s) : 0;
 
+	if (rc)
+		return k->err ? rc : failed(k, rc, "the source files");
+	rc = k->out ? output__add(k->out, s) : 0;
 	if (rc)
 		return failed(k, rc, k->out_path);
 	if (k->live) {
@@ -38,6 +85,7 @@ void sinks__free(struct sinks *k)
 	output__free(k->out);
 	rawrec_writer__free(k->raw);
 	output__free(k->summary);
+	out_sources__clear(&k->seen);
 	k->out = NULL;
 	k->raw = NULL;
 	k->summary = NULL;
