@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -229,6 +230,39 @@ def test_heatmap_source_symlink_to_host(interp, tmp_path, host_files):  # noqa: 
     assert "def burn(n):" not in pages["src-symlink"]
     assert "could not be read in the target&#39;s root" in pages["src-symlink"] or \
         "could not be read in the target's root" in pages["src-symlink"]
+
+
+def test_heatmap_foreign_file(tmp_path, host_files):  # noqa: F811
+    """A target running as nobody names a root-only file as its code's file:
+    its text is not copied (only a file the target's user owns, or anyone
+    may read, is); the target's own script is."""
+    secret, _ = host_files
+    d = tempfile.mkdtemp(prefix="pyprof-heat-", dir="/tmp")
+    try:
+        os.chmod(d, 0o755)
+        script = os.path.join(d, "heat_foreign.py")
+        shutil.copyfile(os.path.join(TARGETS, "heat_foreign.py"), script)
+        os.chmod(script, 0o644)
+        interp = pyenvs.Interp("nobody", "/usr/bin/python3")
+        interp.exe = "setpriv"
+        proc, pid = start(interp, "--reuid=65534", ["--regid=65534", "--clear-groups",
+                                                    "/usr/bin/python3", script, secret, 6])
+        try:
+            wait_ok(record(pid, tmp_path / "rec.pyprof", secs=1.5), "record")
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        shutil.rmtree(d)
+    raw = gzip.open(tmp_path / "rec.pyprof").read()
+    assert SECRET_NAME.encode() not in raw
+    page = tmp_path / "p.heatmap.html"
+    report("-i", tmp_path / "rec.pyprof", "-o", page)
+    html = page.read_text()
+    assert SECRET_NAME not in html
+    section = html[html.index('data-path="%s"' % secret):]
+    assert "Source not kept" in section.split("</section>")[0]
+    assert "def main():" in html
 
 
 # ---- diff ----

@@ -31,6 +31,20 @@ static int read_all(int fd, size_t size, char **out)
 	return 0;
 }
 
+/*
+ * Only what the target's user may read itself: a file it owns, or anyone
+ * may read. Else a process could name a root-only file as its code's file
+ * (compile(src, "/etc/shadow", "exec")) and have us copy it into the profile.
+ */
+static int readable_by(pid_t pid, const struct stat *st)
+{
+	uid_t owner;
+
+	if (rootfs__owner(pid, &owner))
+		return 0;
+	return st->st_uid == owner || (st->st_mode & S_IROTH);
+}
+
 int record_sources__read(pid_t pid, const char *path, uint64_t start_ns, uint64_t budget,
 			 struct out_source *out)
 {
@@ -49,6 +63,10 @@ int record_sources__read(pid_t pid, const char *path, uint64_t start_ns, uint64_
 		out->flags = OUT_SRC_TOO_BIG;
 	if (fd < 0)
 		return 0;
+	if (!readable_by(pid, &st)) {
+		close(fd);
+		return 0;
+	}
 	out->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 	if ((uint64_t)st.st_size > budget) {
 		out->flags = OUT_SRC_TOO_BIG;

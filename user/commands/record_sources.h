@@ -14,7 +14,7 @@
 /*
  * Read @path as @pid sees it (target/rootfs.c: resolved inside its root, a
  * regular file of at most OUT_SRC_MAX_FILE bytes, never through a plain
- * open) into @out: path copied, text malloc'd, or no text with a flag
+ * open; owned by @pid's user or readable by anyone) into @out: path copied, text malloc'd, or no text with a flag
  * saying why (a relative or pseudo path like "<string>" is not read; more
  * than @budget bytes is OUT_SRC_TOO_BIG). OUT_SRC_CHANGED when its mtime is
  * after @start_ns (CLOCK_REALTIME). Returns 0 or -ENOMEM; free the fields

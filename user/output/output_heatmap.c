@@ -274,7 +274,7 @@ static void hm_file_notes(FILE *f, const struct out_source *src, const struct hm
 			!src ? "not read (none recorded)" :
 			src->flags & OUT_SRC_TOO_BIG ? "too large" :
 			src->flags & OUT_SRC_BINARY ? "not text" :
-			"could not be read in the target's root");
+			"could not be read in the target's root, or not the target's to read");
 		return;
 	}
 	if (src->flags & OUT_SRC_CHANGED)
