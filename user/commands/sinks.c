@@ -39,10 +39,13 @@ static int add_source(struct sinks *k, pid_t pid, const char *path)
 }
 
 /* The files of @s's Python frames not read yet: read before @s reaches the raw
- * recording, whose 'C' records come before the first sample naming them. */
+ * recording, whose 'C' records come before the first sample naming them. The
+ * outer frames the thread's previous sample had (s->unchanged) were seen then. */
 static int scan_sources(struct sinks *k, const struct out_sample *s)
 {
-	for (uint32_t i = 0; i < s->nframes; i++) {
+	uint32_t n = s->unchanged < s->nframes ? s->nframes - s->unchanged : 0;
+
+	for (uint32_t i = 0; i < n; i++) {
 		const char *file = s->frames[i].file;
 		int rc;
 

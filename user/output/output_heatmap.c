@@ -176,7 +176,8 @@ static int hm_rank(struct heatmap *hm)
 	/* Sort the files, then renumber the lines' files by their rank. */
 	for (uint32_t i = 0; i < hm->nfiles; i++)
 		files[i].stamp = i;
-	qsort(files, hm->nfiles, sizeof(*files), cmp_file);
+	if (hm->nfiles)
+		qsort(files, hm->nfiles, sizeof(*files), cmp_file);
 	for (uint32_t i = 0; i < hm->nfiles; i++)
 		rank[files[i].stamp] = i;
 	for (uint32_t i = 0; i < hm->nlines; i++) {
@@ -189,7 +190,8 @@ static int hm_rank(struct heatmap *hm)
 	}
 	free(rank);
 	sort_hm = hm;
-	qsort(hm->order, hm->nlines, sizeof(*hm->order), cmp_line);
+	if (hm->nlines)
+		qsort(hm->order, hm->nlines, sizeof(*hm->order), cmp_line);
 	for (uint32_t i = hm->nlines; i-- > 0;) {
 		files[hm->lines[hm->order[i]].file].first = i;
 		files[hm->lines[hm->order[i]].file].nlines++;
