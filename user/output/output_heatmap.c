@@ -13,7 +13,9 @@
  * background from white (0) to red (the hottest line's own time; the total
  * column: to orange, the highest total). Lines no sample was on are plain.
  * The empty "op" column of each row is for the instructions a sample ran on
- * that line (--opcodes), not filled yet.
+ * that line (--opcodes), not filled yet: its leaf pseudo-frame follows the
+ * innermost Python frame in a sample's path (hm_count() walks past it), to
+ * be counted per (line, instruction) there and listed in hm_row()'s cell.
  *
  * A file whose source is not kept (unreadable, too big, binary) lists its
  * sampled lines without text; one modified after the recording started, or
