@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sinks.c - where a resolved sample goes (sinks.h). */
+#include <errno.h>
 #include "commands/record.h"
 #include "commands/record_sources.h"
 #include "commands/sinks.h"
@@ -31,6 +32,9 @@ static int add_source(struct sinks *k, pid_t pid, const char *path)
 		rc = output__add_source(k->out, &src);
 	if (!rc && k->raw) {
 		rc = rawrec_writer__add_source(k->raw, &src);
+		/* A path too long for a record (a target's choice) is left out. */
+		if (rc == -E2BIG)
+			rc = 0;
 		if (rc)
 			failed(k, rc, k->raw_path);
 	}
@@ -49,8 +53,10 @@ static int scan_sources(struct sinks *k, const struct out_sample *s)
 		const char *file = s->frames[i].file;
 		int rc;
 
-		if ((s->kinds && s->kinds[i] != OUT_FRAME_PYTHON) || !file || !*file ||
-		    out_sources__find(&k->seen, file) != OUT_NONE)
+		/* Only files (a "<string>" has no source), so many at most: a
+		 * program may make up file names without end. */
+		if ((s->kinds && s->kinds[i] != OUT_FRAME_PYTHON) || !file || file[0] != '/' ||
+		    k->seen.n >= OUT_SRC_MAX_FILES || out_sources__find(&k->seen, file) != OUT_NONE)
 			continue;
 		rc = add_source(k, s->pid, file);
 		if (rc)

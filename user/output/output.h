@@ -242,6 +242,7 @@ enum out_frame_kind {
  */
 #define OUT_SRC_MAX_FILE (512u * 1024)		/* bytes of one file */
 #define OUT_SRC_MAX_ALL (16u * 1024 * 1024)	/* bytes of all files of a recording */
+#define OUT_SRC_MAX_FILES 4096u			/* files of a recording */
 
 enum out_src_flags {
 	OUT_SRC_CHANGED = 1u,		/* modified after the recording started */
@@ -261,7 +262,7 @@ struct out_source {
 struct out_sources {
 	struct out_source *v;
 	uint32_t n, cap;
-	struct out_map map;	/* (hash of path, length) -> index */
+	struct out_map map;	/* (hash of path + j, length) -> index */
 	uint64_t bytes;		/* sum of the texts' lengths */
 };
 

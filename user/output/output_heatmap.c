@@ -275,7 +275,7 @@ static void hm_file_notes(FILE *f, const struct out_source *src, const struct hm
 {
 	if (!src || !src->text) {
 		fprintf(f, "<p class=\"nosrc\">Source not kept: %s.</p>\n",
-			!src ? "not read (none recorded)" :
+			!src ? "none recorded (not a file path, or over the limits)" :
 			src->flags & OUT_SRC_TOO_BIG ? "too large" :
 			src->flags & OUT_SRC_BINARY ? "not text" :
 			"could not be read in the target's root, or not the target's to read");

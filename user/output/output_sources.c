@@ -5,23 +5,39 @@
 #include <string.h>
 #include "output/output.h"
 
+/*
+ * Paths are keyed by (hash + j, length): a path whose hash another path took
+ * (a target may choose its file names to collide) takes the next free j.
+ * @slot gets the key's j where @path is, or the first free one.
+ */
+static uint32_t src_lookup(const struct out_sources *set, const char *path, uint64_t *slot)
+{
+	uint64_t h = out_fnv1a(path), len = strlen(path);
+
+	for (uint64_t j = 0;; j++) {
+		uint32_t id = out_map__get(&set->map, h + j, len);
+
+		if (id == OUT_NONE || !strcmp(set->v[id].path, path)) {
+			*slot = h + j;
+			return id;
+		}
+	}
+}
+
 uint32_t out_sources__find(const struct out_sources *set, const char *path)
 {
-	uint32_t id = out_map__get(&set->map, out_fnv1a(path), strlen(path));
+	uint64_t slot;
 
-	/* Two paths of one hash and length: the later is never added (below). */
-	if (id != OUT_NONE && strcmp(set->v[id].path, path))
-		return OUT_NONE;
-	return id;
+	return src_lookup(set, path, &slot);
 }
 
 int out_sources__add(struct out_sources *set, const struct out_source *src)
 {
-	uint64_t h = out_fnv1a(src->path);
 	struct out_source *d;
+	uint64_t slot;
 	int err;
 
-	if (out_map__get(&set->map, h, strlen(src->path)) != OUT_NONE)
+	if (src_lookup(set, src->path, &slot) != OUT_NONE)
 		return 0;
 	err = out_grow((void **)&set->v, &set->cap, (uint64_t)set->n + 1, sizeof(*set->v));
 	if (err)
@@ -38,7 +54,7 @@ int out_sources__add(struct out_sources *set, const struct out_source *src)
 		}
 	}
 	if (!d->path || (src->text && !d->text) ||
-	    out_map__put(&set->map, h, strlen(src->path), set->n)) {
+	    out_map__put(&set->map, slot, strlen(src->path), set->n)) {
 		free(d->path);
 		free(d->text);
 		return -ENOMEM;

@@ -55,7 +55,7 @@
  *       recording started, unreadable, too big, binary), str text (at most
  *       OUT_SRC_MAX_FILE bytes, no NUL; empty when a flag says there is no
  *       text). Written before the first sample whose frames name the file;
- *       a path has one 'C' record at most.
+ *       a path has one 'C' record at most, a recording OUT_SRC_MAX_FILES.
  *   'E' end, last: u number of 'P' records, u samples lost, u truncated,
  *       u errors, u unresolved frames, u duration (ns), u flags
  *       (RAWREC_END_*)

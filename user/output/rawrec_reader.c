@@ -596,6 +596,7 @@ static int parse_source(struct rawrec_reader *r, char *err, size_t errlen)
 	} else if (c.bad || c.p != c.end || flags > UINT32_MAX) {
 		rc = corrupt(r, "a source record does not fit", err, errlen);
 	} else if (out_sources__find(&r->sources, src.path) != OUT_NONE ||
+		   r->sources.n >= OUT_SRC_MAX_FILES ||
 		   strlen(src.text) > OUT_SRC_MAX_FILE ||
 		   r->sources.bytes + strlen(src.text) > OUT_SRC_MAX_ALL) {
 		rc = corrupt(r, "a source record is repeated or too large", err, errlen);

@@ -565,7 +565,7 @@ int rawrec_writer__add_source(struct rawrec_writer *w, const struct out_source *
 	if (w->closed)
 		return -EINVAL;
 	/* A record holds a file of the largest size we keep, and its path. */
-	if (lp > PATH_MAX || lt > OUT_SRC_MAX_FILE)
+	if (lt > OUT_SRC_MAX_FILE || lp > RAWREC_MAX_RECORD - OUT_SRC_MAX_FILE - 4 * VARINT_MAX)
 		return -E2BIG;
 	err = wbuf(w, lp + lt + 4 * VARINT_MAX);
 	if (err)
