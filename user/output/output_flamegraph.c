@@ -159,12 +159,27 @@ static void fg_tree_free(struct fg_tree *t)
 	out_map__clear(&t->map);
 }
 
-/* The comm strings' ids in the shared names, by the model's string id. */
-static uint32_t *comm_keys(const struct out_model *m, struct out_strtab *names)
+/* The model's one comm string id, or OUT_NONE when its threads have several. */
+static uint32_t single_comm(const struct out_model *m)
+{
+	for (uint32_t i = 1; i < m->nthreads; i++)
+		if (m->threads[i].comm_id != m->threads[0].comm_id)
+			return OUT_NONE;
+	return m->nthreads ? m->threads[0].comm_id : OUT_NONE;
+}
+
+/*
+ * The comm strings' ids in the shared names, by the model's string id; all
+ * 0 when both recordings have one comm each, so that "python3" and
+ * "python3.12" running the same program still match.
+ */
+static uint32_t *comm_keys(const struct out_model *m, const struct out_model *other,
+			   struct out_strtab *names)
 {
 	uint32_t *k = calloc((size_t)m->strs.n + 1, sizeof(*k));
+	int one = single_comm(m) != OUT_NONE && single_comm(other) != OUT_NONE;
 
-	for (uint32_t i = 0; k && i < m->nthreads; i++) {
+	for (uint32_t i = 0; k && !one && i < m->nthreads; i++) {
 		int64_t id = out_strtab__id(names, m->threads[i].comm);
 
 		if (id < 0) {
@@ -188,7 +203,8 @@ static int fg_diff(struct output *o, struct fg_tree *t, uint32_t *path)
 	struct fg_tree bt = { 0 };
 	uint32_t *fk = malloc(((size_t)o->m.nframes + 1) * sizeof(*fk));
 	uint32_t *bk = malloc(((size_t)o->base.nframes + 1) * sizeof(*bk));
-	uint32_t *ck = comm_keys(&o->m, &names), *bck = comm_keys(&o->base, &names);
+	uint32_t *ck = comm_keys(&o->m, &o->base, &names);
+	uint32_t *bck = comm_keys(&o->base, &o->m, &names);
 	uint32_t *bpath = out_model__path_buf(&o->base), *bnode = NULL;
 	int err = !fk || !bk || !ck || !bck || !bpath ? -ENOMEM : 0;
 
