@@ -12,9 +12,11 @@ would: DOM queries, the screenshot's pixels, the hover text.
   .pyprof keeps the sources: `report` after they are deleted still shows
   them. A file whose lines the samples overrun is flagged. In a container
   whose source file became a symlink to a root-only host file, the file is
-  not read (inotify watches the host file; tests/test_hostile_root.py).
+  not read (inotify watches the host file; tests/test_hostile_root.py); a
+  target running as nobody that names a root-only file as its code's file
+  gets no copy of it.
 - diff: tests/targets/diff_split.py with alpha's share of the work 0.1,
-  then 0.9: in `report --diff`'s flame graph alpha is red, beta blue, the
+  then 0.9 (two interpreters, so two comms): in `report --diff`'s flame graph alpha is red, beta blue, the
   hover text has both shares (as each recording's collapsed output gives
   them) and the change; the table lists alpha and beta first with the right
   signs.
