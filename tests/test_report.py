@@ -135,7 +135,7 @@ def decode(path):
         d = zlib.decompressobj(wbits=31)
         data = d.decompress(data)       # raises zlib.error when corrupt
         whole = d.eof                   # the gzip stream ended, its CRC checked
-    assert data[:8] == MAGIC and data[8:10] == b"\x01\x00"
+    assert data[:8] == MAGIC and data[8:10] in (b"\x01\x00", b"\x02\x00")
     pos, strs, frames, samples, hdr, end, ts = 10, [None], [], [], None, None, 0
     extras = None
 
@@ -174,6 +174,14 @@ def decode(path):
                 file, p = uvarint(data, p, e)
                 assert p == e and kind in (1, 5)
                 frames.append((strs[fn] or "", strs[file] or "", 0, 0))
+            elif typ == ord("C"):
+                # A source file (version 2): path, mtime, flags, text.
+                n, p = uvarint(data, p, e)
+                p += n
+                for _ in range(2):
+                    _, p = uvarint(data, p, e)
+                n, p = uvarint(data, p, e)
+                assert p + n == e
             elif typ == ord("M"):
                 # --native: a DSO's mapping (start, end, base, build id bytes).
                 for _ in range(3):
@@ -425,10 +433,27 @@ def collapsed_report(raw, tmp_path, name):
     return p, out
 
 
+def first_sample_cut(data, tmp_path):
+    """The shortest prefix of @data that decodes to a sample (the source files'
+    records come first and may fill most of a short recording)."""
+    lo, hi = 10, len(data)
+    path = tmp_path / "prefix.pyprof"
+    while lo < hi:
+        mid = (lo + hi) // 2
+        path.write_bytes(data[:mid])
+        try:
+            has = bool(decode(path)[1])
+        except (AssertionError, zlib.error):    # a cut before the magic is whole
+            has = False
+        lo, hi = (lo, mid) if has else (mid + 1, hi)
+    return lo
+
+
 def test_truncated_copies(recorded, tmp_path):
     d, out, raw, rep = recorded("collapsed")
     data = tf.read(raw)
-    for cut in (len(data) * 2 // 3, len(data) - 1):
+    first = first_sample_cut(data, tmp_path)
+    for cut in ((first + len(data)) // 2, len(data) - 1):
         path = tmp_path / f"cut{cut}.pyprof"
         path.write_bytes(data[:cut])
         hdr, samples, complete = decode(path)

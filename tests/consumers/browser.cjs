@@ -60,4 +60,20 @@ function run(main) {
 	});
 }
 
-module.exports = { launch, run };
+// RGBA of the screenshot @png at each point, decoded by the browser itself.
+async function pixels(page, png, pts) {
+	return page.evaluate(async ({ b64, pts }) => {
+		const img = new Image();
+		img.src = 'data:image/png;base64,' + b64;
+		await img.decode();
+		const c = document.createElementNS('http://www.w3.org/1999/xhtml', 'canvas');
+		c.width = img.width;
+		c.height = img.height;
+		const g = c.getContext('2d');
+		g.drawImage(img, 0, 0);
+		return pts.map((p) => Array.from(g.getImageData(Math.round(p[0]), Math.round(p[1]),
+			1, 1).data));
+	}, { b64: png.toString('base64'), pts });
+}
+
+module.exports = { launch, run, pixels };

@@ -8,7 +8,7 @@
 // Prints one JSON object; writes OUTDIR/flamegraph.png and flamegraph-search.png.
 'use strict';
 const path = require('path');
-const { launch, run } = require('./browser.cjs');
+const { launch, run, pixels } = require('./browser.cjs');
 
 async function frames(page) {
 	return page.evaluate(() => Array.from(document.querySelectorAll('g.f')).map((g) => {
@@ -26,22 +26,6 @@ async function frames(page) {
 			dim: g.classList.contains('dim'),
 		};
 	}));
-}
-
-// RGBA of the screenshot @png at each point, decoded by the browser itself.
-async function pixels(page, png, pts) {
-	return page.evaluate(async ({ b64, pts }) => {
-		const img = new Image();
-		img.src = 'data:image/png;base64,' + b64;
-		await img.decode();
-		const c = document.createElementNS('http://www.w3.org/1999/xhtml', 'canvas');
-		c.width = img.width;
-		c.height = img.height;
-		const g = c.getContext('2d');
-		g.drawImage(img, 0, 0);
-		return pts.map((p) => Array.from(g.getImageData(Math.round(p[0]), Math.round(p[1]),
-			1, 1).data));
-	}, { b64: png.toString('base64'), pts });
 }
 
 // A point inside @f's box but right of its label text and clear of the border.

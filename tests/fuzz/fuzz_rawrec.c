@@ -2,11 +2,12 @@
 /*
  * fuzz_rawrec.c - `report` on any file: the raw recording reader
  * (rawrec_reader.c; gzip or plain) and every sample it returns written in
- * an output format (to /dev/null). The header's frequency picks the format
- * and the output options, so mutations try them all (every format at once
- * is 6 times slower: each interns and escapes every frame). Bit 13 adds a
- * second output, pstats or callgrind (bit 14), beside the first: the first's
- * choice stays what it was for the inputs kept in crashes/.
+ * an output format (to /dev/null), with the sources of its 'C' records.
+ * The header's frequency picks the format and the output options, so
+ * mutations try them all (every format at once is 7 times slower: each
+ * interns and escapes every frame). Bit 13 adds a second output, pstats or
+ * callgrind (bit 14), beside the first; bit 15 makes the samples also the
+ * base of a differential view (report --diff).
  */
 #include <stdint.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 #include "output/rawrec.h"
 
 static const char *const formats[] = {
-	"perf-script", "collapsed", "speedscope", "pprof", "flamegraph", "top",
+	"perf-script", "collapsed", "speedscope", "pprof", "flamegraph", "top", "heatmap",
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
@@ -91,7 +92,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while ((rc = rawrec_reader__next(r, &s, err, sizeof(err))) > 0) {
 		check_sample(&s);
 		n++;
-		if (output__add(out, &s) || (graph && output__add(graph, &s)))
+		if (output__add(out, &s) || (graph && output__add(graph, &s)) ||
+		    (info->freq_hz >> 15 & 1 && output__add_base(out, &s)))
+			__builtin_trap();
+	}
+	for (uint32_t i = 0; i < rawrec_reader__sources(r)->n; i++) {
+		const struct out_source *src = &rawrec_reader__sources(r)->v[i];
+
+		check_str(src->path);
+		if ((src->text && strlen(src->text) != src->len) ||
+		    output__add_source(out, src))
 			__builtin_trap();
 	}
 	/* the count, and an error stays final */

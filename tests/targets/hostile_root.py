@@ -11,6 +11,7 @@ After warming up (so its perf map holds entries), it replaces its own
   map-owner     the map becomes a copy owned by another user (uid 12345)
   exe-symlink   the executable's path becomes a symlink to HOST_SECRET
   exe-fifo      the executable's path becomes a FIFO
+  src-symlink   this script's own source file becomes a symlink to HOST_SECRET
 then prints "ready", burns CPU in burn() for SECONDS and prints "ok".
 """
 import os
@@ -55,6 +56,8 @@ def main():
         replace_with(exe, lambda t: os.symlink(secret, t))
     elif variant == "exe-fifo":
         replace_with(exe, os.mkfifo)
+    elif variant == "src-symlink":
+        replace_with(os.path.abspath(__file__), lambda t: os.symlink(secret, t))
     elif variant != "own":
         raise SystemExit(f"unknown variant {variant}")
     print("ready", os.getpid(), flush=True)

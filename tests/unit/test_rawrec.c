@@ -766,6 +766,27 @@ static void test_corrupt_streams(void **state)
 	s_start(&s, 1);
 	s_rec(&s, 'Z', -1LL);
 	expect_corrupt(&s, "unknown type");
+	/* A lower-case type is optional from version 2 on, not before. */
+	s_start(&s, 1);
+	s_rec(&s, 'z', 3LL, -1LL);
+	expect_corrupt(&s, "unknown type");
+	s_start(&s, 2);
+	s_rec(&s, 'z', 3LL, -1LL);
+	s_body(&s);
+	o = read_stream(&s, 1);
+	assert_int_equal(o.rc, 0);
+	assert_int_equal(o.n, 1);
+	s_start(&s, 2);
+	s_rec(&s, 'Z', -1LL);
+	expect_corrupt(&s, "unknown type");
+	/* Source records: whole, once a path. */
+	s_start(&s, 2);
+	s_rec(&s, 'C', 1LL, (long long)'p', 5LL, 0LL, 1LL, (long long)'x', 7LL, -1LL);
+	expect_corrupt(&s, "source record does not fit");
+	s_start(&s, 2);
+	s_rec(&s, 'C', 1LL, (long long)'p', 5LL, 0LL, 1LL, (long long)'x', -1LL);
+	s_rec(&s, 'C', 1LL, (long long)'p', 5LL, 0LL, 0LL, -1LL);
+	expect_corrupt(&s, "source record is repeated");
 	s_start(&s, 1);
 	s_body(&s);
 	s_rec(&s, 'E', 2LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, -1LL);
@@ -804,10 +825,10 @@ static void test_corrupt_streams(void **state)
 	expect_corrupt(&s, "out of range");
 
 	/* Versions. */
-	s_start(&s, 2);
+	s_start(&s, 3);
 	o = read_stream(&s, 1);
 	assert_int_equal(o.open_rc, -ENOTSUP);
-	assert_non_null(strstr(o.err, "version 2"));
+	assert_non_null(strstr(o.err, "version 3"));
 	assert_non_null(strstr(o.err, "newer"));
 	s_start(&s, 0);
 	o = read_stream(&s, 1);
@@ -831,6 +852,57 @@ static void test_corrupt_streams(void **state)
 	assert_int_equal(o.rc, 0);
 	assert_int_equal(o.n, 1);
 	assert_false(o.complete);
+}
+
+/* Source files ('C' records) come back as written, a file's text or why there is none. */
+static void test_sources(void **state)
+{
+	const struct out_source in[] = {
+		{ .path = "/app/a.py", .text = "x = 1\n\xff\n", .len = 8, .mtime_ns = 17,
+		  .flags = OUT_SRC_CHANGED },
+		{ .path = "/app/none.py", .flags = OUT_SRC_UNREADABLE },
+		{ .path = "/app/empty.py", .text = "", .len = 0, .mtime_ns = 3 },
+	};
+	char *path = tmp_path(".pyprof");
+	struct rawrec_writer *w = NULL;
+	struct rawrec_reader *r = NULL;
+	const struct out_sources *got;
+	struct out_sample s;
+	char err[256] = "";
+	int rc;
+
+	(void)state;
+	assert_int_equal(rawrec_writer__open(path, &info, &w, err, sizeof(err)), 0);
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(rawrec_writer__add_source(w, &in[i]), 0);
+		assert_int_equal(rawrec_writer__add(w, &samples[i]), 0);
+	}
+	assert_int_equal(rawrec_writer__close(w, &end_in), 0);
+	rawrec_writer__free(w);
+	assert_int_equal(rawrec_reader__open(path, &r, err, sizeof(err)), 0);
+	while ((rc = rawrec_reader__next(r, &s, err, sizeof(err))) > 0)
+		;
+	if (rc)
+		fail_msg("%s", err);
+	assert_non_null(rawrec_reader__end(r));
+	got = rawrec_reader__sources(r);
+	assert_int_equal(got->n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		uint32_t k = out_sources__find(got, in[i].path);
+
+		assert_int_equal(k, i);
+		assert_int_equal(got->v[k].flags, in[i].flags);
+		assert_int_equal(got->v[k].mtime_ns, in[i].mtime_ns);
+		assert_int_equal(got->v[k].len, in[i].len);
+		if (in[i].text)
+			assert_memory_equal(got->v[k].text, in[i].text, in[i].len + 1);
+		else
+			assert_null(got->v[k].text);
+	}
+	assert_int_equal(out_sources__find(got, "/app/b.py"), OUT_NONE);
+	rawrec_reader__free(r);
+	unlink(path);
+	free(path);
 }
 
 static void test_foreign_files(void **state)
@@ -1023,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_every_byte),
 		cmocka_unit_test(test_corrupt_records),
 		cmocka_unit_test(test_corrupt_streams),
+		cmocka_unit_test(test_sources),
 		cmocka_unit_test(test_foreign_files),
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_no_alloc_per_sample),

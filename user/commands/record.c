@@ -393,6 +393,8 @@ static int open_sinks(struct recording *rec)
 	else if (!rec->live)
 		rc = output__new(env->out.format, env->out.output, &env->out.oopts, &k->out,
 				 rec->err, sizeof(rec->err));
+	k->sources_start = env->out.oopts.start_time_ns;
+	k->want_sources = k->raw_path || (k->out && !strcmp(output__format(k->out), "heatmap"));
 	return rc;
 }
 

@@ -20,9 +20,11 @@
 #include "target/pyproc.h"		/* PYPROF_ERRLEN */
 #include "output/rawrec.h"
 #include "commands/record.h"
+#include "util/errbuf.h"
 
 struct report_env {
 	const char *input;
+	const char *diff_base;	/* --diff BASE: a differential view of input over it */
 	struct output_args out;	/* -o, --format, --threads, ... */
 	int quiet;
 };
@@ -32,14 +34,21 @@ static const char report_doc[] =
 "\n"
 "USAGE: pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 "                         [--no-lines]\n"
+"       pyprof-bpf report --diff BASE.pyprof NEW.pyprof [-o DIFF.html]\n"
 "\v"
 "Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph,\n"
-"pstats, callgrind, top; with -o the format is inferred from the extension\n"
-"(.perf .folded .speedscope.json .pb.gz .html .svg .pstats .prof .callgrind,\n"
-"callgrind.out.*). The output is the one that recording\n"
+"pstats, callgrind, top, heatmap; with -o the format is inferred from the\n"
+"extension (.perf .folded .speedscope.json .pb.gz .html .svg .pstats .prof\n"
+".callgrind, callgrind.out.*, .heatmap.html). The output is the one that recording\n"
 "straight to that format with the same options writes. A truncated recording\n"
 "(the recorder was killed) is reported up to its last complete sample, with a\n"
 "warning.\n"
+"\n"
+"--diff BASE: NEW's flame graph with each frame red where its share of the\n"
+"time grew since BASE, blue where it shrank (-o FILE.html or .svg), and on\n"
+"stdout (or alone with --format top) the functions whose share changed most.\n"
+"Frames match by function and file, not line: edits that move lines keep\n"
+"them matched.\n"
 "\n"
 "EXAMPLES:\n"
 "    sudo pyprof-bpf -p 1234 -d 30 -o rec.pyprof    # record once, then:\n"
@@ -48,11 +57,14 @@ static const char report_doc[] =
 "    pyprof-bpf report -i rec.pyprof --threads -o out.speedscope.json\n"
 "    pyprof-bpf report -i rec.pyprof -o out.pstats   # python3 -m pstats, snakeviz\n"
 "    pyprof-bpf report -i rec.pyprof -o callgrind.out.1  # kcachegrind\n"
-"    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n";
+"    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n"
+"    pyprof-bpf report -i rec.pyprof -o rec.heatmap.html # source lines by time\n"
+"    pyprof-bpf report --diff before.pyprof after.pyprof -o diff.html\n";
 
 static const struct argp_option report_options[] = {
 	{ "input", 'i', "REC", 0, "The raw recording to read (- for stdin)", 0 },
 	{ "quiet", 'q', NULL, 0, "No summary of the recording on stderr", 0 },
+	{ "diff", 'D', "BASE", 0, "A differential flame graph and table of REC over BASE", 0 },
 	{ 0 },
 };
 
@@ -69,6 +81,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'q':
 		env->quiet = 1;
+		break;
+	case 'D':
+		env->diff_base = arg;
 		break;
 	case ARGP_KEY_ARG:
 		/* `report REC` as well as `report -i REC`, as perf report takes either. */
@@ -123,6 +138,60 @@ static void remove_output(const char *path)
 		unlink(path);
 }
 
+/*
+ * --diff: BASE's samples into @out (and @table) as the base of a
+ * differential view. 0 or -errno with @err set.
+ */
+static int add_base(const char *path, struct output *out, struct output *table, char *err,
+		    size_t errlen)
+{
+	struct rawrec_reader *r = NULL;
+	struct out_sample s;
+	int rc = rawrec_reader__open(path, &r, err, errlen);
+
+	while (!rc && (rc = rawrec_reader__next(r, &s, err, errlen)) > 0) {
+		rc = output__add_base(out, &s);
+		if (!rc && table)
+			rc = output__add_base(table, &s);
+		if (rc)
+			seterr(err, errlen, "reading %s: %s", path, strerror(-rc));
+	}
+	rawrec_reader__free(r);
+	return rc;
+}
+
+/* --diff: the flame graph or the table; a flame graph in a file has the table on stdout. */
+static int open_diff(struct report_env *env, struct output *out, struct output **table,
+		     char *err, size_t errlen)
+{
+	const char *fmt = output__format(out);
+	int rc;
+
+	*table = NULL;
+	if (strcmp(fmt, "flamegraph") && strcmp(fmt, "top")) {
+		seterr(err, errlen, "--diff writes a flame graph (-o FILE.html or .svg) or the "
+		       "top table, not %s", fmt);
+		return -EINVAL;
+	}
+	if (!strcmp(fmt, "flamegraph") && env->out.output && strcmp(env->out.output, "-")) {
+		rc = output__new("top", NULL, &env->out.oopts, table, err, errlen);
+		if (rc)
+			return rc;
+	}
+	rc = add_base(env->diff_base, out, *table, err, errlen);
+	return rc;
+}
+
+/* The recording's source files, for the formats that show them (heatmap). */
+static int add_sources(struct output *out, const struct out_sources *src)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < src->n && !rc; i++)
+		rc = output__add_source(out, &src->v[i]);
+	return rc;
+}
+
 int report__main(int argc, char **argv)
 {
 	static const struct argp_child children[] = {
@@ -138,7 +207,7 @@ int report__main(int argc, char **argv)
 	struct rawrec_reader *r = NULL;
 	const struct rawrec_info *info;
 	const struct rawrec_end *end;
-	struct output *out = NULL;
+	struct output *out = NULL, *table = NULL;
 	struct out_sample s;
 	int rc, exit_code = 1;
 
@@ -154,18 +223,28 @@ int report__main(int argc, char **argv)
 	/* What record gives the writers besides the samples (record.c). */
 	env.out.oopts.start_time_ns = info->start_time_ns;
 	env.out.oopts.mode = info->mode;
-	rc = output__new(env.out.format, env.out.output, &env.out.oopts, &out, err, sizeof(err));
+	rc = output__new(env.out.format || env.out.output || !env.diff_base ? env.out.format :
+			 "top", env.out.output, &env.out.oopts, &out, err, sizeof(err));
 	if (rc)
 		goto fail;
+	rc = env.diff_base ? open_diff(&env, out, &table, err, sizeof(err)) : 0;
+	if (rc)
+		goto fail_remove;
 	while ((rc = rawrec_reader__next(r, &s, err, sizeof(err))) > 0) {
 		rc = output__add(out, &s);
+		if (!rc && table)
+			rc = output__add(table, &s);
 		if (rc)
 			goto fail_write;
 	}
 	if (rc < 0)
 		goto fail_remove;
 	end = rawrec_reader__end(r);
-	rc = output__finish(out);
+	rc = add_sources(out, rawrec_reader__sources(r));
+	if (!rc)
+		rc = output__finish(out);
+	if (!rc && table)
+		rc = output__finish(table);
 	if (rc)
 		goto fail_write;
 	if (!end)
@@ -187,6 +266,7 @@ fail:
 	fprintf(stderr, "pyprof-bpf: %s\n", err[0] ? err : strerror(-rc));
 out:
 	output__free(out);
+	output__free(table);
 	rawrec_reader__free(r);
 	return exit_code;
 }

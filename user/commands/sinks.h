@@ -8,6 +8,9 @@
 #ifndef PYPROF_COMMANDS_SINKS_H
 #define PYPROF_COMMANDS_SINKS_H
 
+#include <stdint.h>
+#include "output/output.h"		/* struct out_sources */
+
 struct out_sample;
 struct output;
 struct rawrec_writer;
@@ -20,6 +23,14 @@ struct sinks {
 	struct output *summary;		/* the hottest functions on stderr; NULL: none */
 	struct rawrec_writer *raw;	/* the raw recording; NULL: none */
 	const char *raw_path;
+	/* Read the frames' source files (record_sources.h) for out and raw,
+	 * the first time a sample names each: when the raw recording or the
+	 * heatmap keeps them. sources_start: when recording started
+	 * (CLOCK_REALTIME), to tell files modified since. */
+	int want_sources;
+	uint64_t sources_start;
+	struct out_sources seen;	/* the files read (texts not kept here) */
+	uint64_t sources_bytes;		/* their texts' bytes */
 	/* The first failure, and the file it is about; sampling stops then. */
 	int err;
 	const char *err_file;

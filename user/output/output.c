@@ -23,6 +23,7 @@ static const char *const svg_aliases[] = { "svg", NULL };
 static const char *const svg_exts[] = { ".svg", NULL };
 static const char *const pstats_exts[] = { ".pstats", ".prof", NULL };
 static const char *const callgrind_exts[] = { ".callgrind", NULL };
+static const char *const heatmap_exts[] = { ".heatmap.html", NULL };
 static const char *const none[] = { NULL };
 
 /* Formats are data: first match wins; names first, extensions by longest match. */
@@ -36,13 +37,15 @@ static const struct output_fmt formats[] = {
 	{ "pstats", none, pstats_exts, &output_pstats_ops, 0 },
 	{ "callgrind", none, callgrind_exts, &output_callgrind_ops, 0 },
 	{ "top", none, none, &output_top_ops, 0 },
+	{ "heatmap", none, heatmap_exts, &output_heatmap_ops, 0 },
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
 const char *output__format_names(void)
 {
-	return "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, callgrind, top";
+	return "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, callgrind, top, "
+	       "heatmap";
 }
 
 static const struct output_fmt *fmt_by_name(const char *name)
@@ -131,6 +134,7 @@ int output__new(const char *format, const char *path, const struct output_opts *
 	o->fmt = fmt;
 	o->svg = fmt->svg;
 	o->m.last_comm_id = -1;
+	o->base.last_comm_id = -1;
 	if (opts)
 		o->opts = *opts;
 	if (!path || !strcmp(path, "-")) {
@@ -171,6 +175,24 @@ int output__add(struct output *o, const struct out_sample *s)
 	return 0;
 }
 
+int output__add_source(struct output *o, const struct out_source *src)
+{
+	if (o->finished)
+		return -EINVAL;
+	return o->fmt->ops->sources ? out_sources__add(&o->src, src) : 0;
+}
+
+int output__add_base(struct output *o, const struct out_sample *s)
+{
+	uint32_t thread = 0, n = 0;
+
+	if (o->finished)
+		return -EINVAL;
+	if (s->nframes && !s->frames)
+		return -EINVAL;
+	return out_model__add(&o->base, &o->opts, 1, s, &thread, &n);
+}
+
 int output__finish(struct output *o)
 {
 	int err = 0;
@@ -204,5 +226,7 @@ void output__free(struct output *o)
 	if (o->close_f)
 		fclose(o->f);
 	out_model__free(&o->m);
+	out_model__free(&o->base);
+	out_sources__clear(&o->src);
 	free(o);
 }

@@ -144,6 +144,19 @@ int output__add(struct output *o, const struct out_sample *s);
  * it, output__add() returns -EINVAL.
  */
 int output__finish(struct output *o);
+/*
+ * A source file of the samples' frames (struct out_source, below), for the formats that show
+ * sources (heatmap); the others ignore it. Copied. 0 or -ENOMEM.
+ */
+struct out_source;
+int output__add_source(struct output *o, const struct out_source *src);
+/*
+ * A sample of the BASE recording of a differential view (report --diff): the
+ * flame graph colours NEW's frames by how their share changed from BASE's,
+ * top lists the functions whose share changed most. Frames are matched by
+ * function and file, not line. 0 or -ENOMEM.
+ */
+int output__add_base(struct output *o, const struct out_sample *s);
 /* Frees everything; closes the file if output__finish() was not called. Accepts NULL. */
 void output__free(struct output *o);
 
@@ -203,6 +216,9 @@ int out_utf8_seq(const unsigned char *s, uint32_t *cp);
 /* A copy of @s with each byte that is not valid UTF-8 replaced by U+FFFD; NULL: ENOMEM. */
 char *out_utf8_clean(const char *s);
 
+/* @s with &, <, >, " and ' escaped, for HTML and XML text and attributes. */
+void out_html_escaped(FILE *f, const char *s);
+
 /* Grow an array of @size-byte items to hold at least @need; 0 or -ENOMEM. */
 int out_grow(void **arr, uint32_t *cap, uint64_t need, size_t size);
 
@@ -214,6 +230,50 @@ enum out_frame_kind {
 	OUT_FRAME_KERNEL,	/* a kernel function (off-CPU stacks) */
 	OUT_FRAME_NATIVE,	/* a native function: name, file = its DSO */
 };
+
+/*
+ * Source files: the source files of a recording's Python frames, as the
+ * heatmap shows them: read from the target's root at record time
+ * (commands/record_sources.c), kept in the raw recording ('C' records) and
+ * handed to an output with output__add_source().
+ *
+ * A file is known by its path as the frames name it (co_filename); the
+ * first process that names a path gives its text. The text is untrusted:
+ * at most OUT_SRC_MAX_FILE bytes, no NUL byte, any other bytes (the
+ * heatmap writes them as escaped, UTF-8-cleaned HTML).
+ */
+#define OUT_SRC_MAX_FILE (512u * 1024)		/* bytes of one file */
+#define OUT_SRC_MAX_ALL (16u * 1024 * 1024)	/* bytes of all files of a recording */
+#define OUT_SRC_MAX_FILES 4096u			/* files of a recording */
+
+enum out_src_flags {
+	OUT_SRC_CHANGED = 1u,		/* modified after the recording started */
+	OUT_SRC_UNREADABLE = 2u,	/* no text: not found, refused, not a file */
+	OUT_SRC_TOO_BIG = 4u,		/* no text: over OUT_SRC_MAX_FILE, or the budget */
+	OUT_SRC_BINARY = 8u,		/* no text: it holds a NUL byte */
+};
+
+struct out_source {
+	char *path;
+	char *text;		/* NULL with one of the no-text flags */
+	size_t len;
+	uint64_t mtime_ns;	/* CLOCK_REALTIME; 0: unknown */
+	uint32_t flags;		/* enum out_src_flags */
+};
+
+struct out_sources {
+	struct out_source *v;
+	uint32_t n, cap;
+	struct out_map map;	/* (hash of path + j, length) -> index */
+	uint64_t bytes;		/* sum of the texts' lengths */
+};
+
+/* Index of @path, or OUT_NONE. */
+uint32_t out_sources__find(const struct out_sources *set, const char *path);
+/* A copy of @src added (a path already there is kept as it is). 0 or -ENOMEM. */
+int out_sources__add(struct out_sources *set, const struct out_source *src);
+void out_sources__clear(struct out_sources *set);
+
 
 struct out_frame {
 	enum out_frame_kind kind;
@@ -301,9 +361,19 @@ uint32_t *out_model__path_buf(const struct out_model *m);
 int out_model__add(struct out_model *m, const struct output_opts *opts, int aggregate,
 		   const struct out_sample *s, uint32_t *thread, uint32_t *n);
 void out_model__free(struct out_model *m);
+/*
+ * The function of each of @m's frames as a key that two models share
+ * (report --diff): frames of one (function, file, kind), whatever their
+ * lines, have one key; @names and @keys (start them zeroed, clear them
+ * after) intern the strings and the keys, the same for both models.
+ * @out gets m->nframes keys, dense from 0 (keys->count after). 0 or -ENOMEM.
+ */
+int out_model__fn_keys(const struct out_model *m, struct out_strtab *names,
+		       struct out_map *keys, uint32_t *out);
 
 struct output_ops {
 	int aggregate;		/* build nodes and aggregates in output__add() */
+	int sources;		/* keep output__add_source()'s files in o->src */
 	/* Called for every sample after interning: @stack root first, @n ids. */
 	int (*add)(struct output *o, const struct out_sample *s, uint32_t thread,
 		   const uint32_t *stack, uint32_t n);
@@ -328,6 +398,8 @@ struct output {
 	int err;		/* first write error, -errno */
 	int svg;		/* flamegraph: write SVG */
 	struct out_model m;
+	struct out_model base;	/* report --diff: the BASE recording */
+	struct out_sources src;	/* ops->sources: the source files */
 	void *priv;		/* the writer's own state */
 };
 
@@ -339,6 +411,7 @@ extern const struct output_ops output_flamegraph_ops;
 extern const struct output_ops output_top_ops;
 extern const struct output_ops output_pstats_ops;
 extern const struct output_ops output_callgrind_ops;
+extern const struct output_ops output_heatmap_ops;
 
 /* Record the first write error of o->f (from errno) and return it; 0 if none. */
 int output__check_io(struct output *o);

@@ -49,35 +49,10 @@ static const char fg_css_svg[] =
 /* The script that lays the tree out and draws it (assets/flamegraph.js). */
 extern const char output_flamegraph_js[];
 
-/* @s with &, <, >, " and ' escaped, for HTML and XML text and attributes. */
-static void put_escaped(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
-	}
-}
-
 struct fnode {
 	uint32_t frame;		/* index into the JSON frames */
 	uint32_t parent;	/* OUT_NONE for the root */
+	uint64_t key;		/* under its parent (fg_keys) */
 	uint64_t weight;	/* inclusive, after the sums */
 	uint64_t count;
 };
@@ -90,6 +65,10 @@ struct fg_tree {
 	uint32_t *comm_str;	/* by comm frame (after "all"): the comm's string id */
 	uint32_t ncomm;
 	uint32_t maxdepth;
+	/* A differential view: each node's weight in the BASE tree (0: not
+	 * there) and the BASE total; NULL: not a diff. */
+	uint64_t *base;
+	uint64_t base_total;
 };
 
 static int fg_child(struct fg_tree *t, uint32_t parent, uint64_t key, uint32_t frame,
@@ -106,17 +85,28 @@ static int fg_child(struct fg_tree *t, uint32_t parent, uint64_t key, uint32_t f
 		err = out_map__put(&t->map, parent, key, id);
 		if (err)
 			return err;
-		t->v[id] = (struct fnode){ .frame = frame, .parent = parent };
+		t->v[id] = (struct fnode){ .frame = frame, .parent = parent, .key = key };
 		t->n++;
 	}
 	*out = id;
 	return 0;
 }
 
+/*
+ * How fg_build() keys a tree's nodes under their parents: by frame id and
+ * comm string id (NULL arrays), or for a differential view by keys that a
+ * NEW and a BASE model share (out_model__fn_keys(), and the comm's id in the
+ * shared names).
+ */
+struct fg_keys {
+	const uint32_t *frame;	/* by frame id */
+	const uint32_t *comm;	/* by the model's string id */
+};
+
 /* The tree of folded stacks: all -> comm -> frames, inclusive totals. */
-static int fg_build(struct output *o, struct fg_tree *t, uint32_t *path)
+static int fg_build(const struct out_model *m, struct fg_tree *t, uint32_t *path,
+		    const struct fg_keys *k)
 {
-	const struct out_model *m = &o->m;
 	uint32_t root, id;
 	int err;
 
@@ -137,12 +127,13 @@ static int fg_build(struct output *o, struct fg_tree *t, uint32_t *path)
 			t->comm_str[t->ncomm] = comm;
 			t->comm_frame[comm] = m->nframes + 1 + t->ncomm++;
 		}
-		err = fg_child(t, root, (uint64_t)1 << 40 | comm, t->comm_frame[comm], &id);
+		err = fg_child(t, root, (uint64_t)1 << 40 | (k->comm ? k->comm[comm] : comm),
+			       t->comm_frame[comm], &id);
 		if (err)
 			return err;
 		n = output__node_path(m, a->node, path);
 		for (uint32_t j = 0; j < n; j++, d++) {
-			err = fg_child(t, id, path[j], path[j], &id);
+			err = fg_child(t, id, k->frame ? k->frame[path[j]] : path[j], path[j], &id);
 			if (err)
 				return err;
 		}
@@ -157,6 +148,98 @@ static int fg_build(struct output *o, struct fg_tree *t, uint32_t *path)
 		t->v[t->v[i].parent].count += t->v[i].count;
 	}
 	return 0;
+}
+
+static void fg_tree_free(struct fg_tree *t)
+{
+	free(t->v);
+	free(t->comm_frame);
+	free(t->comm_str);
+	free(t->base);
+	out_map__clear(&t->map);
+}
+
+/* The model's one comm string id, or OUT_NONE when its threads have several. */
+static uint32_t single_comm(const struct out_model *m)
+{
+	for (uint32_t i = 1; i < m->nthreads; i++)
+		if (m->threads[i].comm_id != m->threads[0].comm_id)
+			return OUT_NONE;
+	return m->nthreads ? m->threads[0].comm_id : OUT_NONE;
+}
+
+/*
+ * The comm strings' ids in the shared names, by the model's string id; all
+ * 0 when both recordings have one comm each, so that "python3" and
+ * "python3.12" running the same program still match.
+ */
+static uint32_t *comm_keys(const struct out_model *m, const struct out_model *other,
+			   struct out_strtab *names)
+{
+	uint32_t *k = calloc((size_t)m->strs.n + 1, sizeof(*k));
+	int one = single_comm(m) != OUT_NONE && single_comm(other) != OUT_NONE;
+
+	for (uint32_t i = 0; k && !one && i < m->nthreads; i++) {
+		int64_t id = out_strtab__id(names, m->threads[i].comm);
+
+		if (id < 0) {
+			free(k);
+			return NULL;
+		}
+		k[m->threads[i].comm_id] = (uint32_t)id;
+	}
+	return k;
+}
+
+/*
+ * NEW's tree (o->m) with frames merged by function and file, and each node's
+ * weight in BASE's tree (o->base) built the same way: the node reached from
+ * the matching parent by the same key.
+ */
+static int fg_diff(struct output *o, struct fg_tree *t, uint32_t *path)
+{
+	struct out_strtab names = { 0 };
+	struct out_map keys = { 0 };
+	struct fg_tree bt = { 0 };
+	uint32_t *fk = malloc(((size_t)o->m.nframes + 1) * sizeof(*fk));
+	uint32_t *bk = malloc(((size_t)o->base.nframes + 1) * sizeof(*bk));
+	uint32_t *ck = comm_keys(&o->m, &o->base, &names);
+	uint32_t *bck = comm_keys(&o->base, &o->m, &names);
+	uint32_t *bpath = out_model__path_buf(&o->base), *bnode = NULL;
+	int err = !fk || !bk || !ck || !bck || !bpath ? -ENOMEM : 0;
+
+	if (!err)
+		err = out_model__fn_keys(&o->m, &names, &keys, fk);
+	if (!err)
+		err = out_model__fn_keys(&o->base, &names, &keys, bk);
+	if (!err)
+		err = fg_build(&o->m, t, path, &(struct fg_keys){ fk, ck });
+	if (!err)
+		err = fg_build(&o->base, &bt, bpath, &(struct fg_keys){ bk, bck });
+	if (!err) {
+		t->base = calloc(t->n, sizeof(*t->base));
+		bnode = malloc(t->n * sizeof(*bnode));
+		err = t->base && bnode ? 0 : -ENOMEM;
+	}
+	/* Parents come first: a node's BASE twin is its parent's twin's child. */
+	for (uint32_t i = 0; !err && i < t->n; i++) {
+		uint32_t p = t->v[i].parent;
+
+		bnode[i] = p == OUT_NONE ? 0 : bnode[p] == OUT_NONE ? OUT_NONE :
+			   out_map__get(&bt.map, bnode[p], t->v[i].key);
+		t->base[i] = bnode[i] == OUT_NONE ? 0 : bt.v[bnode[i]].weight;
+	}
+	t->base_total = bt.n ? bt.v[0].weight : 0;
+	free(bnode);
+	fg_tree_free(&bt);
+	out_strtab__clear(&names);
+	out_map__clear(&keys);
+	free(fk);
+	free(bk);
+	free(ck);
+	free(bck);
+	free(bpath);
+	return err;
 }
 
 static void fg_json(struct output *o, const struct fg_tree *t, const char *title)
@@ -190,6 +273,11 @@ static void fg_json(struct output *o, const struct fg_tree *t, const char *title
 		fprintf(f, "%s%u,%d,%" PRIu64 ",%" PRIu64, i ? (i % 8 ? "," : ",\n") : "",
 			t->v[i].frame, t->v[i].parent == OUT_NONE ? -1 : (int)t->v[i].parent,
 			t->v[i].weight, t->v[i].count);
+	if (t->base) {
+		fprintf(f, "],\n\"baseTotal\":%" PRIu64 ",\"base\":[", t->base_total);
+		for (uint32_t i = 0; i < t->n; i++)
+			fprintf(f, "%s%" PRIu64, i ? (i % 16 ? "," : ",\n") : "", t->base[i]);
+	}
 	fputs("]}", f);
 }
 
@@ -198,11 +286,11 @@ static void fg_html(struct output *o, const struct fg_tree *t, const char *title
 	FILE *f = o->f;
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", f);
-	put_escaped(f, title);
+	out_html_escaped(f, title);
 	fputs("</title>\n<style>\n", f);
 	fputs(fg_css_html, f);
 	fputs("</style></head>\n<body>\n<header><h1>", f);
-	put_escaped(f, title);
+	out_html_escaped(f, title);
 	fputs("</h1><span id=\"fg-info\"></span>\n"
 	      "<input id=\"fg-search\" type=\"search\" size=\"30\" "
 	      "placeholder=\"Search (regular expression)\">\n"
@@ -227,10 +315,10 @@ static void fg_svg(struct output *o, const struct fg_tree *t, const char *title)
 		"xmlns=\"http://www.w3.org/2000/svg\">\n<style type=\"text/css\">\n", h, h);
 	fputs(fg_css_svg, f);
 	fputs("</style>\n<title>", f);
-	put_escaped(f, title);
+	out_html_escaped(f, title);
 	fputs("</title>\n<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
 	      "<text id=\"fg-title\" x=\"600\" y=\"20\" text-anchor=\"middle\">", f);
-	put_escaped(f, title);
+	out_html_escaped(f, title);
 	fprintf(f, "</text>\n<text id=\"fg-reset\" x=\"10\" y=\"36\">Reset zoom</text>\n"
 		"<text id=\"fg-search\" x=\"1090\" y=\"36\">Search</text>\n"
 		"<text id=\"fg-matched\" x=\"1090\" y=\"%u\"></text>\n"
@@ -248,6 +336,7 @@ static void fg_svg(struct output *o, const struct fg_tree *t, const char *title)
 static int flamegraph_finish(struct output *o)
 {
 	const struct out_model *m = &o->m;
+	static const struct fg_keys no_keys;
 	struct fg_tree t = { 0 };
 	uint32_t *path = NULL;
 	char title[256];
@@ -258,14 +347,15 @@ static int flamegraph_finish(struct output *o)
 		err = -ENOMEM;
 		goto out;
 	}
-	err = fg_build(o, &t, path);
+	err = o->base.total_count ? fg_diff(o, &t, path) : fg_build(m, &t, path, &no_keys);
 	if (err)
 		goto out;
 	if (o->opts.title)
 		snprintf(title, sizeof(title), "%s", o->opts.title);
 	else if (m->nthreads)
-		snprintf(title, sizeof(title), "%s (pid %d): %s flame graph", m->threads[0].comm,
-			 (int)m->threads[0].pid, output__mode_label(&o->opts));
+		snprintf(title, sizeof(title), "%s (pid %d): %s %sflame graph", m->threads[0].comm,
+			 (int)m->threads[0].pid, output__mode_label(&o->opts),
+			 t.base ? "differential " : "");
 	else
 		snprintf(title, sizeof(title), "CPU flame graph (no samples)");
 	if (o->svg)
@@ -275,10 +365,7 @@ static int flamegraph_finish(struct output *o)
 	err = output__check_io(o);
 out:
 	free(path);
-	free(t.v);
-	free(t.comm_frame);
-	free(t.comm_str);
-	out_map__clear(&t.map);
+	fg_tree_free(&t);
 	return err;
 }
 

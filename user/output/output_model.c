@@ -396,3 +396,28 @@ int out_model__add(struct out_model *m, const struct output_opts *opts, int aggr
 		m->first_period = s->period_ns;
 	return 0;
 }
+
+int out_model__fn_keys(const struct out_model *m, struct out_strtab *names,
+		       struct out_map *keys, uint32_t *out)
+{
+	for (uint32_t i = 0; i < m->nframes; i++) {
+		const struct out_frame *fr = &m->frames[i];
+		int64_t fn = out_strtab__id(names, fr->function);
+		int64_t file = fn < 0 ? fn : out_strtab__id(names, fr->file);
+		uint64_t a, b;
+		int err;
+
+		if (file < 0)
+			return (int)file;
+		a = (uint64_t)fn << 32 | (uint64_t)file;
+		b = (uint64_t)fr->kind;
+		out[i] = out_map__get(keys, a, b);
+		if (out[i] == OUT_NONE) {
+			out[i] = keys->count;
+			err = out_map__put(keys, a, b, out[i]);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}

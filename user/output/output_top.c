@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,134 @@ static void top_print(struct output *o, const struct top_table *tt, bool by_time
 		fprintf(f, "(%u more functions)\n", tt->nfn - rows);
 }
 
+/* ---- report --diff: the functions whose share changed most ---- */
+
+struct diff_fn {
+	uint32_t frame;		/* a frame of it, in NEW or (new_side 0) BASE */
+	int new_side;
+	uint32_t stamp[2];	/* last aggregate counted in total, per side */
+	uint64_t own[2], total[2];	/* BASE, NEW weights */
+};
+
+/* Own and total weight of each function key of @m into side @side of @fns. */
+static void diff_count(const struct out_model *m, const uint32_t *keys, uint32_t *path,
+		       struct diff_fn *fns, int side)
+{
+	for (uint32_t i = 0; i < m->naggs; i++) {
+		const struct out_agg *a = &m->aggs[i];
+		uint32_t n = output__node_path(m, a->node, path);
+
+		for (uint32_t j = 0; j < n; j++) {
+			struct diff_fn *d = &fns[keys[path[j]]];
+
+			if (!d->total[0] && !d->total[1] && !d->own[0] && !d->own[1]) {
+				d->frame = path[j];
+				d->new_side = side;
+			}
+			if (j == n - 1)
+				d->own[side] += a->weight;
+			if (d->stamp[side] != i + 1) {
+				d->stamp[side] = i + 1;
+				d->total[side] += a->weight;
+			}
+		}
+	}
+}
+
+static double share(uint64_t v, uint64_t all)
+{
+	return all ? 100.0 * (double)v / (double)all : 0.0;
+}
+
+static uint64_t diff_all[2];
+
+static double diff_change(const struct diff_fn *d)
+{
+	double t = share(d->total[1], diff_all[1]) - share(d->total[0], diff_all[0]);
+	double s = share(d->own[1], diff_all[1]) - share(d->own[0], diff_all[0]);
+
+	return fabs(t) > fabs(s) ? fabs(t) : fabs(s);
+}
+
+static int cmp_diff(const void *a, const void *b)
+{
+	double x = diff_change(a), y = diff_change(b);
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return ((const struct diff_fn *)a)->frame < ((const struct diff_fn *)b)->frame ? -1 : 1;
+}
+
+static void diff_print(struct output *o, struct diff_fn *fns, uint32_t nfn)
+{
+	uint32_t rows = o->opts.top_rows ? o->opts.top_rows : 30;
+	FILE *f = o->f;
+
+	fprintf(f, "BASE %" PRIu64 " samples, NEW %" PRIu64 " samples: shares of each "
+		"recording's time; functions matched by name and file (not line)\n",
+		o->base.total_count, o->m.total_count);
+	fprintf(f, "%8s %8s %8s %8s %8s %8s  %s\n", "dTOTAL", "dOWN", "BASE TOT", "NEW TOT",
+		"BASE OWN", "NEW OWN", "FUNCTION (FILE)");
+	for (uint32_t i = 0; i < nfn && i < rows; i++) {
+		const struct diff_fn *d = &fns[i];
+		const struct out_model *m = d->new_side ? &o->m : &o->base;
+		const struct out_frame *fr = &m->frames[d->frame];
+
+		if (diff_change(d) == 0.0)
+			break;
+		fprintf(f, "%+8.2f %+8.2f %7.2f%% %7.2f%% %7.2f%% %7.2f%%  ",
+			share(d->total[1], diff_all[1]) - share(d->total[0], diff_all[0]),
+			share(d->own[1], diff_all[1]) - share(d->own[0], diff_all[0]),
+			share(d->total[0], diff_all[0]), share(d->total[1], diff_all[1]),
+			share(d->own[0], diff_all[0]), share(d->own[1], diff_all[1]));
+		put_clean(f, fr->function);
+		if (fr->kind == OUT_FRAME_PYTHON) {
+			fputs(" (", f);
+			put_clean(f, *fr->file ? fr->file : "?");
+			fputc(')', f);
+		}
+		fputc('\n', f);
+	}
+}
+
+/* The diff table: functions of both recordings by how much their share changed. */
+static int top_diff(struct output *o)
+{
+	struct out_strtab names = { 0 };
+	struct out_map keys = { 0 };
+	uint32_t *nk = calloc((size_t)o->m.nframes + 1, sizeof(*nk));
+	uint32_t *bk = calloc((size_t)o->base.nframes + 1, sizeof(*bk));
+	uint32_t *path = out_model__path_buf(&o->m), *bpath = out_model__path_buf(&o->base);
+	struct diff_fn *fns = NULL;
+	int err = !nk || !bk || !path || !bpath ? -ENOMEM : 0;
+
+	if (!err)
+		err = out_model__fn_keys(&o->m, &names, &keys, nk);
+	if (!err)
+		err = out_model__fn_keys(&o->base, &names, &keys, bk);
+	if (!err) {
+		fns = calloc((size_t)keys.count + 1, sizeof(*fns));
+		err = fns ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		diff_count(&o->base, bk, bpath, fns, 0);
+		diff_count(&o->m, nk, path, fns, 1);
+		diff_all[0] = o->base.total_weight;
+		diff_all[1] = o->m.total_weight;
+		qsort(fns, keys.count, sizeof(*fns), cmp_diff);
+		diff_print(o, fns, keys.count);
+		err = output__check_io(o);
+	}
+	free(fns);
+	free(nk);
+	free(bk);
+	free(path);
+	free(bpath);
+	out_strtab__clear(&names);
+	out_map__clear(&keys);
+	return err;
+}
+
 static int top_finish(struct output *o)
 {
 	const struct out_model *m = &o->m;
@@ -164,6 +293,8 @@ static int top_finish(struct output *o)
 	bool by_time = m->total_weight != m->total_count * (m->first_period ? m->first_period : 1);
 	int err;
 
+	if (o->base.total_count)
+		return top_diff(o);
 	tt.fn_of = calloc(m->nframes ? m->nframes : 1, sizeof(*tt.fn_of));
 	path = out_model__path_buf(m);
 	err = !tt.fn_of || !path ? -ENOMEM : top_functions(m, &tt);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * output_writer.c - what every writer asks of its output: the first write
- * error of its file, and how titles name the recording's mode.
+ * error of its file, how titles name the recording's mode, HTML escaping.
  */
 #include <errno.h>
 #include <string.h>
@@ -27,4 +27,29 @@ const char *output__mode_label(const struct output_opts *opts)
 	if (!strcmp(m, "gil"))
 		return "GIL";
 	return m;
+}
+
+void out_html_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&#39;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
 }

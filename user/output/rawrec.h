@@ -6,12 +6,12 @@
  * writer was given, so the output writers (whose output depends only on
  * their samples and options) write the same bytes from either.
  *
- * THE FILE FORMAT (version 1)
+ * THE FILE FORMAT (version 2: version 1 and 'C' records)
  *
  * A gzip stream (RFC 1952; an uncompressed file is read as well) of
  *
  *   magic     8 bytes: 0x89 'p' 'y' 'p' 'r' 'o' 'f' '\n'
- *   version   2 bytes, little-endian: 1
+ *   version   2 bytes, little-endian: 2 (1: no 'C' records; still read)
  *   records   each: type (1 byte), payload length (uvarint, at most
  *             RAWREC_MAX_RECORD), payload
  *
@@ -49,6 +49,13 @@
  *       into its symbol, u mapping id (0: none); then u number of leaf
  *       frames (0 or the 'X' record's count), per frame u address, u offset
  *       into its symbol (0, 0: unknown)
+ *   'C' a source file of the Python frames (--format heatmap reads them):
+ *       str path (as the frames' file string), u mtime (CLOCK_REALTIME ns,
+ *       0: unknown), u flags (enum out_src_flags: changed since the
+ *       recording started, unreadable, too big, binary), str text (at most
+ *       OUT_SRC_MAX_FILE bytes, no NUL; empty when a flag says there is no
+ *       text). Written before the first sample whose frames name the file;
+ *       a path has one 'C' record at most, a recording OUT_SRC_MAX_FILES.
  *   'E' end, last: u number of 'P' records, u samples lost, u truncated,
  *       u errors, u unresolved frames, u duration (ns), u flags
  *       (RAWREC_END_*)
@@ -58,6 +65,13 @@
  * 1 may append fields to 'H' and 'E': readers skip what follows the fields
  * they know there. Anything else that does not fit (an id not yet defined,
  * bytes left over in a record, a second header...) is corruption.
+ *
+ * Readers of version 1 call an unknown record type corruption: a 'C' record
+ * would stop them halfway, after some samples. So files with 'C' records
+ * say version 2, which such a reader refuses at once ("use a newer
+ * pyprof-bpf"). From version 2 on, a record whose type is a lower-case
+ * letter is optional: a reader that does not know it skips it, so later
+ * additions of that kind need no new version.
  *
  * A recording that was killed has no 'E' record (and its gzip stream stops
  * short): the reader returns every complete sample before the cut and says
@@ -72,7 +86,8 @@
 #include <sys/types.h>
 #include "output/output.h"		/* struct out_sample */
 
-#define RAWREC_VERSION 1
+#define RAWREC_VERSION 2
+#define RAWREC_VERSION_OLDEST 1	/* the oldest version read */
 #define RAWREC_MAX_RECORD (1u << 20)	/* payload bytes */
 
 /* What the recording is of: the 'H' record. */
@@ -120,6 +135,12 @@ int rawrec_writer__open(const char *path, const struct rawrec_info *info,
  */
 int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s);
 /*
+ * Append a 'C' record: @src's path, time, flags and text (call it before the
+ * first sample naming the file). Returns 0, -ENOMEM, -E2BIG (text over
+ * OUT_SRC_MAX_FILE) or the first write error.
+ */
+int rawrec_writer__add_source(struct rawrec_writer *w, const struct out_source *src);
+/*
  * Write the end record (@end's samples field is ignored: the writer counts
  * them) and close the file. Returns 0 or the first error of the recording.
  * Call it once; without it the file stays a truncated recording.
@@ -153,6 +174,8 @@ int rawrec_reader__next(struct rawrec_reader *r, struct out_sample *s, char *err
  * file is truncated (what came before the cut was returned).
  */
 const struct rawrec_end *rawrec_reader__end(const struct rawrec_reader *r);
+/* The 'C' records read so far (all of them once next() returned 0). */
+const struct out_sources *rawrec_reader__sources(const struct rawrec_reader *r);
 /* Samples returned so far. */
 uint64_t rawrec_reader__samples(const struct rawrec_reader *r);
 /* Accepts NULL. */

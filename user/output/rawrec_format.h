@@ -20,6 +20,7 @@ enum {
 	REC_NATIVE = 'N',
 	REC_MAPPING = 'M',
 	REC_ADDRS = 'A',
+	REC_SOURCE = 'C',
 	REC_END = 'E',
 };
 

@@ -64,6 +64,8 @@ struct rawrec_reader {
 	uint32_t a_nleaf;
 	struct out_addr *sample_addrs;	/* the addresses of the sample last returned */
 	uint32_t sample_addrs_cap;
+	struct out_sources sources;	/* 'C' records */
+	unsigned int version;
 	struct rawrec_end end;
 	int have_end;
 	int done;		/* next() returned 0 */
@@ -577,6 +579,45 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 	return r->a_pending ? sample_addrs(r, s, mixed, err, errlen) : 0;
 }
 
+static int parse_source(struct rawrec_reader *r, char *err, size_t errlen)
+{
+	struct out_source src = { 0 };
+	struct cur c = rec_cur(r);
+	int nomem = 0, rc = 0;
+	uint64_t flags;
+
+	src.path = cur_str(&c, &nomem);
+	src.mtime_ns = cur_u(&c);
+	flags = cur_u(&c);
+	src.text = cur_str(&c, &nomem);
+	if (nomem) {
+		seterr(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	} else if (c.bad || c.p != c.end || flags > UINT32_MAX) {
+		rc = corrupt(r, "a source record does not fit", err, errlen);
+	} else if (out_sources__find(&r->sources, src.path) != OUT_NONE ||
+		   r->sources.n >= OUT_SRC_MAX_FILES ||
+		   strlen(src.text) > OUT_SRC_MAX_FILE ||
+		   r->sources.bytes + strlen(src.text) > OUT_SRC_MAX_ALL) {
+		rc = corrupt(r, "a source record is repeated or too large", err, errlen);
+	} else {
+		src.flags = (uint32_t)flags;
+		src.len = strlen(src.text);
+		/* No text: the flags said why; an empty string is not a file's text. */
+		if (src.flags & (OUT_SRC_UNREADABLE | OUT_SRC_TOO_BIG | OUT_SRC_BINARY)) {
+			free(src.text);
+			src.text = NULL;
+			src.len = 0;
+		}
+		rc = out_sources__add(&r->sources, &src);
+		if (rc)
+			seterr(err, errlen, "out of memory");
+	}
+	free(src.path);
+	free(src.text);
+	return rc;
+}
+
 static int parse_end(struct rawrec_reader *r, char *err, size_t errlen)
 {
 	struct cur c = rec_cur(r);
@@ -666,9 +707,10 @@ static int read_magic(struct rawrec_reader *r, char *err, size_t errlen)
 		return -EPROTO;
 	}
 	version = head[8] | (unsigned int)head[9] << 8;
-	if (version != RAWREC_VERSION) {
+	r->version = version;
+	if (version > RAWREC_VERSION || version < RAWREC_VERSION_OLDEST) {
 		seterr(err, errlen, "%s is a version %u raw recording; this pyprof-bpf reads "
-		       "version %u%s", r->name, version, RAWREC_VERSION,
+		       "versions %u to %u%s", r->name, version, RAWREC_VERSION_OLDEST, RAWREC_VERSION,
 		       version > RAWREC_VERSION ? ": use a newer pyprof-bpf" : "");
 		return version > RAWREC_VERSION ? -ENOTSUP : -EBADMSG;
 	}
@@ -765,11 +807,16 @@ int rawrec_reader__next(struct rawrec_reader *r, struct out_sample *s, char *err
 			     corrupt(r, "an extras record with no sample", err, errlen) :
 			     parse_end(r, err, errlen);
 			break;
+		case REC_SOURCE:
+			rc = parse_source(r, err, errlen);
+			break;
 		case REC_HEADER:
 			rc = corrupt(r, "a second header", err, errlen);
 			break;
 		default:
-			rc = corrupt(r, "a record of an unknown type", err, errlen);
+			/* Lower-case types are optional from version 2 (rawrec.h). */
+			rc = r->version >= 2 && type >= 'a' && type <= 'z' ? 0 :
+			     corrupt(r, "a record of an unknown type", err, errlen);
 			break;
 		}
 		if (rc)
@@ -784,6 +831,11 @@ const struct rawrec_end *rawrec_reader__end(const struct rawrec_reader *r)
 	return r->done && !r->truncated ? &r->end : NULL;
 }
 
+const struct out_sources *rawrec_reader__sources(const struct rawrec_reader *r)
+{
+	return &r->sources;
+}
+
 uint64_t rawrec_reader__samples(const struct rawrec_reader *r)
 {
 	return r->nsamples;
@@ -795,6 +847,7 @@ void rawrec_reader__free(struct rawrec_reader *r)
 		return;
 	if (r->gz)
 		gzclose(r->gz);
+	out_sources__clear(&r->sources);
 	free((char *)r->info.comm);
 	free((char *)r->info.mode);
 	free(r->frame_kinds);

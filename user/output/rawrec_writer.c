@@ -554,6 +554,30 @@ int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s)
 	return 0;
 }
 
+int rawrec_writer__add_source(struct rawrec_writer *w, const struct out_source *src)
+{
+	size_t lp = strlen(src->path), lt = src->text ? src->len : 0, n = 0;
+	unsigned char *p;
+	int err;
+
+	if (w->err)
+		return w->err;
+	if (w->closed)
+		return -EINVAL;
+	/* A record holds a file of the largest size we keep, and its path. */
+	if (lt > OUT_SRC_MAX_FILE || lp > RAWREC_MAX_RECORD - OUT_SRC_MAX_FILE - 4 * VARINT_MAX)
+		return -E2BIG;
+	err = wbuf(w, lp + lt + 4 * VARINT_MAX);
+	if (err)
+		return err;
+	p = w->buf + REC_PREFIX;
+	n += put_str(p + n, src->path, lp);
+	n += put_u(p + n, src->mtime_ns);
+	n += put_u(p + n, src->flags);
+	n += put_str(p + n, src->text ? src->text : "", lt);
+	return put_record(w, REC_SOURCE, n);
+}
+
 int rawrec_writer__close(struct rawrec_writer *w, const struct rawrec_end *end)
 {
 	const struct rawrec_end none = { 0 };

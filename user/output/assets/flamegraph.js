@@ -17,15 +17,20 @@ for (i = 0; i < n; i++) {
 	if (parent[i] >= 0)
 		kids[parent[i]].push(i);
 }
+// A differential view (report --diff): frames are functions (merged by name
+// and file, so no line), and D.base holds each node's weight in BASE.
+var base = D.base || null, baseTotal = D.baseTotal || 1;
 function label(k) {
 	var f = F[frame[k]];
 	if (f[3] !== 0)
 		return f[0];
-	return f[0] + ' (' + f[1].replace(/^.*\//, '') + ':' + f[2] + ')';
+	return f[0] + ' (' + f[1].replace(/^.*\//, '') + (base ? '' : ':' + f[2]) + ')';
 }
 function full(k) {
 	var f = F[frame[k]];
-	return f[3] === 0 ? f[0] + ' ' + f[1] + ':' + f[2] : f[1] ? f[0] + ' ' + f[1] : f[0];
+	if (f[3] === 0)
+		return f[0] + ' ' + f[1] + (base ? '' : ':' + f[2]);
+	return f[1] ? f[0] + ' ' + f[1] : f[0];
 }
 for (i = 0; i < n; i++)
 	kids[i].sort(function (a, b) {
@@ -57,6 +62,14 @@ var details = doc.getElementById('fg-details');
 var matchedEl = doc.getElementById('fg-matched');
 var zoomed = 0, matched = null, term = '';
 var total = weight[0] || 1, totalCount = count[0] || 1;
+// Change of a node's share of all the time, NEW minus BASE; colours scale
+// with the largest change.
+function delta(k) {
+	return weight[k] / total - base[k] / baseTotal;
+}
+var maxDelta = 0;
+for (i = 0; base && i < n; i++)
+	maxDelta = Math.max(maxDelta, Math.abs(delta(i)));
 
 function hash(s) {
 	var h = 2166136261, k;
@@ -72,6 +85,11 @@ function color(k) {
 		return 'rgb(230,0,230)';
 	if (f[3] === 16)
 		return 'rgb(215,215,215)';
+	if (base) {
+		// Red where the share grew, blue where it shrank, white unchanged.
+		var d = maxDelta ? delta(k) / maxDelta : 0, v = Math.round(255 - 200 * Math.abs(d));
+		return d >= 0 ? 'rgb(255,' + v + ',' + v + ')' : 'rgb(' + v + ',' + v + ',255)';
+	}
 	var h = hash(f[0]), a = (h & 255) / 255, b = ((h >>> 8) & 255) / 255;
 	var c = ((h >>> 16) & 255) / 255;
 	if (f[3] === 4)
@@ -102,7 +120,13 @@ function info(k) {
 		pct(weight[k], total) + ' of all';
 	if (zoomed)
 		s += ', ' + pct(weight[k], weight[zoomed]) + ' of zoomed';
-	return s + '), ' + fmtTime(weight[k]) + ' CPU';
+	s += '), ' + fmtTime(weight[k]) + ' CPU';
+	if (base) {
+		var d = 100 * delta(k);
+		s += '\nbase ' + pct(base[k], baseTotal) + ', new ' + pct(weight[k], total) +
+			', change ' + (d >= 0 ? '+' : '') + d.toFixed(2) + ' points';
+	}
+	return s;
 }
 function width() {
 	if (html)
@@ -232,7 +256,7 @@ root.addEventListener('mousemove', function (e) {
 		b.textContent = fr[0];
 		tip.appendChild(b);
 		if (fr[3] === 0)
-			tip.appendChild(doc.createTextNode('\n' + fr[1] + ':' + fr[2]));
+			tip.appendChild(doc.createTextNode('\n' + fr[1] + (base ? '' : ':' + fr[2])));
 		tip.appendChild(doc.createTextNode('\n' + info(k)));
 		tip.style.display = 'block';
 		var tx = e.pageX + 12, ty = e.pageY + 12;
@@ -271,7 +295,7 @@ if (html)
 window.flamegraph = {
 	search: search, zoom: zoom, reset: function () { zoom(0); },
 	label: label, full: full, frames: F,
-	weight: weight, count: count, frame: frame, parent: parent
+	weight: weight, count: count, frame: frame, parent: parent, base: base
 };
 render();
 })();
