@@ -21,6 +21,9 @@ static const char *const html_aliases[] = { "html", NULL };
 static const char *const html_exts[] = { ".html", ".htm", NULL };
 static const char *const svg_aliases[] = { "svg", NULL };
 static const char *const svg_exts[] = { ".svg", NULL };
+static const char *const jsonl_exts[] = { ".jsonl", NULL };
+static const char *const chrome_aliases[] = { "chrometrace", NULL };
+static const char *const chrome_exts[] = { ".trace.json", NULL };
 static const char *const none[] = { NULL };
 
 /* Formats are data: first match wins; names first, extensions by longest match. */
@@ -32,13 +35,15 @@ static const struct output_fmt formats[] = {
 	{ "flamegraph", html_aliases, html_exts, &output_flamegraph_ops, 0 },
 	{ "flamegraph", svg_aliases, svg_exts, &output_flamegraph_ops, 1 },
 	{ "top", none, none, &output_top_ops, 0 },
+	{ "jsonl", none, jsonl_exts, &output_jsonl_ops, 0 },
+	{ "chrome-trace", chrome_aliases, chrome_exts, &output_chrome_trace_ops, 0 },
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
 const char *output__format_names(void)
 {
-	return "perf-script, collapsed, speedscope, pprof, flamegraph, top";
+	return "perf-script, collapsed, speedscope, pprof, flamegraph, top, jsonl, chrome-trace";
 }
 
 static const struct output_fmt *fmt_by_name(const char *name)
@@ -183,6 +188,15 @@ int output__finish(struct output *o)
 	if (!err && o->err)
 		err = o->err;
 	return err;
+}
+
+int output__flush(struct output *o)
+{
+	if (o->finished || o->err || !o->fmt->ops->stream)
+		return o->err;
+	if (fflush(o->f) && !o->err)
+		o->err = -errno;
+	return o->err;
 }
 
 void output__free(struct output *o)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * output.h - writers for the profile formats: perf-script, collapsed,
- * speedscope, pprof, flamegraph (HTML or SVG) and a terminal summary (top).
+ * speedscope, pprof, flamegraph (HTML or SVG), a terminal summary (top),
+ * JSON Lines (jsonl) and a timeline (chrome-trace).
  *
  * One output writes one format to one file (or stdout). Samples go in one by
  * one with output__add(); streaming formats (perf-script) write them at once,
@@ -125,7 +126,8 @@ struct output_opts {
  * Create an output. @format: a name from output__format_names() or NULL to
  * infer it from @path's extension (.txt/.perf -> perf-script, .folded/
  * .collapsed -> collapsed, .speedscope.json/.json -> speedscope, .pb.gz/
- * .pprof/.pb -> pprof, .html/.htm/.svg -> flamegraph, anything else or no
+ * .pprof/.pb -> pprof, .html/.htm/.svg -> flamegraph, .jsonl -> jsonl,
+ * .trace.json -> chrome-trace, anything else or no
  * path -> perf-script). @path NULL or "-" writes to stdout; a file is created
  * (truncated) now so that a bad path fails before recording starts. @o may be
  * NULL for the defaults. On failure returns -errno and writes one line into
@@ -142,6 +144,13 @@ int output__add(struct output *o, const struct out_sample *s);
  * it, output__add() returns -EINVAL.
  */
 int output__finish(struct output *o);
+/*
+ * Push what a streaming format (jsonl) wrote so far to its file, so that a
+ * reader following the file sees the samples while the recording runs; the
+ * recorder calls it every 0.1 s. Other formats write at finish: nothing to do.
+ * Returns 0 or the first write error.
+ */
+int output__flush(struct output *o);
 /* Frees everything; closes the file if output__finish() was not called. Accepts NULL. */
 void output__free(struct output *o);
 
@@ -153,7 +162,7 @@ const char *output__mode_label(const struct output_opts *opts);
 const char *output__status_name(uint32_t status, char *buf, size_t len);
 /* Name of the format @o writes ("perf-script", ...). */
 const char *output__format(const struct output *o);
-/* "perf-script, collapsed, speedscope, pprof, flamegraph, top", for --help. */
+/* "perf-script, collapsed, speedscope, pprof, flamegraph, top, ...", for --help. */
 const char *output__format_names(void);
 /* Canonical name of the format @path's extension selects, NULL when none does. */
 const char *output__format_for_path(const char *path);
@@ -298,6 +307,7 @@ void out_model__free(struct out_model *m);
 
 struct output_ops {
 	int aggregate;		/* build nodes and aggregates in output__add() */
+	int stream;		/* writes each sample at once: output__flush() flushes */
 	/* Called for every sample after interning: @stack root first, @n ids. */
 	int (*add)(struct output *o, const struct out_sample *s, uint32_t thread,
 		   const uint32_t *stack, uint32_t n);
@@ -331,6 +341,8 @@ extern const struct output_ops output_speedscope_ops;
 extern const struct output_ops output_pprof_ops;
 extern const struct output_ops output_flamegraph_ops;
 extern const struct output_ops output_top_ops;
+extern const struct output_ops output_jsonl_ops;
+extern const struct output_ops output_chrome_trace_ops;
 
 /* Record the first write error of o->f (from errno) and return it; 0 if none. */
 int output__check_io(struct output *o);
