@@ -33,9 +33,9 @@ static const char report_doc[] =
 "USAGE: pyprof-bpf report -i REC.pyprof [--format FMT] [-o FILE] [--threads]\n"
 "                         [--no-lines]\n"
 "\v"
-"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top;\n"
-"with -o the format is inferred from the extension (.perf .folded\n"
-".speedscope.json .pb.gz .html .svg). The output is the one that recording\n"
+"Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph, top,\n"
+"jsonl, chrome-trace; with -o the format is inferred from the extension (.perf\n"
+".folded .speedscope.json .pb.gz .html .svg .jsonl .trace.json). The output is the one that recording\n"
 "straight to that format with the same options writes. A truncated recording\n"
 "(the recorder was killed) is reported up to its last complete sample, with a\n"
 "warning.\n"
@@ -45,7 +45,8 @@ static const char report_doc[] =
 "    pyprof-bpf report -i rec.pyprof -o flame.html  # interactive flame graph\n"
 "    pyprof-bpf report -i rec.pyprof --format top   # the hottest functions\n"
 "    pyprof-bpf report -i rec.pyprof --threads -o out.speedscope.json\n"
-"    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n";
+"    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n"
+"    pyprof-bpf report -i rec.pyprof -o run.trace.json  # timeline: Perfetto\n";
 
 static const struct argp_option report_options[] = {
 	{ "input", 'i', "REC", 0, "The raw recording to read (- for stdin)", 0 },
