@@ -40,7 +40,7 @@ import time
 import pyenvs
 import test_formats as tf
 from test_dump import binary, by_label
-from test_formats import node_env  # noqa: F401  (fixture)
+from test_formats import node_env, outdrv, produce, samples  # noqa: F401  (fixtures)
 from test_report import ok, run
 
 INTERP = "sid-3.14"
@@ -53,17 +53,17 @@ SAN = os.path.join(pyenvs.REPO, ".output", "san", "pyprof-bpf")
 
 @contextlib.contextmanager
 def target(*flags, secs=120):
+    """stream_mix.py running with @flags: its pid (chroot execs the interpreter)."""
     interp = by_label(INTERP)
-    seen = interp.stage(TARGET)
-    p = subprocess.Popen(interp.argv([seen, str(secs)] + list(flags)),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        assert p.stdout.readline() == b"ready\n", f"the target on {interp} did not start"
-        yield p.pid     # chroot execs the interpreter: the same pid
-    finally:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
+    argv = interp.argv([interp.stage(TARGET), str(secs)] + list(flags))
+    with contextlib.ExitStack() as stack:
+        p = stack.enter_context(subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True))
+        stack.callback(os.killpg, p.pid, signal.SIGKILL)   # before Popen's wait
+        started = p.stdout.readline()
+        assert started == b"ready\n", f"the target on {interp} did not start"
+        yield p.pid
 
 
 def share_ok(share, n, p, what):
@@ -86,7 +86,7 @@ def read_jsonl(path):
         text = f.read()
     assert text.endswith("\n")
     out = []
-    for line in text.splitlines():
+    for line in text[:-1].split("\n"):     # JSON Lines: "\n" only (not U+2028)
         s = json.loads(line)
         assert set(s) == set(FIELDS), s
         for k, t in FIELDS.items():
@@ -299,6 +299,33 @@ def test_chrome_trace_wall_intervals(node_env, tmp_path):  # noqa: F811
         tid = tid_of[who]
         want = sum(ev["dur"] for ev in tracks[(pid, tid)] if ev["name"] == leaf)
         assert abs(got[tid][1][leaf] - want) <= 1, (who, got[tid][1][leaf], want)
+
+
+# ---- the writers alone, on test_formats.py's workload (names of every kind) ----
+
+STATUS_MARKER = {"truncated": "[truncated]", "no_pystate": "[no-python-state]",
+                 "read_fault": "[read-fault]"}
+
+
+def test_writers_on_the_formats_workload(produce, samples):  # noqa: F811
+    """Through tests/tools/outdrv.c: every sample's frames as given (only
+    bytes that are not UTF-8 replaced), and a well-formed trace of them."""
+    got = read_jsonl(produce("w.jsonl"))
+    assert len(got) == len(samples)
+    for g, s in zip(got, samples):
+        want = [(tf.lossy(fn), tf.lossy(file), line, "python")
+                for fn, file, line, _ in reversed(s["frames"])]
+        if s["status"] != "complete" or not s["frames"]:
+            want.insert(0, (STATUS_MARKER.get(s["status"], "[no-python-frames]"), "", 0,
+                            "marker"))
+        assert [tuple(fr.values()) for fr in g["frames"]] == want
+        assert (g["time_ns"], g["tid"], g["thread"], g["weight_ns"], g["status"]) == \
+            (s["ts"], s["tid"], tf.lossy(s["thread"]), s["period"],
+             STATUS_MARKER.get(s["status"], "[complete]")[1:-1])
+    doc, tracks, names = check_trace(produce("w.trace.json"))
+    assert sorted(names.values()) == sorted(tf.lossy(n) for _, n in tf.THREADS)
+    slice_names = {ev["name"] for evs in tracks.values() for ev in evs}
+    assert {tf.lossy(fn) for fn, _, _, _ in tf.WEIRD} <= slice_names
 
 
 # ---- the sanitizer build ----
