@@ -282,7 +282,8 @@ static int ct_finish(struct output *o)
 		err = -ENOMEM;
 		goto out;
 	}
-	qsort(st->recs, st->nrecs, sizeof(*st->recs), rec_cmp);
+	if (st->nrecs)
+		qsort(st->recs, st->nrecs, sizeof(*st->recs), rec_cmp);
 	fputs("{\"traceEvents\":[", o->f);
 	for (uint32_t t = 0; t < m->nthreads && !ferror(o->f); t++) {
 		uint32_t to = from;
