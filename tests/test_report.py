@@ -79,6 +79,8 @@ FORMATS = {
     "flamegraph-html": ("out.html", []),
     "flamegraph-svg": ("out.svg", []),
     "top": ("top.txt", ["--format", "top"]),
+    "jsonl": ("out.jsonl", []),
+    "chrome-trace": ("out.trace.json", []),
     "collapsed-threads-no-lines": ("out.folded", ["--threads", "--no-lines"]),
     "collapsed-remote": ("out.folded", ["--backend", "remote"]),
 }

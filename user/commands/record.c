@@ -506,7 +506,7 @@ static int recording__setup(struct recording *rec)
 
 /* ---- the loop ---- */
 
-/* Every 0.1 s: processes pending, asyncio, and whether the targets live on.
+/* Every 0.1 s (after the sinks' flush): processes pending, asyncio, and whether the targets live on.
  * 0 goes on, 1 ends (rec->ended says why), -errno fails. */
 static int refresh(struct recording *rec)
 {
@@ -602,6 +602,10 @@ static int loop_once(struct recording *rec, double t, double *next_refresh)
 		return rc < 0 ? rc : 1;
 	if (t >= *next_refresh) {
 		*next_refresh = t + 0.1;
+		/* A streaming format's readers follow the file (tail -f). */
+		rc = sinks__flush(&rec->sinks);
+		if (rc)
+			return rc;
 		rc = refresh(rec);
 		if (rc)
 			return rc;

@@ -37,9 +37,10 @@ static const char report_doc[] =
 "       pyprof-bpf report --diff BASE.pyprof NEW.pyprof [-o DIFF.html]\n"
 "\v"
 "Formats: perf-script (default), collapsed, speedscope, pprof, flamegraph,\n"
-"pstats, callgrind, top, heatmap; with -o the format is inferred from the\n"
-"extension (.perf .folded .speedscope.json .pb.gz .html .svg .pstats .prof\n"
-".callgrind, callgrind.out.*, .heatmap.html). The output is the one that recording\n"
+"pstats, callgrind, top, heatmap, jsonl, chrome-trace; with -o the format is\n"
+"inferred from the extension (.perf .folded .speedscope.json .pb.gz .html .svg\n"
+".pstats .prof .callgrind, callgrind.out.*, .heatmap.html .jsonl .trace.json).\n"
+"The output is the one that recording\n"
 "straight to that format with the same options writes. A truncated recording\n"
 "(the recorder was killed) is reported up to its last complete sample, with a\n"
 "warning.\n"
@@ -59,7 +60,8 @@ static const char report_doc[] =
 "    pyprof-bpf report -i rec.pyprof -o callgrind.out.1  # kcachegrind\n"
 "    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n"
 "    pyprof-bpf report -i rec.pyprof -o rec.heatmap.html # source lines by time\n"
-"    pyprof-bpf report --diff before.pyprof after.pyprof -o diff.html\n";
+"    pyprof-bpf report --diff before.pyprof after.pyprof -o diff.html\n"
+"    pyprof-bpf report -i rec.pyprof -o run.trace.json  # timeline: Perfetto\n";
 
 static const struct argp_option report_options[] = {
 	{ "input", 'i', "REC", 0, "The raw recording to read (- for stdin)", 0 },

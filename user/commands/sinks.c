@@ -89,6 +89,13 @@ int sinks__emit(struct sinks *k, const struct out_sample *s)
 	return 0;
 }
 
+int sinks__flush(struct sinks *k)
+{
+	int rc = k->out ? output__flush(k->out) : 0;
+
+	return rc ? failed(k, rc, k->out_path) : 0;
+}
+
 void sinks__free(struct sinks *k)
 {
 	output__free(k->out);

@@ -38,6 +38,8 @@ struct sinks {
 
 /* @s to every sink: 0, or the first failure's -errno (in err, err_file). */
 int sinks__emit(struct sinks *k, const struct out_sample *s);
+/* What a streaming writer (jsonl) holds, to its file: 0 or its write error. */
+int sinks__flush(struct sinks *k);
 void sinks__free(struct sinks *k);
 
 #endif

@@ -24,6 +24,9 @@ static const char *const svg_exts[] = { ".svg", NULL };
 static const char *const pstats_exts[] = { ".pstats", ".prof", NULL };
 static const char *const callgrind_exts[] = { ".callgrind", NULL };
 static const char *const heatmap_exts[] = { ".heatmap.html", NULL };
+static const char *const jsonl_exts[] = { ".jsonl", NULL };
+static const char *const chrome_aliases[] = { "chrometrace", NULL };
+static const char *const chrome_exts[] = { ".trace.json", NULL };
 static const char *const none[] = { NULL };
 
 /* Formats are data: first match wins; names first, extensions by longest match. */
@@ -38,6 +41,8 @@ static const struct output_fmt formats[] = {
 	{ "callgrind", none, callgrind_exts, &output_callgrind_ops, 0 },
 	{ "top", none, none, &output_top_ops, 0 },
 	{ "heatmap", none, heatmap_exts, &output_heatmap_ops, 0 },
+	{ "jsonl", none, jsonl_exts, &output_jsonl_ops, 0 },
+	{ "chrome-trace", chrome_aliases, chrome_exts, &output_chrome_trace_ops, 0 },
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
@@ -45,7 +50,7 @@ static const struct output_fmt formats[] = {
 const char *output__format_names(void)
 {
 	return "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, callgrind, top, "
-	       "heatmap";
+	       "heatmap, jsonl, chrome-trace";
 }
 
 static const struct output_fmt *fmt_by_name(const char *name)
@@ -215,6 +220,15 @@ int output__finish(struct output *o)
 	if (!err && o->err)
 		err = o->err;
 	return err;
+}
+
+int output__flush(struct output *o)
+{
+	if (o->finished || o->err || !o->fmt->ops->stream)
+		return o->err;
+	if (fflush(o->f) && !o->err)
+		o->err = -errno;
+	return o->err;
 }
 
 void output__free(struct output *o)

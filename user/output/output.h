@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * output.h - writers for the profile formats: perf-script, collapsed,
- * speedscope, pprof, flamegraph (HTML or SVG), pstats, callgrind and a
- * terminal summary (top).
+ * speedscope, pprof, flamegraph (HTML or SVG), pstats, callgrind, a
+ * terminal summary (top), a heatmap of source lines, JSON Lines (jsonl) and a
+ * timeline (chrome-trace).
  *
  * One output writes one format to one file (or stdout). Samples go in one by
  * one with output__add(); streaming formats (perf-script) write them at once,
@@ -127,7 +128,8 @@ struct output_opts {
  * infer it from @path's extension (.txt/.perf -> perf-script, .folded/
  * .collapsed -> collapsed, .speedscope.json/.json -> speedscope, .pb.gz/
  * .pprof/.pb -> pprof, .html/.htm/.svg -> flamegraph, .pstats/.prof -> pstats,
- * .callgrind and files named callgrind.out.* -> callgrind, anything else or no
+ * .callgrind and files named callgrind.out.* -> callgrind, .heatmap.html ->
+ * heatmap, .jsonl -> jsonl, .trace.json -> chrome-trace, anything else or no
  * path -> perf-script). @path NULL or "-" writes to stdout; a file is created
  * (truncated) now so that a bad path fails before recording starts. @o may be
  * NULL for the defaults. On failure returns -errno and writes one line into
@@ -157,6 +159,12 @@ int output__add_source(struct output *o, const struct out_source *src);
  * function and file, not line. 0 or -ENOMEM.
  */
 int output__add_base(struct output *o, const struct out_sample *s);
+ * Push what a streaming format (jsonl) wrote so far to its file, so that a
+ * reader following the file sees the samples while the recording runs; the
+ * recorder calls it every 0.1 s. Other formats write at finish: nothing to do.
+ * Returns 0 or the first write error.
+ */
+int output__flush(struct output *o);
 /* Frees everything; closes the file if output__finish() was not called. Accepts NULL. */
 void output__free(struct output *o);
 
@@ -374,6 +382,7 @@ int out_model__fn_keys(const struct out_model *m, struct out_strtab *names,
 struct output_ops {
 	int aggregate;		/* build nodes and aggregates in output__add() */
 	int sources;		/* keep output__add_source()'s files in o->src */
+	int stream;		/* writes each sample at once: output__flush() flushes */
 	/* Called for every sample after interning: @stack root first, @n ids. */
 	int (*add)(struct output *o, const struct out_sample *s, uint32_t thread,
 		   const uint32_t *stack, uint32_t n);
@@ -412,6 +421,8 @@ extern const struct output_ops output_top_ops;
 extern const struct output_ops output_pstats_ops;
 extern const struct output_ops output_callgrind_ops;
 extern const struct output_ops output_heatmap_ops;
+extern const struct output_ops output_jsonl_ops;
+extern const struct output_ops output_chrome_trace_ops;
 
 /* Record the first write error of o->f (from errno) and return it; 0 if none. */
 int output__check_io(struct output *o);
