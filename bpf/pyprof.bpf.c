@@ -99,6 +99,34 @@ static __always_inline void gil_gc(struct scratch *sc, struct pyprof_sample *s, 
 		s->flags |= PYPROF_SF_GC;
 }
 
+/*
+ * --opcodes: the instruction byte the innermost Python frame was executing,
+ * at its instruction pointer in the code's adaptive bytecode. The thread is
+ * stopped: the byte is the one it executes. Interpreter frames (sent with
+ * the frame cache or --native) come first at most a few times.
+ */
+static __always_inline void read_opcode(struct scratch *sc, struct pyprof_sample *s)
+{
+	__u32 n = s->nframes;
+	__u8 op = 0;
+
+	s->opcode = 0;
+	for (__u32 i = 0; i < 4; i++) {
+		struct pyprof_frame *f;
+
+		if (i >= n || i >= PYPROF_MAX_FRAMES)
+			return;
+		f = &s->frames[i];
+		if (f->flags & PYPROF_FF_INTERP)
+			continue;
+		if (!f->code || f->instr < f->code + sc->cfg.code_adaptive ||
+		    bpf_probe_read_user(&op, 1, (const void *)f->instr))
+			return;
+		s->opcode = PYPROF_OP_KNOWN | op;
+		return;
+	}
+}
+
 /* The current thread's entry (@born: its start time), counting its sample. */
 static __always_inline struct pyprof_thread *thread_entry(__u32 tid, __u64 born)
 {
@@ -132,6 +160,7 @@ static __always_inline void begin_sample(struct scratch *sc, __u32 tgid, __u32 t
 	s->tid = tid;
 	s->cpu = cpu;
 	s->flags = 0;
+	s->opcode = 0;
 	s->nframes = 0;
 	s->cache_frame = 0;
 	s->cache_seq = 0;
@@ -144,6 +173,8 @@ static __always_inline void read_stack(struct scratch *sc, struct pyprof_thread 
 {
 	walk_stack(sc, th, tv);
 	gil_gc(sc, &sc->s, tstate);
+	if (sc->cfg.read_opcode)
+		read_opcode(sc, &sc->s);
 	if (async_tasks && sc->cfg.async_running_task)
 		send_tasks(sc, &sc->s, tstate);
 	if (th)

@@ -357,7 +357,15 @@ struct pyprof_config {
 	 * again after its image was evicted, with its code snapshots): the
 	 * tables of code objects sent forget what was sent before it. */
 	__u32 snap_gen;
-	__u32 pad_gen;
+	/*
+	 * --opcodes: each sample reads the byte its innermost Python frame's
+	 * instruction pointer points at (pyprof_sample.opcode), when that
+	 * pointer lies at or after the code object's first instruction, at
+	 * code_adaptive in the object (3.11/3.12's prev_instr is one before
+	 * it as a frame starts).
+	 */
+	__u32 read_opcode;
+	__u64 code_adaptive;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -640,7 +648,9 @@ struct pyprof_offcpu {
  */
 struct pyprof_sample {
 	__u32 kind;			/* PYPROF_REC_SAMPLE */
-	__u32 pad;
+	/* config.read_opcode: PYPROF_OP_KNOWN | the innermost Python frame's
+	 * instruction byte; 0: not read. */
+	__u32 opcode;
 	__u64 ts_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u64 tstate;			/* 0 when status is PYPROF_NO_PYSTATE */
 	__u32 pid;			/* host tgid */
@@ -658,6 +668,8 @@ struct pyprof_sample {
 	__u64 cache_prev;
 	struct pyprof_frame frames[PYPROF_MAX_FRAMES];
 };
+
+#define PYPROF_OP_KNOWN		(1u << 16)
 
 #define PYPROF_SAMPLE_HDR_SIZE	__builtin_offsetof(struct pyprof_sample, frames)
 #define PYPROF_SAMPLE_SIZE(n)	(PYPROF_SAMPLE_HDR_SIZE + \

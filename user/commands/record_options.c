@@ -66,6 +66,7 @@ const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode off-cpu -d 10 -o wait.folded  # why it waits\n"
 "    sudo pyprof-bpf -p 1234 --mode gil -d 10 -o gil.html  # who holds the GIL\n"
 "    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
+"    sudo pyprof-bpf -p 1234 --opcodes -o op.html  # and the instruction running\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -81,6 +82,7 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_ASYNC,
 	OPT_COMM,
+	OPT_OPCODES,
 };
 
 const struct argp_option record_options[] = {
@@ -122,6 +124,9 @@ const struct argp_option record_options[] = {
 	  "then the frames of the task awaiting it, and so on to the root task; =all: also "
 	  "every pending task at each tick, read from outside, weighing the wall time since "
 	  "the last (event task-wait)", 0 },
+	{ "opcodes", OPT_OPCODES, NULL, 0, "Each sample ends in the bytecode instruction its "
+	  "innermost Python frame was executing, specialised form included, read at the sample "
+	  "from the code's adaptive bytecode: [op] BINARY_OP_ADD_INT", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -359,6 +364,9 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_KERNEL:
 		env->kernel = 1;
+		break;
+	case OPT_OPCODES:
+		env->opcodes = 1;
 		break;
 	case OPT_NATIVE:
 		if (!env->native_stack)

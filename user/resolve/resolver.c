@@ -7,6 +7,7 @@
 #include "sampling/proc_follow.h"
 #include "symbols/stack_memo.h"
 #include "symbols/symbolizer.h"
+#include "target/opcodes/opnames.h"
 #include "target/procset.h"
 #include "target/thread_names.h"
 #include "util/clock.h"
@@ -140,11 +141,17 @@ static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct r
 	rc = splice_tasks(rv, e, r, s);
 	if (rc)
 		return rc;
-	if (rv->o.leaf) {
-		s->nleaf = leaf_names__frames(rv->o.leaf, orig, LEAF_CPU, rv->o.gil_mode,
-					      out->leaf[0]);
-		s->leaf = out->leaf[0];
-	}
+	s->nleaf = 0;
+	s->leaf = out->leaf[0];
+	/* --opcodes: the instruction, next to the frame that executed it. */
+	if ((orig->opcode & SAMPLE_OP_KNOWN) && r->nframes && e->p)
+		out->leaf[0][s->nleaf++] = (struct out_leaf){
+			OUT_FRAME_STATUS, opnames__leaf(pyproc__offsets(e->p)->version_hex,
+							(uint8_t)orig->opcode, out->op,
+							sizeof(out->op)) };
+	if (rv->o.leaf)
+		s->nleaf += leaf_names__frames(rv->o.leaf, orig, LEAF_CPU, rv->o.gil_mode,
+					       out->leaf[0] + s->nleaf);
 	out->n = 1;
 	return 0;
 }

@@ -77,7 +77,13 @@ struct raw_sample {
 	uint32_t ntasks;
 	uint32_t tasks_flags;		/* SAMPLE_TF_* */
 	const struct sample_task *tasks;
+	/* --opcodes: SAMPLE_OP_KNOWN | the instruction byte the innermost
+	 * Python frame was executing, read from its code's adaptive bytecode
+	 * at the sample (its name: target/opcodes/opnames.h); 0: not read. */
+	uint32_t opcode;
 };
+
+#define SAMPLE_OP_KNOWN (1u << 16)
 
 /* Tasks of one chain at most (PYPROF_MAX_TASKS), and the awaiting tasks'
  * suspended frames of one sample (PYPROF_MAX_AWAIT_FRAMES). */
@@ -265,6 +271,9 @@ struct sampler_opts {
 	/* BPF backend: samples may carry asyncio tasks (--async); without it
 	 * bpf_sampler__set_async() is refused. */
 	int async_tasks;
+	/* Both backends: samples carry the instruction byte their innermost
+	 * Python frame was executing (raw_sample.opcode). */
+	int opcodes;
 };
 
 /*

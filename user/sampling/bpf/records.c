@@ -25,6 +25,7 @@ _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct pyprof_frame, flags) == offsetof(struct py_rawframe, reserved),
 	       "records are handed out without copying");
 _Static_assert((int)PYPROF_FF_NO_SNAPSHOT == (int)SAMPLE_FF_NO_SNAPSHOT, "frame flags are the record's");
+_Static_assert(PYPROF_OP_KNOWN == SAMPLE_OP_KNOWN, "one opcode word");
 _Static_assert(PYPROF_FF_INTERP == FC_FRAME_INTERP &&
 	       PYPROF_SF_ANCHOR_READ == FC_REC_ANCHOR_READ &&
 	       PYPROF_SF_AT_ANCHOR == FC_REC_AT_ANCHOR && PYPROF_SF_BASE == FC_REC_BASE,
@@ -336,6 +337,7 @@ static int deliver_tick(struct bpf_sampler *s, const struct pyprof_sample *r,
 	rs.nframes = fo->nframes;
 	rs.frames = fo->frames;
 	rs.unchanged = fo->unchanged;
+	rs.opcode = r->opcode & (PYPROF_OP_KNOWN | 0xff);
 	ret = s->fn(s->fn_ctx, &rs);
 	if (ret) {
 		/* libbpf stops consuming on a negative return only. */
