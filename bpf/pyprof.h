@@ -366,6 +366,20 @@ struct pyprof_config {
 	 */
 	__u32 read_opcode;
 	__u64 code_adaptive;
+	/*
+	 * --mode exception (exc_mode != 0): only threads with an exception
+	 * in flight (at exc_current in the thread state) or being handled
+	 * (the exception stack from the item at exc_info, each item's
+	 * exc_value then previous_item, at most PYPROF_EXC_CHAIN) are sampled,
+	 * an exception being an object whose type (at ob_type) has
+	 * PYPROF_TPFLAGS_BASE_EXC in its flags (at tp_flags).
+	 */
+	__u32 exc_mode;
+	__u32 pad_exc;
+	__u64 exc_current;
+	__u64 exc_info;
+	__u64 ob_type;
+	__u64 tp_flags;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -666,10 +680,14 @@ struct pyprof_sample {
 	/* With PYPROF_SF_AT_ANCHOR: the anchor frame's caller, as read now
 	 * (a check userspace makes against its cached stack). */
 	__u64 cache_prev;
+	/* config.exc_mode: the type object of the thread's exception. */
+	__u64 exc_type;
 	struct pyprof_frame frames[PYPROF_MAX_FRAMES];
 };
 
 #define PYPROF_OP_KNOWN		(1u << 16)
+#define PYPROF_EXC_CHAIN	32
+#define PYPROF_TPFLAGS_BASE_EXC	(1ULL << 30)
 
 #define PYPROF_SAMPLE_HDR_SIZE	__builtin_offsetof(struct pyprof_sample, frames)
 #define PYPROF_SAMPLE_SIZE(n)	(PYPROF_SAMPLE_HDR_SIZE + \

@@ -44,10 +44,13 @@ const char record_doc[] =
 "ending in why: [syscall] NAME and the kernel functions it slept in, [GIL wait],\n"
 "or [runnable] (woken or preempted, waiting for a CPU); wall is both, so each\n"
 "thread's samples add up to its time; gil marks CPU samples of a thread without\n"
-"the GIL [GIL released]. A thread running a garbage collection gets <GC> in\n"
-"every mode. The remote backend (used without CAP_BPF/CAP_PERFMON) polls the\n"
-"target from outside at each tick: it offers cpu (threads in state R), wall\n"
-"(every thread) and gil, and cannot tell why a thread waits (no off-cpu).\n"
+"the GIL [GIL released]; exception samples only threads with an exception in\n"
+"flight or being handled (an except block, a finally it propagates through, a\n"
+"handler in a generator or coroutine running), ending in [exception] TYPE. A\n"
+"thread running a garbage collection gets <GC> in every mode. The remote backend\n"
+"(used without CAP_BPF/CAP_PERFMON) polls the target from outside at each tick:\n"
+"it offers cpu (threads in state R), wall (every thread), gil and exception, and\n"
+"cannot tell why a thread waits (no off-cpu).\n"
 "\n"
 "EXAMPLES:\n"
 "    sudo pyprof-bpf -p 1234                      # 99 Hz to stdout, to Ctrl-C\n"
@@ -65,6 +68,7 @@ const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode wall -d 10 -o wall.html  # on and off CPU\n"
 "    sudo pyprof-bpf -p 1234 --mode off-cpu -d 10 -o wait.folded  # why it waits\n"
 "    sudo pyprof-bpf -p 1234 --mode gil -d 10 -o gil.html  # who holds the GIL\n"
+"    sudo pyprof-bpf -p 1234 --mode exception -o exc.html  # time in handlers\n"
 "    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
 "    sudo pyprof-bpf -p 1234 --opcodes -o op.html  # and the instruction running\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
@@ -108,9 +112,10 @@ const struct argp_option record_options[] = {
 	  "the target (ticks only while it runs, but a cost at each of its context switches); "
 	  "cpu: one per CPU (no cost at its switches, a timer on every CPU); auto (default): "
 	  "cpu while the rate is at most 1,000 Hz and CPUs x rate at most 200,000", 0 },
-	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
-	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
-	  "the GIL was held (gil)", 0 },
+	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil|exception", 0, "What to sample (default cpu): "
+	  "threads on a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by "
+	  "whether the GIL was held (gil); CPU time of threads with an exception in flight or "
+	  "being handled, ending in [exception] TYPE (exception)", 0 },
 	{ "kernel", OPT_KERNEL, NULL, 0, "BPF: a sample taken in the kernel (a system call at "
 	  "work) ends in the kernel functions it was in", 0 },
 	{ "native", OPT_NATIVE, NULL, 0, "BPF: native frames too (C extensions, libc, the "
@@ -143,6 +148,8 @@ const char *record_mode_name(enum sampler_mode m)
 		return "wall";
 	case SAMPLER_MODE_GIL:
 		return "gil";
+	case SAMPLER_MODE_EXCEPTION:
+		return "exception";
 	default:
 		return "cpu";
 	}
@@ -188,10 +195,11 @@ static void parse_enums(struct record_env *env, int key, char *arg, struct argp_
 {
 	static const char *const backends[] = { "bpf", "remote", NULL };
 	static const char *const events[] = { "auto", "thread", "cpu", NULL };
-	static const char *const modes[] = { "cpu", "off-cpu", "offcpu", "wall", "gil", NULL };
+	static const char *const modes[] = { "cpu", "off-cpu", "offcpu", "wall", "gil",
+					     "exception", NULL };
 	static const enum sampler_mode mode_of[] = { SAMPLER_MODE_CPU, SAMPLER_MODE_OFFCPU,
 						     SAMPLER_MODE_OFFCPU, SAMPLER_MODE_WALL,
-						     SAMPLER_MODE_GIL };
+						     SAMPLER_MODE_GIL, SAMPLER_MODE_EXCEPTION };
 
 	switch (key) {
 	case OPT_BACKEND:
@@ -203,8 +211,8 @@ static void parse_enums(struct record_env *env, int key, char *arg, struct argp_
 					"events (auto, thread or cpu)", state);
 		break;
 	case OPT_MODE:
-		env->mode = mode_of[parse_choice(arg, modes, "mode (cpu, off-cpu, wall or gil)",
-						 state)];
+		env->mode = mode_of[parse_choice(arg, modes,
+						 "mode (cpu, off-cpu, wall, gil or exception)", state)];
 		break;
 	}
 }

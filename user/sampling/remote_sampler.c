@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include "target/procfs.h"
+#include "target/exceptions.h"
 #include "target/remote_mem.h"
 #include "sampling/remote_sampler.h"
 #include "util/clock.h"
@@ -95,12 +96,15 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	case SAMPLER_MODE_CPU:
 	case SAMPLER_MODE_WALL:
 	case SAMPLER_MODE_GIL:
+	case SAMPLER_MODE_EXCEPTION:
 		break;
 	case SAMPLER_MODE_OFFCPU:	/* polling cannot see why a thread waits */
 		return -ENOTSUP;
 	default:
 		return -EINVAL;
 	}
+	if (o->mode == SAMPLER_MODE_EXCEPTION && !pyproc__offsets(p)->tstate_exc_info)
+		return -ENOTSUP;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -355,6 +359,11 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 			continue;
 		}
 		if (mode != SAMPLER_MODE_WALL && !thread_running(s, c, s->threads[i].host_tid))
+			continue;
+		/* Exception mode: only a thread with an exception, read just
+		 * before its stack. */
+		if (mode == SAMPLER_MODE_EXCEPTION &&
+		    (exceptions__type(s->proc, s->threads[i].tstate, &r.exc_type) || !r.exc_type))
 			continue;
 		rc = walk_consistent(s, i, &nf, &truncated, &torn);
 		if (rc == -ESRCH)

@@ -81,6 +81,9 @@ struct raw_sample {
 	 * Python frame was executing, read from its code's adaptive bytecode
 	 * at the sample (its name: target/opcodes/opnames.h); 0: not read. */
 	uint32_t opcode;
+	/* SAMPLER_MODE_EXCEPTION: the type object of the thread's exception
+	 * (the one in flight, else the topmost being handled). */
+	uint64_t exc_type;
 };
 
 #define SAMPLE_OP_KNOWN (1u << 16)
@@ -228,6 +231,9 @@ enum sampler_mode {
 	SAMPLER_MODE_OFFCPU,	/* intervals off the CPU, with why (BPF only) */
 	SAMPLER_MODE_WALL,	/* both: every thread's whole time */
 	SAMPLER_MODE_GIL,	/* CPU ticks, marked by whether the GIL was held */
+	/* CPU ticks of threads with an exception in flight or being handled
+	 * (target/exc_offsets.h), raw_sample.exc_type its type */
+	SAMPLER_MODE_EXCEPTION,
 };
 
 enum sampler_events {
