@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include "target/procfs.h"
 #include "target/exceptions.h"
+#include "target/opcodes/opcode_read.h"
 #include "target/remote_mem.h"
 #include "sampling/remote_sampler.h"
 #include "util/clock.h"
@@ -296,20 +297,16 @@ static int gil_read(struct remote_sampler *s, uint64_t *holder, int *collecting)
 }
 
 /*
- * --opcodes: the instruction byte at the innermost Python frame's
- * instruction pointer, read just after the walk (the thread runs on: the
- * instruction it executes by then, most often the same one). 0 when there
- * is none to read: SAMPLE_OP_KNOWN | the byte.
+ * --opcodes: SAMPLE_OP_KNOWN | the instruction byte at the innermost Python
+ * frame's instruction pointer, read just after the walk (the thread runs
+ * on: the instruction it executes by then, most often the same one); 0 when
+ * there is none to read.
  */
-static uint32_t opcode_read(struct remote_sampler *s, const struct py_rawframe *f, size_t n)
+static uint32_t innermost_opcode(struct remote_sampler *s, const struct py_rawframe *f, size_t n)
 {
-	uint64_t first = pyproc__offsets(s->proc)->code_adaptive;
 	uint8_t op;
 
-	if (!n || !f->code || !first || f->instr < f->code + first ||
-	    remote_read(pyproc__pid(s->proc), f->instr, &op, 1))
-		return 0;
-	return SAMPLE_OP_KNOWN | op;
+	return n && !opcode_read(s->proc, f, &op) ? SAMPLE_OP_KNOWN | op : 0;
 }
 
 int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
@@ -380,7 +377,7 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		r.frames = s->frames;
 		r.kind = SAMPLE_KIND_CPU;
 		if (s->opts.opcodes)
-			r.opcode = opcode_read(s, s->frames, r.nframes);
+			r.opcode = innermost_opcode(s, s->frames, r.nframes);
 		if (gil_known && (!s->gil.interp || s->threads[i].interp == s->gil.interp)) {
 			r.flags = SAMPLE_F_GIL_KNOWN;
 			if (s->threads[i].tstate == gil_holder)
