@@ -99,6 +99,71 @@ static __always_inline void gil_gc(struct scratch *sc, struct pyprof_sample *s, 
 		s->flags |= PYPROF_SF_GC;
 }
 
+/*
+ * --opcodes: the instruction byte the innermost Python frame was executing,
+ * at its instruction pointer in the code's adaptive bytecode. The thread is
+ * stopped: the byte is the one it executes. Interpreter frames (sent with
+ * the frame cache or --native) come first at most a few times.
+ */
+static __always_inline void read_opcode(struct scratch *sc, struct pyprof_sample *s)
+{
+	__u32 n = s->nframes;
+	__u8 op = 0;
+
+	s->opcode = 0;
+	for (__u32 i = 0; i < 4; i++) {
+		struct pyprof_frame *f;
+
+		if (i >= n || i >= PYPROF_MAX_FRAMES)
+			return;
+		f = &s->frames[i];
+		if (f->flags & PYPROF_FF_INTERP)
+			continue;
+		if (!f->code || f->instr < f->code + sc->cfg.code_adaptive ||
+		    bpf_probe_read_user(&op, 1, (const void *)f->instr))
+			return;
+		s->opcode = PYPROF_OP_KNOWN | op;
+		return;
+	}
+}
+
+/* The type of @obj when it is an exception instance, else 0. */
+static __always_inline __u64 exception_type(struct scratch *sc, __u64 obj)
+{
+	__u64 type = 0, flags = 0;
+
+	if (!obj || bpf_probe_read_user(&type, sizeof(type), (const void *)(obj + sc->cfg.ob_type)) ||
+	    !type ||
+	    bpf_probe_read_user(&flags, sizeof(flags), (const void *)(type + sc->cfg.tp_flags)))
+		return 0;
+	return flags & PYPROF_TPFLAGS_BASE_EXC ? type : 0;
+}
+
+/*
+ * Exception mode: the type of the exception thread state @tstate has in
+ * flight, else of the topmost one its exception stack holds (the handlers
+ * of the frames, generators and coroutines running); 0: none.
+ */
+static __always_inline __u64 thread_exception(struct scratch *sc, __u64 tstate)
+{
+	__u64 cur = 0, item = 0, it[2], type;
+
+	if (!bpf_probe_read_user(&cur, sizeof(cur), (const void *)(tstate + sc->cfg.exc_current)) &&
+	    (type = exception_type(sc, cur)))
+		return type;
+	if (bpf_probe_read_user(&item, sizeof(item), (const void *)(tstate + sc->cfg.exc_info)))
+		return 0;
+	for (__u32 i = 0; i < PYPROF_EXC_CHAIN && item; i++) {
+		if (bpf_probe_read_user(it, sizeof(it), (const void *)item))
+			return 0;
+		type = exception_type(sc, it[0]);
+		if (type)
+			return type;
+		item = it[1];
+	}
+	return 0;
+}
+
 /* The current thread's entry (@born: its start time), counting its sample. */
 static __always_inline struct pyprof_thread *thread_entry(__u32 tid, __u64 born)
 {
@@ -132,10 +197,12 @@ static __always_inline void begin_sample(struct scratch *sc, __u32 tgid, __u32 t
 	s->tid = tid;
 	s->cpu = cpu;
 	s->flags = 0;
+	s->opcode = 0;
 	s->nframes = 0;
 	s->cache_frame = 0;
 	s->cache_seq = 0;
 	s->cache_prev = 0;
+	s->exc_type = 0;
 }
 
 /* The stack of a thread with state @tstate, and what else its sample says. */
@@ -144,6 +211,8 @@ static __always_inline void read_stack(struct scratch *sc, struct pyprof_thread 
 {
 	walk_stack(sc, th, tv);
 	gil_gc(sc, &sc->s, tstate);
+	if (sc->cfg.read_opcode)
+		read_opcode(sc, &sc->s);
 	if (async_tasks && sc->cfg.async_running_task)
 		send_tasks(sc, &sc->s, tstate);
 	if (th)
@@ -215,6 +284,10 @@ static __always_inline int take_sample(bool switch_out)
 	exiting = task->flags & PF_EXITING;
 	tstate = exiting ? 0 : find_tstate(sc, th, tid, thread_id_of(task), born, &tv);
 	sc->s.tstate = tstate;
+	/* Exception mode: a thread with none is not sampled at all. */
+	if (sc->cfg.exc_mode && !switch_out &&
+	    (!tstate || !(sc->s.exc_type = thread_exception(sc, tstate))))
+		return 0;
 	if (!tstate)
 		sc->w.status = stateless_status(th, task, tid == tgid, sc->s.ts_ns, born, exiting);
 	else if (switch_out && th && walked_just_now(sc, th, tv.fp))

@@ -357,7 +357,29 @@ struct pyprof_config {
 	 * again after its image was evicted, with its code snapshots): the
 	 * tables of code objects sent forget what was sent before it. */
 	__u32 snap_gen;
-	__u32 pad_gen;
+	/*
+	 * --opcodes: each sample reads the byte its innermost Python frame's
+	 * instruction pointer points at (pyprof_sample.opcode), when that
+	 * pointer lies at or after the code object's first instruction, at
+	 * code_adaptive in the object (3.11/3.12's prev_instr is one before
+	 * it as a frame starts).
+	 */
+	__u32 read_opcode;
+	__u64 code_adaptive;
+	/*
+	 * --mode exception (exc_mode != 0): only threads with an exception
+	 * in flight (at exc_current in the thread state) or being handled
+	 * (the exception stack from the item at exc_info, each item's
+	 * exc_value then previous_item, at most PYPROF_EXC_CHAIN) are sampled,
+	 * an exception being an object whose type (at ob_type) has
+	 * PYPROF_TPFLAGS_BASE_EXC in its flags (at tp_flags).
+	 */
+	__u32 exc_mode;
+	__u32 pad_exc;
+	__u64 exc_current;
+	__u64 exc_info;
+	__u64 ob_type;
+	__u64 tp_flags;
 };
 
 /* Processes followed at once at most (the procs map). */
@@ -640,7 +662,9 @@ struct pyprof_offcpu {
  */
 struct pyprof_sample {
 	__u32 kind;			/* PYPROF_REC_SAMPLE */
-	__u32 pad;
+	/* config.read_opcode: PYPROF_OP_KNOWN | the innermost Python frame's
+	 * instruction byte; 0: not read. */
+	__u32 opcode;
 	__u64 ts_ns;			/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u64 tstate;			/* 0 when status is PYPROF_NO_PYSTATE */
 	__u32 pid;			/* host tgid */
@@ -656,8 +680,14 @@ struct pyprof_sample {
 	/* With PYPROF_SF_AT_ANCHOR: the anchor frame's caller, as read now
 	 * (a check userspace makes against its cached stack). */
 	__u64 cache_prev;
+	/* config.exc_mode: the type object of the thread's exception. */
+	__u64 exc_type;
 	struct pyprof_frame frames[PYPROF_MAX_FRAMES];
 };
+
+#define PYPROF_OP_KNOWN		(1u << 16)
+#define PYPROF_EXC_CHAIN	32
+#define PYPROF_TPFLAGS_BASE_EXC	(1ULL << 30)
 
 #define PYPROF_SAMPLE_HDR_SIZE	__builtin_offsetof(struct pyprof_sample, frames)
 #define PYPROF_SAMPLE_SIZE(n)	(PYPROF_SAMPLE_HDR_SIZE + \

@@ -7,6 +7,8 @@
 #include "asyncio/asyncio.h"
 #include "commands/dump.h"
 #include "output/json_writer.h"
+#include "target/opcodes/opcode_read.h"
+#include "target/opcodes/opnames.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
 #include "symbols/symbolizer.h"
@@ -22,6 +24,7 @@ struct dump_thread {
 	size_t nframes;
 	int truncated;
 	char name[64];
+	char op[48];		/* --opcodes: "[op] NAME"; "": not read */
 };
 
 static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
@@ -42,7 +45,8 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 		for (size_t k = t->nframes; k-- > 0;) {
 			const struct py_sym *s = &t->syms[k];
 
-			fprintf(out, "    %s (%s:%d)\n", s->function, s->file, s->line);
+			fprintf(out, "    %s (%s:%d)%s%s\n", s->function, s->file, s->line,
+				k == 0 && t->op[0] ? " " : "", k == 0 ? t->op : "");
 		}
 	}
 }
@@ -75,6 +79,10 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 			fprintf(out, ", \"truncated\": \"%s\"",
 				t->truncated == PY_WALK_LOOPED ? "loop" :
 				t->truncated == DUMP_CUT_FAULT ? "read-fault" : "depth");
+		if (t->op[0]) {
+			fputs(", \"opcode\": ", out);
+			json_write_string(out, t->op + 5);	/* after "[op] " */
+		}
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++)
 			json_frame(out, &t->syms[k], k == 0);
@@ -88,8 +96,18 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 #define DUMP_ATTEMPTS 20
 
 
+/* --opcodes: the instruction @t's innermost frame (@raw[0], its walk's) is
+ * at, read now: it runs on, so the one it has reached by then. */
+static void thread_opcode(struct pyproc *p, struct dump_thread *t, const struct py_rawframe *raw)
+{
+	uint8_t op;
+
+	if (t->nframes && !opcode_read(p, &raw[0], &op))
+		opnames__leaf(pyproc__offsets(p)->version_hex, op, t->op, sizeof(t->op));
+}
+
 static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
-		       struct py_rawframe *raw)
+		       struct py_rawframe *raw, int opcodes)
 {
 	size_t nf = 0, bad = 0;
 	uint64_t h, last = 0;
@@ -152,6 +170,8 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 	else if (t->truncated)
 		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
 			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
+	if (opcodes)
+		thread_opcode(p, t, raw);
 	return 0;
 }
 
@@ -309,7 +329,7 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 
 		t->t = threads[i];
 		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
-		rc = dump_thread(p, sym, t, raw);
+		rc = dump_thread(p, sym, t, raw, o->opcodes);
 		if (rc && rc != -ESRCH && !procfs__thread_alive(o->pid, t->t.host_tid)) {
 			/* it ended while we read it: it is not part of "now" */
 			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));

@@ -10,6 +10,7 @@ struct dump_opts {
 	pid_t pid;
 	int json;
 	int async;	/* --async: asyncio tasks instead of thread stacks */
+	int opcodes;	/* --opcodes: each thread's innermost instruction */
 };
 
 /* 0, or -errno with one line in @err. */

@@ -184,6 +184,7 @@ static void setup_sampler_opts(struct recording *rec)
 		.kernel_stacks = env->kernel,
 		.native_stack = (unsigned int)env->native_stack,
 		.async_tasks = env->async != 0,
+		.opcodes = env->opcodes,
 	};
 }
 

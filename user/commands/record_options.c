@@ -47,10 +47,13 @@ const char record_doc[] =
 "ending in why: [syscall] NAME and the kernel functions it slept in, [GIL wait],\n"
 "or [runnable] (woken or preempted, waiting for a CPU); wall is both, so each\n"
 "thread's samples add up to its time; gil marks CPU samples of a thread without\n"
-"the GIL [GIL released]. A thread running a garbage collection gets <GC> in\n"
-"every mode. The remote backend (used without CAP_BPF/CAP_PERFMON) polls the\n"
-"target from outside at each tick: it offers cpu (threads in state R), wall\n"
-"(every thread) and gil, and cannot tell why a thread waits (no off-cpu).\n"
+"the GIL [GIL released]; exception samples only threads with an exception in\n"
+"flight or being handled (an except block, a finally it propagates through, a\n"
+"handler in a generator or coroutine running), ending in [exception] TYPE. A\n"
+"thread running a garbage collection gets <GC> in every mode. The remote backend\n"
+"(used without CAP_BPF/CAP_PERFMON) polls the target from outside at each tick:\n"
+"it offers cpu (threads in state R), wall (every thread), gil and exception, and\n"
+"cannot tell why a thread waits (no off-cpu).\n"
 "\n"
 "EXAMPLES:\n"
 "    sudo pyprof-bpf -p 1234                      # 99 Hz to stdout, to Ctrl-C\n"
@@ -73,7 +76,9 @@ const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode wall -d 10 -o wall.html  # on and off CPU\n"
 "    sudo pyprof-bpf -p 1234 --mode off-cpu -d 10 -o wait.folded  # why it waits\n"
 "    sudo pyprof-bpf -p 1234 --mode gil -d 10 -o gil.html  # who holds the GIL\n"
+"    sudo pyprof-bpf -p 1234 --mode exception -o exc.html  # time in handlers\n"
 "    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
+"    sudo pyprof-bpf -p 1234 --opcodes -o op.html  # and the instruction running\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -89,6 +94,7 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_ASYNC,
 	OPT_COMM,
+	OPT_OPCODES,
 };
 
 const struct argp_option record_options[] = {
@@ -114,9 +120,10 @@ const struct argp_option record_options[] = {
 	  "the target (ticks only while it runs, but a cost at each of its context switches); "
 	  "cpu: one per CPU (no cost at its switches, a timer on every CPU); auto (default): "
 	  "cpu while the rate is at most 1,000 Hz and CPUs x rate at most 200,000", 0 },
-	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil", 0, "What to sample (default cpu): threads on "
-	  "a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by whether "
-	  "the GIL was held (gil)", 0 },
+	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil|exception", 0, "What to sample (default cpu): "
+	  "threads on a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by "
+	  "whether the GIL was held (gil); CPU time of threads with an exception in flight or "
+	  "being handled, ending in [exception] TYPE (exception)", 0 },
 	{ "kernel", OPT_KERNEL, NULL, 0, "BPF: a sample taken in the kernel (a system call at "
 	  "work) ends in the kernel functions it was in", 0 },
 	{ "native", OPT_NATIVE, NULL, 0, "BPF: native frames too (C extensions, libc, the "
@@ -130,6 +137,9 @@ const struct argp_option record_options[] = {
 	  "then the frames of the task awaiting it, and so on to the root task; =all: also "
 	  "every pending task at each tick, read from outside, weighing the wall time since "
 	  "the last (event task-wait)", 0 },
+	{ "opcodes", OPT_OPCODES, NULL, 0, "Each sample ends in the bytecode instruction its "
+	  "innermost Python frame was executing, specialised form included, read at the sample "
+	  "from the code's adaptive bytecode: [op] BINARY_OP_ADD_INT", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -146,6 +156,8 @@ const char *record_mode_name(enum sampler_mode m)
 		return "wall";
 	case SAMPLER_MODE_GIL:
 		return "gil";
+	case SAMPLER_MODE_EXCEPTION:
+		return "exception";
 	default:
 		return "cpu";
 	}
@@ -191,10 +203,11 @@ static void parse_enums(struct record_env *env, int key, char *arg, struct argp_
 {
 	static const char *const backends[] = { "bpf", "remote", NULL };
 	static const char *const events[] = { "auto", "thread", "cpu", NULL };
-	static const char *const modes[] = { "cpu", "off-cpu", "offcpu", "wall", "gil", NULL };
+	static const char *const modes[] = { "cpu", "off-cpu", "offcpu", "wall", "gil",
+					     "exception", NULL };
 	static const enum sampler_mode mode_of[] = { SAMPLER_MODE_CPU, SAMPLER_MODE_OFFCPU,
 						     SAMPLER_MODE_OFFCPU, SAMPLER_MODE_WALL,
-						     SAMPLER_MODE_GIL };
+						     SAMPLER_MODE_GIL, SAMPLER_MODE_EXCEPTION };
 
 	switch (key) {
 	case OPT_BACKEND:
@@ -206,8 +219,8 @@ static void parse_enums(struct record_env *env, int key, char *arg, struct argp_
 					"events (auto, thread or cpu)", state);
 		break;
 	case OPT_MODE:
-		env->mode = mode_of[parse_choice(arg, modes, "mode (cpu, off-cpu, wall or gil)",
-						 state)];
+		env->mode = mode_of[parse_choice(arg, modes,
+						 "mode (cpu, off-cpu, wall, gil or exception)", state)];
 		break;
 	}
 }
@@ -367,6 +380,9 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_KERNEL:
 		env->kernel = 1;
+		break;
+	case OPT_OPCODES:
+		env->opcodes = 1;
 		break;
 	case OPT_NATIVE:
 		if (!env->native_stack)

@@ -39,6 +39,7 @@ struct record_env {
 	enum sampler_events events;	/* --events */
 	enum sampler_mode mode;		/* --mode */
 	int kernel;			/* --kernel */
+	int opcodes;			/* --opcodes */
 	long native_stack;		/* --native: bytes of user stack; 0: off */
 	long stack_size;		/* --stack-size */
 	const struct record_sink *sink;	/* `top`: samples go there (record.h) */

@@ -1,18 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /* resolver.c - a raw sample made a resolved one (resolver.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "asyncio/task_stacks.h"
 #include "resolve/resolver.h"
 #include "sampling/proc_follow.h"
 #include "symbols/stack_memo.h"
 #include "symbols/symbolizer.h"
+#include "target/exceptions.h"
+#include "target/opcodes/opnames.h"
 #include "target/procset.h"
 #include "target/thread_names.h"
 #include "util/clock.h"
 
+/* Exception mode: type names already read, by type object (a direct-mapped
+ * cache: types live long, and a name is one or two reads of the target). */
+#define EXC_NAMES 64
+
+struct exc_name {
+	pid_t pid;
+	uint64_t type;
+	char name[80];		/* "[exception] NAME" */
+};
+
 struct resolver {
 	struct resolver_opts o;
+	struct exc_name exc[EXC_NAMES];
 	uint64_t deadline_ns;
 	tasks_of_fn tasks_of;
 	void *tasks_ctx;
@@ -128,6 +142,22 @@ static int splice_tasks(struct resolver *rv, struct proc_entry *e, const struct 
 	return 0;
 }
 
+/* "[exception] NAME" of exception type @type of @e's process. */
+static const char *exc_leaf(struct resolver *rv, struct proc_entry *e, uint64_t type)
+{
+	struct exc_name *x = &rv->exc[(type >> 4) % EXC_NAMES];
+	char name[64];
+
+	if (x->pid == e->pid && x->type == type)
+		return x->name;
+	if (!e->p || exceptions__type_name(e->p, type, name, sizeof(name)))
+		return "[exception] ?";	/* not kept: read again next time */
+	x->pid = e->pid;
+	x->type = type;
+	snprintf(x->name, sizeof(x->name), "[exception] %s", name);
+	return x->name;
+}
+
 /* A tick: native frames merged, tasks spliced, leaf frames added. */
 static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct raw_sample *orig,
 		       const struct raw_sample *r, struct resolved *out)
@@ -140,11 +170,20 @@ static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct r
 	rc = splice_tasks(rv, e, r, s);
 	if (rc)
 		return rc;
-	if (rv->o.leaf) {
-		s->nleaf = leaf_names__frames(rv->o.leaf, orig, LEAF_CPU, rv->o.gil_mode,
-					      out->leaf[0]);
-		s->leaf = out->leaf[0];
-	}
+	s->nleaf = 0;
+	s->leaf = out->leaf[0];
+	if (orig->exc_type)
+		out->leaf[0][s->nleaf++] = (struct out_leaf){ OUT_FRAME_STATUS,
+							      exc_leaf(rv, e, orig->exc_type) };
+	/* --opcodes: the instruction, next to the frame that executed it. */
+	if ((orig->opcode & SAMPLE_OP_KNOWN) && r->nframes && e->p)
+		out->leaf[0][s->nleaf++] = (struct out_leaf){
+			OUT_FRAME_STATUS, opnames__leaf(pyproc__offsets(e->p)->version_hex,
+							(uint8_t)orig->opcode, out->op,
+							sizeof(out->op)) };
+	if (rv->o.leaf)
+		s->nleaf += leaf_names__frames(rv->o.leaf, orig, LEAF_CPU, rv->o.gil_mode,
+					       out->leaf[0] + s->nleaf);
 	out->n = 1;
 	return 0;
 }

@@ -44,7 +44,10 @@ struct resolver_opts {
 struct resolved {
 	struct out_sample s[2];
 	uint32_t n;
-	struct out_leaf leaf[2][LEAF_MAX];
+	/* Two more than the leaf names take: exception mode's exception,
+	 * --opcodes' instruction. */
+	struct out_leaf leaf[2][LEAF_MAX + 2];
+	char op[48];			/* its name */
 	/* --native: what the sample taught of its thread's stack end */
 	struct stack_end end;
 };

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include "target/procfs.h"
+#include "target/exceptions.h"
+#include "target/opcodes/opcode_read.h"
 #include "target/remote_mem.h"
 #include "sampling/remote_sampler.h"
 #include "util/clock.h"
@@ -95,12 +97,15 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	case SAMPLER_MODE_CPU:
 	case SAMPLER_MODE_WALL:
 	case SAMPLER_MODE_GIL:
+	case SAMPLER_MODE_EXCEPTION:
 		break;
 	case SAMPLER_MODE_OFFCPU:	/* polling cannot see why a thread waits */
 		return -ENOTSUP;
 	default:
 		return -EINVAL;
 	}
+	if (o->mode == SAMPLER_MODE_EXCEPTION && !pyproc__offsets(p)->tstate_exc_info)
+		return -ENOTSUP;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -295,6 +300,19 @@ static int gil_read(struct remote_sampler *s, uint64_t *holder, int *collecting)
 	return 0;
 }
 
+/*
+ * --opcodes: SAMPLE_OP_KNOWN | the instruction byte at the innermost Python
+ * frame's instruction pointer, read just after the walk (the thread runs
+ * on: the instruction it executes by then, most often the same one); 0 when
+ * there is none to read.
+ */
+static uint32_t innermost_opcode(struct remote_sampler *s, const struct py_rawframe *f, size_t n)
+{
+	uint8_t op;
+
+	return n && !opcode_read(s->proc, f, &op) ? SAMPLE_OP_KNOWN | op : 0;
+}
+
 int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 {
 	enum sampler_mode mode = s->opts.mode;
@@ -343,6 +361,11 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		}
 		if (mode != SAMPLER_MODE_WALL && !thread_running(s, c, s->threads[i].host_tid))
 			continue;
+		/* Exception mode: only a thread with an exception, read just
+		 * before its stack. */
+		if (mode == SAMPLER_MODE_EXCEPTION &&
+		    (exceptions__type(s->proc, s->threads[i].tstate, &r.exc_type) || !r.exc_type))
+			continue;
 		rc = walk_consistent(s, i, &nf, &truncated, &torn);
 		if (rc == -ESRCH)
 			return rc;
@@ -357,6 +380,8 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		r.nframes = rc || torn ? 0 : (uint32_t)nf;
 		r.frames = s->frames;
 		r.kind = SAMPLE_KIND_CPU;
+		if (s->opts.opcodes)
+			r.opcode = innermost_opcode(s, s->frames, r.nframes);
 		if (gil_known && (!s->gil.interp || s->threads[i].interp == s->gil.interp)) {
 			r.flags = SAMPLE_F_GIL_KNOWN;
 			if (s->threads[i].tstate == gil_holder)

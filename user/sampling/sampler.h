@@ -77,7 +77,16 @@ struct raw_sample {
 	uint32_t ntasks;
 	uint32_t tasks_flags;		/* SAMPLE_TF_* */
 	const struct sample_task *tasks;
+	/* --opcodes: SAMPLE_OP_KNOWN | the instruction byte the innermost
+	 * Python frame was executing, read from its code's adaptive bytecode
+	 * at the sample (its name: target/opcodes/opnames.h); 0: not read. */
+	uint32_t opcode;
+	/* SAMPLER_MODE_EXCEPTION: the type object of the thread's exception
+	 * (the one in flight, else the topmost being handled). */
+	uint64_t exc_type;
 };
+
+#define SAMPLE_OP_KNOWN (1u << 16)
 
 /* Tasks of one chain at most (PYPROF_MAX_TASKS), and the awaiting tasks'
  * suspended frames of one sample (PYPROF_MAX_AWAIT_FRAMES). */
@@ -222,6 +231,9 @@ enum sampler_mode {
 	SAMPLER_MODE_OFFCPU,	/* intervals off the CPU, with why (BPF only) */
 	SAMPLER_MODE_WALL,	/* both: every thread's whole time */
 	SAMPLER_MODE_GIL,	/* CPU ticks, marked by whether the GIL was held */
+	/* CPU ticks of threads with an exception in flight or being handled
+	 * (target/exc_offsets.h), raw_sample.exc_type its type */
+	SAMPLER_MODE_EXCEPTION,
 };
 
 enum sampler_events {
@@ -265,6 +277,9 @@ struct sampler_opts {
 	/* BPF backend: samples may carry asyncio tasks (--async); without it
 	 * bpf_sampler__set_async() is refused. */
 	int async_tasks;
+	/* Both backends: samples carry the instruction byte their innermost
+	 * Python frame was executing (raw_sample.opcode). */
+	int opcodes;
 };
 
 /*

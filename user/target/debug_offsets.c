@@ -195,6 +195,7 @@ static const struct binding bindings[] = {
 	{ "code_object.co_code_adaptive", OFF(code_adaptive), 2 },
 	{ "code_object.localsplusnames", OFF(code_version), 8 },
 	{ "pyobject.ob_type", OFF(ob_type), 8 },
+	{ "thread_state.current_exception", OFF(tstate_exc_current), 8, 1 },
 	{ "unicode_object.state", OFF(unicode_state), 4 },
 	{ "unicode_object.length", OFF(unicode_length), 8 },
 	{ "unicode_object.asciiobject_size", OFF(unicode_ascii_data), 0 },

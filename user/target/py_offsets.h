@@ -87,6 +87,14 @@ struct py_offsets {
 
 	uint64_t ob_type;
 
+	/* --mode exception (target/exc_offsets.h): the exception in flight
+	 * (3.12+ current_exception, 3.11 curexc_value), the top of the
+	 * exception stack (exc_info), a type's name (char *) and flags. */
+	uint64_t tstate_exc_current;
+	uint64_t tstate_exc_info;
+	uint64_t type_tp_name;
+	uint64_t type_tp_flags;
+
 	uint64_t unicode_state;		/* 32-bit bitfield word */
 	uint64_t unicode_length;
 	uint64_t unicode_ascii_data;	/* sizeof(PyASCIIObject) */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "target/debug_offsets.h"
 #include "target/elf_symbols.h"
+#include "target/exc_offsets.h"
 #include "target/offsets_legacy.h"
 #include "target/procmaps.h"
 #include "target/procfs.h"
@@ -216,7 +217,22 @@ static int read_version(struct pyproc *p, const struct runtime_loc *loc, char *e
 	return -ENOTSUP;
 }
 
+static int load_table(struct pyproc *p, char *err, size_t errlen);
+
+/* The version's offsets: its table, and where its exceptions are (left 0,
+ * --mode exception refused, when the layout is not the one known). */
 static int load_offsets(struct pyproc *p, char *err, size_t errlen)
+{
+	int rc = load_table(p, err, errlen);
+
+	if (!rc && exc_offsets__fill(&p->off)) {
+		p->off.tstate_exc_current = p->off.tstate_exc_info = 0;
+		p->off.type_tp_name = p->off.type_tp_flags = 0;
+	}
+	return rc;
+}
+
+static int load_table(struct pyproc *p, char *err, size_t errlen)
 {
 	uint32_t hex = p->off.version_hex;
 	unsigned char hdr[DEBUG_OFFSETS_HEADER], *buf;

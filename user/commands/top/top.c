@@ -74,6 +74,7 @@ static const char top_doc[] =
 "    sudo pyprof-bpf top -p 1234 -F 999 --mode wall  # on and off CPU\n"
 "    sudo pyprof-bpf top -- python3 app.py        # start it and watch it\n"
 "    sudo pyprof-bpf top -p 1234 --native         # C frames too\n"
+"    sudo pyprof-bpf top -p 1234 --opcodes        # the instructions running\n"
 "    sudo pyprof-bpf top -p 1234 -d 10 | tail -40  # text snapshots\n"
 "    pyprof-bpf top -p 1234 --backend remote      # without BPF\n";
 

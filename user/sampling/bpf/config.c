@@ -237,10 +237,19 @@ void bpf_config__offcpu(const struct bpf_sampler *s, struct pyprof_config *c)
 	c->offcpu_walk_ns = bpf_lifecycle__off_cpu(s) ? OFFCPU_REUSE_NS : 0;
 }
 
-/* --native: the entry frames the merge needs, sent and flagged. */
+/* What a sample carries besides its frames: --opcodes' instruction byte,
+ * exception mode's exception (and only such threads sampled); --native: the
+ * entry frames the merge needs, sent and flagged. */
 void bpf_config__entries(const struct bpf_sampler *s, struct pyprof_config *c,
 			 const struct py_offsets *o)
 {
+	c->read_opcode = s->opcodes && o->code_adaptive;
+	c->code_adaptive = o->code_adaptive;
+	c->exc_mode = s->mode == SAMPLER_MODE_EXCEPTION;
+	c->exc_current = o->tstate_exc_current;
+	c->exc_info = o->tstate_exc_info;
+	c->ob_type = o->ob_type;
+	c->tp_flags = o->type_tp_flags;
 	if (!s->native_stack)
 		return;
 	c->keep_entries = 1;

@@ -165,6 +165,8 @@ struct bpf_sampler {
 	uint32_t kst_held, ust_held;
 	/* --native: ticks' user registers and stacks, the same way. */
 	unsigned int native_stack;
+	/* --opcodes: samples read their innermost instruction byte. */
+	int opcodes;
 	struct tick_ustack {
 		pid_t tid;		/* 0: free */
 		uint32_t len;

@@ -536,6 +536,7 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	s->verbose = o->verbose;
 	s->no_frame_cache = o->no_frame_cache;
 	s->mode = o->mode;
+	s->opcodes = o->opcodes;
 	/* Native stacks merge at the entry frames, which the frame cache's
 	 * splices leave out: off with --native. */
 	s->native_stack = o->native_stack > PYPROF_USTACK_MAX ? PYPROF_USTACK_MAX : o->native_stack;

@@ -15,6 +15,7 @@
 
 #include "sampling/bpf/internal.h"
 #include "symbols/frame_cache.h"
+#include "target/exc_offsets.h"
 
 _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct pyprof_frame, frame) == offsetof(struct py_rawframe, frame) &&
@@ -25,6 +26,9 @@ _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct pyprof_frame, flags) == offsetof(struct py_rawframe, reserved),
 	       "records are handed out without copying");
 _Static_assert((int)PYPROF_FF_NO_SNAPSHOT == (int)SAMPLE_FF_NO_SNAPSHOT, "frame flags are the record's");
+_Static_assert(PYPROF_OP_KNOWN == SAMPLE_OP_KNOWN, "one opcode word");
+_Static_assert(PYPROF_EXC_CHAIN == EXC_CHAIN_MAX && PYPROF_TPFLAGS_BASE_EXC == EXC_TPFLAGS_BASE_EXC,
+	       "one exception stack walk");
 _Static_assert(PYPROF_FF_INTERP == FC_FRAME_INTERP &&
 	       PYPROF_SF_ANCHOR_READ == FC_REC_ANCHOR_READ &&
 	       PYPROF_SF_AT_ANCHOR == FC_REC_AT_ANCHOR && PYPROF_SF_BASE == FC_REC_BASE,
@@ -336,6 +340,8 @@ static int deliver_tick(struct bpf_sampler *s, const struct pyprof_sample *r,
 	rs.nframes = fo->nframes;
 	rs.frames = fo->frames;
 	rs.unchanged = fo->unchanged;
+	rs.opcode = r->opcode & (PYPROF_OP_KNOWN | 0xff);
+	rs.exc_type = r->exc_type;
 	ret = s->fn(s->fn_ctx, &rs);
 	if (ret) {
 		/* libbpf stops consuming on a negative return only. */

@@ -44,6 +44,11 @@ int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, 
 		snprintf(err, errlen, "the BPF sampler has a target already");
 		return -EBUSY;
 	}
+	if (s->mode == SAMPLER_MODE_EXCEPTION && !pyproc__offsets(p)->tstate_exc_info) {
+		snprintf(err, errlen, "--mode exception: where Python %s keeps its exceptions is "
+			 "unknown", pyproc__version(p));
+		return -ENOTSUP;
+	}
 	ret = bpf_config__fill(&s->main_cfg, pyproc__offsets(p), pyproc__runtime(p),
 			       s->max_frames, !s->no_frame_cache, err, errlen);
 	if (ret)

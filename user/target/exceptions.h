@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exceptions.h - a thread's exception, read from outside (--mode exception,
+ * remote backend; the BPF program reads the same in the kernel), and the
+ * name of an exception's type. Definitions in target/exc_offsets.h.
+ */
+#ifndef PYPROF_TARGET_EXCEPTIONS_H
+#define PYPROF_TARGET_EXCEPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "target/pyproc.h"
+
+/*
+ * The type of the exception thread state @tstate has in flight or is
+ * handling (the one in flight first, else the topmost of its exception
+ * stack) into *type, 0 when it has none. Returns 0, -ENOTSUP when this
+ * version's offsets are unknown, or a read error.
+ */
+int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type);
+
+/* The name of type object @type (its tp_name, cut at @len - 1 bytes, only
+ * printable ASCII kept) into @buf. 0 or -errno. */
+int exceptions__type_name(const struct pyproc *p, uint64_t type, char *buf, size_t len);
+
+#endif
