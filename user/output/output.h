@@ -159,6 +159,7 @@ int output__add_source(struct output *o, const struct out_source *src);
  * function and file, not line. 0 or -ENOMEM.
  */
 int output__add_base(struct output *o, const struct out_sample *s);
+/*
  * Push what a streaming format (jsonl) wrote so far to its file, so that a
  * reader following the file sees the samples while the recording runs; the
  * recorder calls it every 0.1 s. Other formats write at finish: nothing to do.
