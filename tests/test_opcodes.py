@@ -180,6 +180,32 @@ def test_hot_opcode(interp, which, backend, tmp_path):
     # The raw recording carries the leaves: report gives the same stacks.
     again = run([BINARY, "report", str(raw), "--format", "collapsed"]).stdout
     assert sorted(again.splitlines()) == sorted(text.splitlines())
+    # The heatmap names each line's commonest instruction, as the stacks
+    # count them per line of the innermost frame; the hot one is on a line
+    # of the hot function.
+    page = run([BINARY, "report", str(raw), "--format", "heatmap"]).stdout
+    script = os.path.basename(TARGET)
+    section = [c for c in page.split("<section ")[1:]
+               if re.match(r'[^>]*data-path="[^"]*/' + re.escape(script) + '"', c)]
+    assert len(section) == 1, page[:2000]
+    rows = {int(m[1]): m[2] for m in re.finditer(
+        r'<tr class="l hot"[^>]*data-line="(\d+)"[^>]*>.*?<td class="op"(?: title="[^"]*" '
+        r'data-op="([^"]*)")?>', section[0]) if m[2]}
+    per_line = collections.defaultdict(collections.Counter)
+    hot_lines = set()
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [urllib.parse.unquote(f) for f in stack.split(";")]
+        if frames[-1].startswith("[op] ") and frames[-2].startswith("py::") and \
+                frames[-2].rsplit(":", 1)[0].endswith("/" + script):
+            ln = int(frames[-2].rsplit(":", 1)[1])
+            per_line[ln][frames[-1][5:]] += int(count)
+            if frames[-2].startswith(f"py::{func}:"):
+                hot_lines.add(ln)
+    clear = {ln: c.most_common(1)[0][0] for ln, c in per_line.items()
+             if len(c) == 1 or c.most_common(2)[0][1] > c.most_common(2)[1][1]}
+    assert clear and all(rows.get(ln) == op for ln, op in clear.items()), (clear, rows)
+    assert expect in {rows.get(ln) for ln in hot_lines}, (expect, hot_lines, rows)
 
 
 @pytest.mark.parametrize("backend", ["bpf", "remote"])

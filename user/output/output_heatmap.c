@@ -12,10 +12,10 @@
  * data-total-n (samples), its shares of the whole recording, and a
  * background from white (0) to red (the hottest line's own time; the total
  * column: to orange, the highest total). Lines no sample was on are plain.
- * The empty "op" column of each row is for the instructions a sample ran on
- * that line (--opcodes), not filled yet: its leaf pseudo-frame follows the
- * innermost Python frame in a sample's path (hm_count() walks past it), to
- * be counted per (line, instruction) there and listed in hm_row()'s cell.
+ * With --opcodes, the "op" column names the instruction most of a line's
+ * own samples were executing (the "[op] NAME" leaf after the innermost
+ * Python frame), with its share of the line's own time, and the others
+ * counted in its title; without, it stays empty.
  *
  * A file whose source is not kept (unreadable, too big, binary) lists its
  * sampled lines without text; one modified after the recording started, or
@@ -28,11 +28,15 @@
 #include <string.h>
 #include "output/output.h"
 
+#define HM_OPS 4			/* instructions counted per line */
+
 struct hm_line {
 	uint32_t file;		/* index into hm->files */
 	int line;
 	uint64_t own, total, own_n, total_n;
 	uint32_t stamp;		/* last aggregate counted in total */
+	uint32_t op[HM_OPS];	/* "[op] NAME" frames of its own samples */
+	uint64_t op_w[HM_OPS];	/* their weights; 0: free slot */
 };
 
 struct hm_file {
@@ -98,12 +102,36 @@ static int hm_line_of(struct heatmap *hm, const struct out_frame *fr, struct hm_
 	return 0;
 }
 
+/* @w more of instruction frame @op on line @l (the lightest slot gives way). */
+static void hm_count_op(struct hm_line *l, uint32_t op, uint64_t w)
+{
+	size_t min = 0;
+
+	for (size_t k = 0; k < HM_OPS; k++) {
+		if (l->op_w[k] && l->op[k] == op) {
+			l->op_w[k] += w;
+			return;
+		}
+		if (l->op_w[k] < l->op_w[min])
+			min = k;
+	}
+	if (l->op_w[min] < w) {
+		l->op[min] = op;
+		l->op_w[min] = w;
+	}
+}
+
+static int is_op(const struct out_frame *fr)
+{
+	return fr->kind != OUT_FRAME_PYTHON && !strncmp(fr->function, "[op] ", 5);
+}
+
 /* Own and total of every sampled line and file. */
 static int hm_count(const struct out_model *m, struct heatmap *hm, uint32_t *path)
 {
 	for (uint32_t i = 0; i < m->naggs; i++) {
 		const struct out_agg *a = &m->aggs[i];
-		uint32_t n = output__node_path(m, a->node, path);
+		uint32_t n = output__node_path(m, a->node, path), op = OUT_NONE;
 		int leaf = 1;
 
 		/* Leaf first: the innermost Python frame has the own time. */
@@ -113,6 +141,8 @@ static int hm_count(const struct out_model *m, struct heatmap *hm, uint32_t *pat
 			struct hm_file *f;
 			int err;
 
+			if (leaf && is_op(fr))
+				op = path[j];
 			if (fr->kind != OUT_FRAME_PYTHON || !*fr->file)
 				continue;
 			err = hm_line_of(hm, fr, &l);
@@ -120,6 +150,8 @@ static int hm_count(const struct out_model *m, struct heatmap *hm, uint32_t *pat
 				return err;
 			f = &hm->files[l->file];
 			if (leaf) {
+				if (op != OUT_NONE)
+					hm_count_op(l, op, a->weight);
 				l->own += a->weight;
 				l->own_n += a->count;
 				f->own += a->weight;
@@ -234,6 +266,34 @@ static void hm_figure(FILE *f, const char *cls, uint64_t v, uint64_t all, uint64
 	fprintf(f, ">%.2f%%</td>", all ? 100.0 * (double)v / (double)all : 0.0);
 }
 
+/* The op cell: the line's commonest instruction and its share of the line's
+ * own time; every instruction counted, in its title. */
+static void hm_op_cell(struct output *o, const struct hm_line *l)
+{
+	FILE *f = o->f;
+	size_t best = 0;
+
+	for (size_t k = 1; l && k < HM_OPS; k++)
+		if (l->op_w[k] > l->op_w[best])
+			best = k;
+	if (!l || !l->op_w[best] || !l->own) {
+		fputs("<td class=\"op\"></td>", f);
+		return;
+	}
+	fputs("<td class=\"op\" title=\"", f);
+	for (size_t k = 0; k < HM_OPS; k++) {
+		if (!l->op_w[k])
+			continue;
+		out_html_escaped(f, o->m.frames[l->op[k]].function + 5);
+		fprintf(f, " %.1f%%&#10;", 100.0 * (double)l->op_w[k] / (double)l->own);
+	}
+	fputs("\" data-op=\"", f);
+	out_html_escaped(f, o->m.frames[l->op[best]].function + 5);
+	fputs("\">", f);
+	out_html_escaped(f, o->m.frames[l->op[best]].function + 5);
+	fprintf(f, " %.0f%%</td>", 100.0 * (double)l->op_w[best] / (double)l->own);
+}
+
 /* One row: a line's number, figures (when sampled), op column, text. */
 static void hm_row(struct output *o, const struct heatmap *hm, const struct hm_line *l,
 		   int lineno, const char *text, size_t len)
@@ -254,7 +314,8 @@ static void hm_row(struct output *o, const struct heatmap *hm, const struct hm_l
 		hm_figure(f, "own", l->own, all, hm->max_own, 0);
 		hm_figure(f, "tot", l->total, all, hm->max_total, 1);
 	}
-	fputs("<td class=\"op\"></td><td class=\"src\"", f);
+	hm_op_cell(o, l);
+	fputs("<td class=\"src\"", f);
 	if (l && l->own)
 		hm_colour(f, l->own, hm->max_own, 0);
 	fputc('>', f);
