@@ -299,7 +299,12 @@ def test_report_is_byte_identical_to_recording(recorded, key):
     d, out, raw, rep = recorded(key)
     want, got = tf.read(out), tf.read(rep)
     assert len(want) > 100
-    assert got == want, f"{rep} differs from {out}"
+    if got != want:
+        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                  min(len(got), len(want)))
+        raise AssertionError(f"{rep} differs from {out} at byte {at} of {len(got)}/"
+                             f"{len(want)}:\n report: {got[max(0, at - 300):at + 300]!r}\n"
+                             f" record: {want[max(0, at - 300):at + 300]!r}")
     hdr, samples = samples_of(raw)
     assert len(samples) > 50, "too few samples to mean anything"
     assert hdr["backend"] == ("remote" if "remote" in key else "bpf")
