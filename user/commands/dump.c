@@ -9,7 +9,12 @@
 #include "output/json_writer.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
+#include "target/thread_names.h"
+#include "target/thread_state.h"
+#include "offcpu/syscalls.h"
 #include "symbols/symbolizer.h"
+#include "symbols/threading_names.h"
+#include "util/text.h"
 
 #define DUMP_MAX_THREADS 16384
 #define DUMP_MAX_FRAMES 65536
@@ -21,8 +26,66 @@ struct dump_thread {
 	struct py_sym *syms;
 	size_t nframes;
 	int truncated;
-	char name[64];
+	char name[64];		/* the kernel's comm */
+	const char *pyname;	/* threading's name, whole; NULL: not known */
+	struct py_thread_state st;
 };
+
+/* The kernel's state letter, said in words. */
+static const char *kstate_word(char c)
+{
+	switch (c) {
+	case 'R': return "running";	/* on a CPU or runnable: /proc does not tell */
+	case 'S': return "asleep";
+	case 'D': return "in uninterruptible wait";
+	case 'T': case 't': return "stopped";
+	case 'Z': return "zombie";
+	case 0: return "unknown";
+	default: return "other";
+	}
+}
+
+/* "    state: asleep in [syscall] futex, waiting for the GIL" */
+static void print_state(FILE *out, const struct py_thread_state *s)
+{
+	const char *sc = s->syscall >= 0 ? syscall__name(s->syscall) : NULL;
+
+	fprintf(out, "    state: %s", kstate_word(s->kstate));
+	if (sc)
+		fprintf(out, " in [syscall] %s", sc);
+	else if (s->syscall >= 0)
+		fprintf(out, " in [syscall] %ld", s->syscall);
+	if (s->has_gil)
+		fputs(", holds the GIL", out);
+	if (s->gil_requested)
+		fputs(", waiting for the GIL", out);
+	if (s->in_gc)
+		fputs(", in <GC>", out);
+	if (s->has_exception)
+		fputs(", has an exception", out);
+	fputc('\n', out);
+}
+
+static void json_state(FILE *out, const struct py_thread_state *s)
+{
+	const char *sc = s->syscall >= 0 ? syscall__name(s->syscall) : NULL;
+
+	fputs(", \"state\": ", out);
+	json_write_string(out, kstate_word(s->kstate));
+	if (sc) {
+		fputs(", \"syscall\": ", out);
+		json_write_string(out, sc);
+	} else if (s->syscall >= 0) {
+		fprintf(out, ", \"syscall\": \"%ld\"", s->syscall);
+	} else {
+		fputs(", \"syscall\": null", out);
+	}
+	fprintf(out, ", \"status\": {\"on_cpu\": %s, \"has_gil\": %s, \"gil_requested\": %s, "
+		"\"has_exception\": %s, \"main_thread\": %s}, \"in_gc\": %s",
+		s->on_cpu ? "true" : "false", s->has_gil ? "true" : "false",
+		s->gil_requested ? "true" : "false", s->has_exception ? "true" : "false",
+		s->main_thread ? "true" : "false", s->in_gc ? "true" : "false");
+}
 
 static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
 {
@@ -31,12 +94,23 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 		const struct dump_thread *t = &th[i];
 
 		fprintf(out, "\nThread %d", (int)t->t.host_tid);
-		if (t->name[0])
-			fprintf(out, " \"%s\"", t->name);
-		fprintf(out, " (most recent call last):%s\n",
+		if (t->pyname) {
+			fputs(" \"", out);
+			put_clean(out, t->pyname);
+			fputs("\" (comm \"", out);
+			put_clean(out, t->name);
+			fputs("\")", out);
+		} else if (t->name[0]) {
+			fputs(" \"", out);
+			put_clean(out, t->name);
+			fputs("\"", out);
+		}
+		fprintf(out, "%s (most recent call last):%s\n",
+			t->st.main_thread ? " [main thread]" : "",
 			t->truncated == PY_WALK_LOOPED ? " [truncated: its frame chain loops]" :
 			t->truncated == DUMP_CUT_FAULT ? " [read-fault]" :
 			t->truncated ? " [truncated]" : "");
+		print_state(out, &t->st);
 		if (t->nframes == 0)
 			fprintf(out, "    (no Python frames)\n");
 		for (size_t k = t->nframes; k-- > 0;) {
@@ -69,7 +143,10 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		const struct dump_thread *t = &th[i];
 
 		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
+		json_write_string(out, t->pyname ? t->pyname : t->name);
+		fputs(", \"comm\": ", out);
 		json_write_string(out, t->name);
+		json_state(out, &t->st);
 		/* only when cut: "loop", "read-fault" (a corrupt chain) or "depth" */
 		if (t->truncated)
 			fprintf(out, ", \"truncated\": \"%s\"",
@@ -262,11 +339,65 @@ out:
 	return rc;
 }
 
+/*
+ * Each thread's state, in one look, into @st; with --only-active only the
+ * thread holding the GIL stays in @threads (none while no thread holds it).
+ */
+static int look_at_threads(const struct dump_opts *o, struct pyproc *p,
+			   struct py_thread *threads, struct py_thread_state *st, size_t *n)
+{
+	size_t k = 0;
+	int rc = thread_state__look(p, threads, *n, st);
+
+	if (rc || !o->only_active)
+		return rc;
+	for (size_t i = 0; i < *n; i++) {
+		if (!st[i].has_gil)
+			continue;
+		threads[k] = threads[i];
+		st[k++] = st[i];
+	}
+	*n = k;
+	return 0;
+}
+
+/*
+ * The threads (*@n into @threads), their states (@st) in one look, and
+ * their Python names into @names. 0, -ENOMEM, or a read error.
+ */
+static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symbolizer *sym,
+			struct thread_names *names, struct py_thread *threads,
+			struct py_thread_state *st, size_t *n)
+{
+	int rc = 0;
+
+	/* Threads that start or end while we walk the list make a read fail:
+	 * take the list again. */
+	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
+		rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, n);
+		if (rc != -EFAULT && rc != -EPROTO && rc != -ELOOP)
+			break;
+	}
+	if (rc == -E2BIG) {
+		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
+			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
+		rc = 0;
+	}
+	if (!rc)
+		rc = look_at_threads(o, p, threads, st, n);
+	/* threading's own names: a record that does not read names no thread */
+	if (!rc && threading_names__read(p, sym, threads, *n, names) == -ENOMEM)
+		rc = -ENOMEM;
+	return rc;
+}
+
 int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 {
 	struct py_thread *threads = NULL;
+	struct py_thread_state *st = NULL;
 	struct dump_thread *th = NULL;
 	struct py_rawframe *raw = NULL;
+	struct thread_names *names = NULL;
 	struct symbolizer *sym = NULL;
 	struct pyproc *p = NULL;
 	size_t n = 0;
@@ -280,27 +411,23 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 	threads = calloc(DUMP_MAX_THREADS, sizeof(*threads));
 	th = calloc(DUMP_MAX_THREADS, sizeof(*th));
 	raw = calloc(DUMP_MAX_FRAMES, sizeof(*raw));
-	if (!threads || !th || !raw) {
+	st = calloc(DUMP_MAX_THREADS, sizeof(*st));
+	if (!threads || !th || !raw || !st) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	rc = symbolizer__new(p, &sym);
+	if (!rc)
+		rc = thread_names__new(DUMP_MAX_THREADS, &names);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	/* Threads that start or end while we walk the list make a read fail:
-	 * take the list again. */
-	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
-		rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, &n);
-		if (rc != -EFAULT && rc != -EPROTO && rc != -ELOOP)
-			break;
-	}
-	if (rc == -E2BIG) {
-		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
-			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
-		rc = 0;
+	rc = list_threads(o, p, sym, names, threads, st, &n);
+	if (rc == -ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
 	}
 	if (rc)
 		goto fail_read;
@@ -309,10 +436,13 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 
 		t->t = threads[i];
 		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		t->pyname = thread_names__python(names, t->t.host_tid);
+		t->st = st[i];
 		rc = dump_thread(p, sym, t, raw);
 		if (rc && rc != -ESRCH && !procfs__thread_alive(o->pid, t->t.host_tid)) {
 			/* it ended while we read it: it is not part of "now" */
 			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
+			memmove(&st[i], &st[i + 1], (n - i - 1) * sizeof(*st));
 			free(t->syms);
 			t->syms = NULL;
 			n--;
@@ -355,8 +485,10 @@ out:
 	for (size_t i = 0; th && i < n; i++)
 		free(th[i].syms);
 	free(th);
+	free(st);
 	free(threads);
 	free(raw);
+	thread_names__free(names);
 	symbolizer__free(sym);
 	pyproc__free(p);
 	return rc;

@@ -10,6 +10,7 @@ struct dump_opts {
 	pid_t pid;
 	int json;
 	int async;	/* --async: asyncio tasks instead of thread stacks */
+	int only_active;	/* --only-active: the thread holding the GIL only */
 };
 
 /* 0, or -errno with one line in @err. */

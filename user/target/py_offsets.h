@@ -119,6 +119,25 @@ struct py_offsets {
 	 * the frame that started the running collection (NULL when none, or
 	 * when no Python frame started it). */
 	uint64_t interp_gc_frame;
+
+	/*
+	 * Objects read from outside (dump's Python thread names): the
+	 * interpreter's modules dict (PyObject *), and where a heap type keeps
+	 * the keys its instances' attribute values share. 0: unknown.
+	 */
+	uint64_t interp_modules;
+	uint64_t heaptype_cached_keys;
+
+	/*
+	 * What a thread is doing, for dump (0: unknown): the exception being
+	 * raised (3.12+ current_exception, 3.11 curexc_type), the
+	 * _PyErr_StackItem * of the one being handled (exc_value first), and
+	 * the ints that say it holds (3.14+) or asks for (3.15+) the GIL.
+	 */
+	uint64_t tstate_exception;
+	uint64_t tstate_exc_info;
+	uint64_t tstate_holds_gil;
+	uint64_t tstate_gil_requested;
 };
 
 /*
