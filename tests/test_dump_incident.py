@@ -237,6 +237,126 @@ def test_only_active(interp, procs, tmp_path):
     assert held, f"{target.describe()}: no dump of {LOOK_DUMPS} showed a GIL holder"
 
 
+# --------------------------------------------------------------------------
+# 3. source lines
+
+
+def traceback_entries(lines):
+    """[(file, line, function, source, marked columns)] of traceback text,
+    outermost first; the columns are those under '^' or '~', counted from
+    the stripped source's first character."""
+    out = []
+    text = "".join(lines).splitlines()
+    i = 0
+    head = re.compile(r'^  File "(.*)", line (\d+), in (.*)$')
+    while i < len(text):
+        m = head.match(text[i])
+        assert m, f"not a traceback line: {text[i]!r}"
+        src, marks = None, set()
+        i += 1
+        if i < len(text) and not head.match(text[i]):
+            src = text[i].strip()
+            indent = len(text[i]) - len(text[i].lstrip())
+            i += 1
+            if i < len(text) and not head.match(text[i]) and set(text[i].strip()) <= set("^~"):
+                marks = {c - indent for c, ch in enumerate(text[i]) if ch in "^~"}
+                i += 1
+        out.append((m[1], int(m[2]), m[3], src, marks))
+    return out
+
+
+def dump_entries(block):
+    """The same from one thread's block of a text dump (its lines after the
+    header and the state)."""
+    out = []
+    frame = re.compile(r'^    (\S.*?) \((.*):(-?\d+)\)$')
+    i = 0
+    while i < len(block):
+        m = frame.match(block[i])
+        i += 1
+        if not m:
+            continue
+        src, marks = None, set()
+        if i < len(block) and block[i].startswith("        ") and not frame.match(block[i]):
+            src = block[i][8:]
+            i += 1
+            if i < len(block) and block[i].startswith("        ") and \
+                    set(block[i].strip()) == {"^"}:
+                marks = {c - 8 for c, ch in enumerate(block[i]) if ch == "^"}
+                i += 1
+        out.append((m[2], int(m[3]), m[1], src, marks))
+    return out
+
+
+def text_blocks(text):
+    blocks = {}
+    for block in text.split("\nThread ")[1:]:
+        lines = block.splitlines()
+        blocks[int(lines[0].split()[0])] = lines
+    return blocks
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_source_lines(interp, procs, tmp_path):
+    """Each parked frame's line of source and its marker equal the target's
+    own traceback of that frame; --json's line, end_line, column, end_column
+    its code's positions. A traceback also draws a marker over a whole line
+    where its parser finds anchors (3.13+): we draw none there, which is the
+    one difference allowed."""
+    target = start_incident(interp, procs, tmp_path)
+    where = target.describe()
+    blocks = text_blocks(dump_text(target))
+    doc = dump_json(target)
+    got_json = {t["tid"]: t for t in doc["threads"]}
+    checked = 0
+    for tid, t in target.by_tid.items():
+        if "traceback" not in t:
+            continue
+        theirs = traceback_entries(t["traceback"])
+        ours = dump_entries(blocks[tid])
+        assert len(ours) == len(theirs), f"{where}: {t['name']}:\n{ours}\n{theirs}"
+        for o, e in zip(ours, theirs):
+            assert (o[0], o[1], o[3]) == (e[0], e[1], e[3]), f"{where}: {o} vs {e}"
+            whole = e[4] == set(range(len(e[3])))
+            if whole:
+                assert not o[4], f"{where}: marker over a whole line: {o}"
+            else:
+                assert o[4] == e[4], f"{where}: markers {sorted(o[4])} vs {sorted(e[4])} in {o}"
+            checked += bool(o[4])
+        frames = got_json[tid]["frames"]
+        assert [[f["line"], f["end_line"], f["column"], f["end_column"]] for f in frames] \
+            == t["positions"], f"{where}: {t['name']}: {frames}"
+        assert [f["source"].strip() for f in frames] == [e[3] for e in reversed(theirs)]
+        assert not any(f["source_changed"] for f in frames)
+    assert checked >= 3, f"{where}: only {checked} frames with markers compared"
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_changed_source_not_trusted(interp, procs, tmp_path):
+    """A file written after the process started is flagged, its lines not
+    shown; --no-source shows none at all."""
+    target = start_incident(interp, procs, tmp_path)
+    script = target.by_tid[target.pid]
+    doc = dump_json(target)
+    main = next(t for t in doc["threads"] if t["tid"] == target.pid)
+    mine = main["frames"][-1]["file"]       # <module> of incident.py
+    host = interp.host_path(mine)
+    assert main["frames"][-1]["source"] is not None and os.path.exists(host), script
+    with open(host, "a", encoding="utf-8") as f:
+        f.write("\n# changed\n")
+    doc = dump_json(target)
+    main = next(t for t in doc["threads"] if t["tid"] == target.pid)
+    for f in main["frames"]:
+        changed = f["file"] == mine
+        assert f["source_changed"] == changed, f
+        assert (f["source"] is None) == changed, f
+    text = dump_text(target)
+    assert "[source changed since the process started: not shown]" in text
+    doc = dump_json(target, "--no-source")
+    assert all(f["source"] is None for t in doc["threads"] for f in t["frames"])
+    assert "^" not in dump_text(target, "--no-source")
+
+
 def sid_315():
     for i in SUPPORTED:
         if i.root and i.version[:2] == (3, 15):
@@ -322,5 +442,6 @@ def test_states_against_remote_unwinder(paused_dumps, procs, tmp_path):
             theirs = remote_unwinder(target)
         finally:
             os.kill(target.pid, signal.SIGCONT)
-        compare_with_unwinder(target, ours, theirs, ("function", "file", "line"))
+        compare_with_unwinder(target, ours, theirs, ("function", "file", "line", "end_line",
+                                                     "column", "end_column"))
         time.sleep(0.3)

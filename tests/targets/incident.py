@@ -14,8 +14,10 @@ Runs on CPython 3.11 to 3.15. Threads, each named with more than 15 bytes:
   MainThread                  in Event.wait()
 Once the parked ones are parked, the target writes OUT.json (tmp + rename):
 its pid, each thread's ident, native id, name and role, and for the parked
-threads their stacks as traceback.format_stack() prints them (innermost
-last) and their innermost frame's own locals as repr() shows them. The
+threads their stacks as traceback.format_stack() prints them, as traceback
+prints them with each frame's whole position (the ^^^ markers; innermost
+last), those positions, and their innermost frame's own locals as repr()
+shows them. The
 recorder is the main thread before it parks, so it is not in the dump.
 """
 import gc
@@ -53,13 +55,13 @@ def sleeper(count=3, label="naïve", blob=b"\x00ab\xff"):
     text = "x" * 300
     items = [1, 2, 3]
     parked.release()
-    slept = time.sleep(3600 * 24)
+    slept = [time.sleep(3600 * 24)]
     return slept, big, neg, ratio, nothing, flag, text, items, count, label, blob
 
 
 def lock_waiter():
     parked.release()
-    got = held.acquire()
+    got = [held.acquire()]
     return got
 
 
@@ -68,7 +70,7 @@ def except_sleeper():
         raise ValueError("in flight")
     except ValueError:
         parked.release()
-        slept = time.sleep(3600 * 24)
+        slept = [time.sleep(3600 * 24)]
         return slept
 
 
@@ -78,6 +80,23 @@ def make_graph(n):
     for i, node in enumerate(nodes):
         node.append(nodes[(i + 1) % n])
     return nodes
+
+
+def positioned_traceback(frame):
+    """The traceback of a suspended frame, printed by traceback with each
+    frame's whole position (as an exception's traceback has them; format_stack
+    has only lines), outermost first; and the positions, innermost first."""
+    summaries, positions = [], []
+    f = frame
+    while f is not None:
+        pos = list(f.f_code.co_positions())[f.f_lasti // 2]
+        positions.append(list(pos))
+        summaries.append(traceback.FrameSummary(
+            f.f_code.co_filename, pos[0], f.f_code.co_name, end_lineno=pos[1],
+            colno=pos[2], end_colno=pos[3]))
+        f = f.f_back
+    summaries.reverse()
+    return traceback.StackSummary.from_list(summaries).format(), positions
 
 
 def main_wait():
@@ -121,6 +140,7 @@ def main():
         if role in ("sleeper", "lock", "except"):
             f = frames[t.ident]
             entry["stack"] = traceback.format_stack(f)
+            entry["traceback"], entry["positions"] = positioned_traceback(f)
             entry["locals"] = {k: repr(v) for k, v in f.f_locals.items()}
         rec["threads"].append(entry)
     with open(OUT + ".tmp", "w", encoding="utf-8") as fh:
@@ -130,3 +150,19 @@ def main():
 
 
 main()
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "asyncio/asyncio.h"
 #include "commands/dump.h"
+#include "commands/dump_source.h"
 #include "output/json_writer.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
@@ -29,6 +30,8 @@ struct dump_thread {
 	char name[64];		/* the kernel's comm */
 	const char *pyname;	/* threading's name, whole; NULL: not known */
 	struct py_thread_state st;
+	size_t nraw;			/* frames walked (syms: those shown) */
+	struct dump_loc *locs;		/* per shown frame, as syms */
 };
 
 /* The kernel's state letter, said in words. */
@@ -117,8 +120,18 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 			const struct py_sym *s = &t->syms[k];
 
 			fprintf(out, "    %s (%s:%d)\n", s->function, s->file, s->line);
+			if (t->locs)
+				dump_source__print(out, &t->locs[k], "        ");
 		}
 	}
+}
+
+static void json_int_or_null(FILE *out, const char *key, int v)
+{
+	if (v >= 0)
+		fprintf(out, ", \"%s\": %d", key, v);
+	else
+		fprintf(out, ", \"%s\": null", key);
 }
 
 /* A frame object of the JSON outputs: {"function", "file", "line"}. */
@@ -132,6 +145,32 @@ static void json_frame(FILE *out, const struct py_sym *s, int first)
 		fprintf(out, ", \"line\": %d}", s->line);
 	else
 		fputs(", \"line\": null}", out);
+}
+
+/* dump's frame: json_frame's, with the whole location and the source line:
+ * {"function", "file", "line", "end_line", "column", "end_column",
+ *  "source", "source_changed"} */
+static void json_dump_frame(FILE *out, const struct py_sym *s, const struct dump_loc *l,
+			    int first)
+{
+	static const struct dump_loc none = { -1, -1, -1, -1, NULL, false };
+
+	if (!l)
+		l = &none;
+	fprintf(out, "%s{\"function\": ", first ? "" : ", ");
+	json_write_string(out, s->function);
+	fputs(", \"file\": ", out);
+	json_write_string(out, s->file);
+	json_int_or_null(out, "line", s->line);
+	json_int_or_null(out, "end_line", l->end_line);
+	json_int_or_null(out, "column", l->col);
+	json_int_or_null(out, "end_column", l->end_col);
+	fputs(", \"source\": ", out);
+	if (l->source)
+		json_write_string(out, l->source);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"source_changed\": %s}", l->changed ? "true" : "false");
 }
 
 static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
@@ -154,7 +193,7 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 				t->truncated == DUMP_CUT_FAULT ? "read-fault" : "depth");
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++)
-			json_frame(out, &t->syms[k], k == 0);
+			json_dump_frame(out, &t->syms[k], t->locs ? &t->locs[k] : NULL, k == 0);
 		fputs("]}", out);
 	}
 	fputs("]}\n", out);
@@ -214,6 +253,7 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		if (!t->syms)
 			return -ENOMEM;
 		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
+		t->nraw = nf;
 		t->truncated = DUMP_CUT_FAULT;
 		fprintf(stderr, "pyprof-bpf: thread %d: a frame could not be read (corrupt "
 			"chain): shown up to it\n", (int)t->t.host_tid);
@@ -223,6 +263,11 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		return rc;
 	if (bad && !stable)
 		return -EAGAIN;
+	t->nraw = nf;
+	/* not one frame readable: a thread state being torn down as it ends
+	 * also reads so; the caller tells that from a corrupt one */
+	if (bad && bad == nf)
+		return -ESTALE;
 	if (t->truncated == PY_WALK_LOOPED)
 		fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
 			"shown up to the repeat\n", (int)t->t.host_tid);
@@ -339,6 +384,60 @@ out:
 	return rc;
 }
 
+/* 1 while @tstate is still among the process's threads (or the list
+ * cannot be read again: then it is shown as read). */
+static int still_listed(struct pyproc *p, uint64_t tstate)
+{
+	struct py_thread *now = calloc(DUMP_MAX_THREADS, sizeof(*now));
+	size_t n = 0;
+	int found = 1;
+
+	if (now && pyproc__threads(p, now, DUMP_MAX_THREADS, &n) == 0) {
+		found = 0;
+		for (size_t i = 0; i < n && !found; i++)
+			found = now[i].tstate == tstate;
+	}
+	free(now);
+	return found;
+}
+
+/* The one line of a thread's dump that failed for want of memory or of a
+ * stack that held still. */
+static void thread_error(const struct dump_opts *o, const struct dump_thread *t, int rc,
+			 char *err, size_t errlen)
+{
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else
+		snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
+			 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
+			 DUMP_ATTEMPTS);
+}
+
+/* Each shown frame's whole location and, unless --no-source, its line of
+ * source, for the walk in @raw that gave t->syms. */
+static int locate_frames(const struct dump_opts *o, struct symbolizer *sym, struct dump_thread *t,
+			 const struct py_rawframe *raw)
+{
+	int64_t start_ns = 0;
+
+	t->locs = calloc(t->nframes ? t->nframes : 1, sizeof(*t->locs));
+	if (!t->locs)
+		return -ENOMEM;
+	dump_source__locate(sym, raw, t->nraw, t->locs, t->nframes);
+	if (procfs__start_ns(o->pid, &start_ns))
+		start_ns = 0;	/* unknown: no file can be told newer */
+	for (size_t k = 0; k < t->nframes; k++) {
+		struct dump_loc *l = &t->locs[k];
+
+		if (l->line != t->syms[k].line)	/* the code moved on meanwhile */
+			*l = (struct dump_loc){ t->syms[k].line, -1, -1, -1, NULL, false };
+		if (!o->no_source)
+			dump_source__read(o->pid, start_ns, t->syms[k].file, l);
+	}
+	return 0;
+}
+
 /*
  * Each thread's state, in one look, into @st; with --only-active only the
  * thread holding the GIL stays in @threads (none while no thread holds it).
@@ -439,7 +538,10 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 		t->pyname = thread_names__python(names, t->t.host_tid);
 		t->st = st[i];
 		rc = dump_thread(p, sym, t, raw);
-		if (rc && rc != -ESRCH && !procfs__thread_alive(o->pid, t->t.host_tid)) {
+		if (rc == -ESTALE)
+			rc = still_listed(p, t->t.tstate) ? 0 : -ENOENT;
+		if (rc && rc != -ESRCH && (rc == -ENOENT ||
+					   !procfs__thread_alive(o->pid, t->t.host_tid))) {
 			/* it ended while we read it: it is not part of "now" */
 			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
 			memmove(&st[i], &st[i + 1], (n - i - 1) * sizeof(*st));
@@ -449,14 +551,10 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 			i--;
 			continue;
 		}
-		if (rc == -ENOMEM) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		if (rc == -EAGAIN) {
-			snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
-				 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
-				 DUMP_ATTEMPTS);
+		if (!rc)
+			rc = locate_frames(o, sym, t, raw);
+		if (rc == -ENOMEM || rc == -EAGAIN) {
+			thread_error(o, t, rc, err, errlen);
 			goto out;
 		}
 		if (rc)
@@ -482,8 +580,12 @@ fail_read:
 			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
 	}
 out:
-	for (size_t i = 0; th && i < n; i++)
+	for (size_t i = 0; th && i < n; i++) {
 		free(th[i].syms);
+		for (size_t k = 0; th[i].locs && k < th[i].nframes; k++)
+			dump_loc__free(&th[i].locs[k]);
+		free(th[i].locs);
+	}
 	free(th);
 	free(st);
 	free(threads);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "target/procfs.h"
 
@@ -294,4 +295,28 @@ int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0)
 	if (got < 0)
 		return -errno;
 	return procfs__syscall_parse(buf, (size_t)got, nr, arg0);
+}
+
+int procfs__start_ns(pid_t pid, int64_t *out)
+{
+	struct timespec real, boot;
+	unsigned long long ticks;
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+	long hz = sysconf(_SC_CLK_TCK);
+	int field = 3;	/* the state is field 3; starttime is field 22 */
+
+	if (!f)
+		return -ESRCH;
+	for (; field < 22 && *f; f++)
+		if (*f == ' ')
+			field++;
+	if (field != 22 || sscanf(f, "%llu", &ticks) != 1 || hz <= 0)
+		return -EINVAL;
+	if (clock_gettime(CLOCK_REALTIME, &real) || clock_gettime(CLOCK_BOOTTIME, &boot))
+		return -errno;
+	*out = (real.tv_sec - boot.tv_sec) * 1000000000ll + (real.tv_nsec - boot.tv_nsec) +
+	       (int64_t)(ticks / (unsigned long long)hz) * 1000000000ll +
+	       (int64_t)(ticks % (unsigned long long)hz) * (1000000000ll / hz);
+	return 0;
 }

@@ -54,4 +54,10 @@ int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0);
 /* The text of one such file (@len bytes of @buf, no NUL needed), parsed. */
 int procfs__syscall_parse(const char *buf, size_t len, long *nr, uint64_t *arg0);
 
+/*
+ * When @pid started, in ns since the epoch (CLOCK_REALTIME), to the
+ * kernel's tick (its stat's starttime, on the boot clock). 0 or -errno.
+ */
+int procfs__start_ns(pid_t pid, int64_t *out);
+
 #endif

@@ -113,8 +113,12 @@ static void judge(struct pyproc *p, const struct py_thread *t, const struct py_g
 
 	s->on_cpu = s->kstate == 'R';
 	s->main_thread = t->host_tid == pyproc__pid(p);
-	if (!o->tstate_holds_gil && same_interp)
-		s->has_gil = w->locked && w->holder == t->tstate;
+	/* The GIL's words are read once for all threads, each thread's int
+	 * apart: where both are known both must say so, or a hand-over
+	 * between two reads shows two holders. */
+	if (same_interp)
+		s->has_gil = (s->has_gil || !o->tstate_holds_gil) && w->locked &&
+			     w->holder == t->tstate;
 	/* 3.15 says it: its flag alone, as CPython's own reader takes it */
 	if (!o->tstate_gil_requested && same_interp && !s->has_gil && s->syscall == SYS_FUTEX &&
 	    futex >= g->gil && futex < g->gil + g->gil_size)
