@@ -357,6 +357,52 @@ def test_changed_source_not_trusted(interp, procs, tmp_path):
     assert "^" not in dump_text(target, "--no-source")
 
 
+# --------------------------------------------------------------------------
+# 4. locals
+
+
+def local_problem(name, ours, theirs):
+    """None when our repr of a local agrees with the target's own repr()."""
+    if theirs.startswith(("None", "True", "False", "'", '"', "b'", 'b"')) or \
+            re.fullmatch(r"-?\d+(\.\d*)?(e[-+]\d+)?", theirs):
+        if ours == theirs:
+            return None
+        if ours.endswith("...") and theirs.startswith(ours[:-3]) and len(theirs) > len(ours):
+            return None      # cut
+        return f"{name} = {ours!r}, the target says {theirs!r}"
+    m = re.fullmatch(r"<([\w.]+) at 0x([0-9a-f]+)>", ours)
+    if not m:
+        return f"{name} = {ours!r} is not <TYPE at 0xADDR> (the target says {theirs!r})"
+    addr = re.search(r" at 0x([0-9a-f]+)>$", theirs)
+    if addr and int(addr[1], 16) != int(m[2], 16):
+        return f"{name} = {ours!r}, the target says {theirs!r}"
+    return None
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_locals(interp, procs, tmp_path):
+    """--locals: the sleeper's arguments and locals (a cell among them) equal
+    what the target prints of its own frame: None, bool, small and big ints,
+    float, str (one cut), bytes exactly, the others <TYPE at 0xADDR>; --json
+    and text the same."""
+    target = start_incident(interp, procs, tmp_path)
+    where = target.describe()
+    t = target.by_role["sleeper"][0]
+    doc = dump_json(target, "--locals")
+    th = next(x for x in doc["threads"] if x["tid"] == t["native_id"])
+    ours = {v["name"]: v["repr"] for v in th["frames"][0]["locals"]}
+    assert set(ours) == set(t["locals"]), f"{where}: {sorted(ours)} vs {sorted(t['locals'])}"
+    assert "cellvar" in ours and ours["cellvar"] == "77"
+    problems = [p for p in (local_problem(k, ours[k], t["locals"][k]) for k in ours) if p]
+    assert not problems, f"{where}:\n  " + "\n  ".join(problems)
+    block = text_blocks(dump_text(target, "--locals"))[t["native_id"]]
+    shown = [line.strip() for line in block if line.startswith("            ")]
+    for k, v in ours.items():
+        assert f"{k} = {v}" in shown, f"{where}: {k} = {v} not in the text:\n" + "\n".join(block)
+    total = sum(len(f.get("locals", [])) for x in doc["threads"] for f in x["frames"])
+    assert 0 < total <= 4096
+
+
 def sid_315():
     for i in SUPPORTED:
         if i.root and i.version[:2] == (3, 15):
@@ -445,3 +491,4 @@ def test_states_against_remote_unwinder(paused_dumps, procs, tmp_path):
         compare_with_unwinder(target, ours, theirs, ("function", "file", "line", "end_line",
                                                      "column", "end_column"))
         time.sleep(0.3)
+

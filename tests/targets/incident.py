@@ -54,9 +54,11 @@ def sleeper(count=3, label="naïve", blob=b"\x00ab\xff"):
     flag = True
     text = "x" * 300
     items = [1, 2, 3]
+    cellvar = 77
+    keep = lambda: cellvar  # noqa: E731 (makes cellvar a cell)
     parked.release()
     slept = [time.sleep(3600 * 24)]
-    return slept, big, neg, ratio, nothing, flag, text, items, count, label, blob
+    return slept, big, neg, ratio, nothing, flag, text, items, count, label, blob, keep
 
 
 def lock_waiter():
@@ -150,6 +152,22 @@ def main():
 
 
 main()
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
+
+# changed
 
 # changed
 

@@ -15,12 +15,15 @@
 #include "offcpu/syscalls.h"
 #include "symbols/symbolizer.h"
 #include "symbols/threading_names.h"
+#include "symbols/frame_locals.h"
 #include "util/text.h"
 
 #define DUMP_MAX_THREADS 16384
 #define DUMP_MAX_FRAMES 65536
 /* dump_thread.truncated beside 1 and PY_WALK_LOOPED: cut at a read fault */
 #define DUMP_CUT_FAULT 3
+/* --locals: names shown in one dump at most (LOCALS_MAX_PER_FRAME a frame) */
+#define DUMP_MAX_LOCALS 4096
 
 struct dump_thread {
 	struct py_thread t;
@@ -90,6 +93,20 @@ static void json_state(FILE *out, const struct py_thread_state *s)
 		s->main_thread ? "true" : "false", s->in_gc ? "true" : "false");
 }
 
+static void print_locals(FILE *out, const struct dump_loc *l)
+{
+	if (!l->locals || !l->nlocals)
+		return;
+	fputs("        locals:\n", out);
+	for (size_t i = 0; i < l->nlocals; i++) {
+		fputs("            ", out);
+		put_clean(out, l->locals[i].name);
+		fputs(" = ", out);
+		put_clean(out, l->locals[i].repr);
+		fputc('\n', out);
+	}
+}
+
 static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
 {
 	fprintf(out, "Process %d: Python %s\n", (int)pyproc__pid(p), pyproc__version(p));
@@ -122,6 +139,8 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 			fprintf(out, "    %s (%s:%d)\n", s->function, s->file, s->line);
 			if (t->locs)
 				dump_source__print(out, &t->locs[k], "        ");
+			if (t->locs)
+				print_locals(out, &t->locs[k]);
 		}
 	}
 }
@@ -151,9 +170,9 @@ static void json_frame(FILE *out, const struct py_sym *s, int first)
  * {"function", "file", "line", "end_line", "column", "end_column",
  *  "source", "source_changed"} */
 static void json_dump_frame(FILE *out, const struct py_sym *s, const struct dump_loc *l,
-			    int first)
+			    int first, int with_locals)
 {
-	static const struct dump_loc none = { -1, -1, -1, -1, NULL, false };
+	static const struct dump_loc none = { -1, -1, -1, -1, NULL, false, 0, NULL, 0 };
 
 	if (!l)
 		l = &none;
@@ -170,10 +189,23 @@ static void json_dump_frame(FILE *out, const struct py_sym *s, const struct dump
 		json_write_string(out, l->source);
 	else
 		fputs("null", out);
-	fprintf(out, ", \"source_changed\": %s}", l->changed ? "true" : "false");
+	fprintf(out, ", \"source_changed\": %s", l->changed ? "true" : "false");
+	if (with_locals) {
+		fputs(", \"locals\": [", out);
+		for (size_t i = 0; l->locals && i < l->nlocals; i++) {
+			fputs(i ? ", {\"name\": " : "{\"name\": ", out);
+			json_write_string(out, l->locals[i].name);
+			fputs(", \"repr\": ", out);
+			json_write_string(out, l->locals[i].repr);
+			fputc('}', out);
+		}
+		fputc(']', out);
+	}
+	fputc('}', out);
 }
 
-static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n,
+		       int with_locals)
 {
 	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
 	json_write_string(out, pyproc__version(p));
@@ -193,7 +225,8 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 				t->truncated == DUMP_CUT_FAULT ? "read-fault" : "depth");
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++)
-			json_dump_frame(out, &t->syms[k], t->locs ? &t->locs[k] : NULL, k == 0);
+			json_dump_frame(out, &t->syms[k], t->locs ? &t->locs[k] : NULL, k == 0,
+					with_locals);
 		fputs("]}", out);
 	}
 	fputs("]}\n", out);
@@ -384,6 +417,20 @@ out:
 	return rc;
 }
 
+static int write_dump(const struct dump_opts *o, FILE *out, struct pyproc *p,
+		      const struct dump_thread *th, size_t n, char *err, size_t errlen)
+{
+	if (o->json)
+		print_json(out, p, th, n, o->locals);
+	else
+		print_text(out, p, th, n);
+	if (fflush(out) || ferror(out)) {
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
 /* 1 while @tstate is still among the process's threads (or the list
  * cannot be read again: then it is shown as read). */
 static int still_listed(struct pyproc *p, uint64_t tstate)
@@ -416,8 +463,8 @@ static void thread_error(const struct dump_opts *o, const struct dump_thread *t,
 
 /* Each shown frame's whole location and, unless --no-source, its line of
  * source, for the walk in @raw that gave t->syms. */
-static int locate_frames(const struct dump_opts *o, struct symbolizer *sym, struct dump_thread *t,
-			 const struct py_rawframe *raw)
+static int locate_frames(const struct dump_opts *o, struct pyproc *p, struct symbolizer *sym,
+			 struct dump_thread *t, const struct py_rawframe *raw, size_t *locals_left)
 {
 	int64_t start_ns = 0;
 
@@ -434,6 +481,17 @@ static int locate_frames(const struct dump_opts *o, struct symbolizer *sym, stru
 			*l = (struct dump_loc){ t->syms[k].line, -1, -1, -1, NULL, false };
 		if (!o->no_source)
 			dump_source__read(o->pid, start_ns, t->syms[k].file, l);
+		if (!o->locals || !*locals_left)
+			continue;
+		l->locals = calloc(LOCALS_MAX_PER_FRAME, sizeof(*l->locals));
+		if (!l->locals)
+			return -ENOMEM;
+		/* an unreadable frame shows no locals; the dump goes on */
+		if (frame_locals__read(p, sym, &raw[l->raw], l->locals,
+				       *locals_left < LOCALS_MAX_PER_FRAME ? *locals_left :
+				       LOCALS_MAX_PER_FRAME, &l->nlocals))
+			l->nlocals = 0;
+		*locals_left -= l->nlocals;
 	}
 	return 0;
 }
@@ -499,7 +557,7 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 	struct thread_names *names = NULL;
 	struct symbolizer *sym = NULL;
 	struct pyproc *p = NULL;
-	size_t n = 0;
+	size_t n = 0, locals_left = DUMP_MAX_LOCALS;
 	int rc;
 
 	if (o->async)
@@ -552,7 +610,7 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 			continue;
 		}
 		if (!rc)
-			rc = locate_frames(o, sym, t, raw);
+			rc = locate_frames(o, p, sym, t, raw, &locals_left);
 		if (rc == -ENOMEM || rc == -EAGAIN) {
 			thread_error(o, t, rc, err, errlen);
 			goto out;
@@ -560,15 +618,7 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 		if (rc)
 			goto fail_read;
 	}
-	if (o->json)
-		print_json(out, p, th, n);
-	else
-		print_text(out, p, th, n);
-	rc = 0;
-	if (fflush(out) || ferror(out)) {
-		rc = -EIO;
-		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
-	}
+	rc = write_dump(o, out, p, th, n, err, errlen);
 	goto out;
 
 fail_read:

@@ -12,6 +12,7 @@ struct dump_opts {
 	int async;	/* --async: asyncio tasks instead of thread stacks */
 	int only_active;	/* --only-active: the thread holding the GIL only */
 	int no_source;		/* --no-source: no line of source under each frame */
+	int locals;		/* --locals: each frame's arguments and locals */
 };
 
 /* 0, or -errno with one line in @err. */

@@ -36,7 +36,7 @@ void dump_source__locate(struct symbolizer *sym, const struct py_rawframe *raw, 
 
 		if (rc == -ENOENT)
 			continue;	/* as resolve_stack: not a frame shown */
-		locs[k] = (struct dump_loc){ s.line, -1, -1, -1, NULL, false };
+		locs[k] = (struct dump_loc){ s.line, -1, -1, -1, NULL, false, i, NULL, 0 };
 		if (!rc && symbolizer__location(sym, &raw[i], &r) == 0 && r.line == s.line) {
 			locs[k].end_line = r.end_line;
 			locs[k].col = r.col;
@@ -140,5 +140,7 @@ void dump_source__print(FILE *out, const struct dump_loc *l, const char *indent)
 void dump_loc__free(struct dump_loc *l)
 {
 	free(l->source);
+	free(l->locals);
 	l->source = NULL;
+	l->locals = NULL;
 }

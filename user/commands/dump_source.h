@@ -19,7 +19,11 @@ struct dump_loc {
 	int line, end_line, col, end_col;	/* -1: unknown; columns in UTF-8 bytes */
 	char *source;		/* the line as the file has it; NULL: not read */
 	bool changed;		/* the file is newer than the process: not read */
+	size_t raw;		/* the frame's index in the walk */
+	struct frame_local *locals;	/* --locals: NULL when not read */
+	size_t nlocals;
 };
+struct frame_local;
 
 /*
  * The location of each frame @symbolizer__resolve_stack() kept of @raw

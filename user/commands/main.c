@@ -27,17 +27,18 @@ static const char dump_doc[] =
 "Print every thread's Python stack of a running process, now (with --async: its\n"
 "asyncio tasks, Python 3.14+).\n"
 "\n"
-"USAGE: pyprof-bpf dump [--async] -p PID [--json] [--only-active] [--no-source]\n"
+"USAGE: pyprof-bpf dump [--async] -p PID [--json] [--only-active] [--no-source] [--locals]\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread, with its state\n"
 "    pyprof-bpf dump -p 1234 --only-active   # only the thread holding the GIL\n"
 "    pyprof-bpf dump -p 1234 --no-source     # frames without their source lines\n"
+"    pyprof-bpf dump -p 1234 --locals        # with each frame's local variables\n"
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
 "    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
 "    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
 
-enum { OPT_JSON = 1000, OPT_ASYNC, OPT_ONLY_ACTIVE, OPT_NO_SOURCE };
+enum { OPT_JSON = 1000, OPT_ASYNC, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS };
 
 static const struct argp_option dump_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to read", 0 },
@@ -46,6 +47,8 @@ static const struct argp_option dump_options[] = {
 	{ "only-active", OPT_ONLY_ACTIVE, NULL, 0, "Only the thread holding the GIL", 0 },
 	{ "no-source", OPT_NO_SOURCE, NULL, 0, "No line of source under each frame (read from "
 	  "the target's root, the executing expression marked ^^^)", 0 },
+	{ "locals", OPT_LOCALS, NULL, 0, "Each frame's arguments and local variables: short "
+	  "reprs of None, bool, int, float, str, bytes; others as <TYPE at 0xADDR>", 0 },
 	{ "async", OPT_ASYNC, NULL, 0, "The asyncio tasks (3.14+): an await tree like `python -m "
 	  "asyncio pstree`; with --json {pid, python, tasks: [{id, name, tid, running, frames, "
 	  "awaited_by}]}", 0 },
@@ -74,6 +77,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_SOURCE:
 		o->no_source = 1;
+		break;
+	case OPT_LOCALS:
+		o->locals = 1;
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);

@@ -203,6 +203,7 @@ static const struct binding bindings[] = {
 	{ "interpreter_state.imports_modules", OFF(interp_modules), 8, 1 },
 	{ "heap_type_object.ht_cached_keys", OFF(heaptype_cached_keys), 8, 1 },
 	{ "thread_state.current_exception", OFF(tstate_exception), 8, 1 },
+	{ "interpreter_frame.localsplus", OFF(frame_localsplus), 0, 1 },
 	{ "thread_state.holds_gil", OFF(tstate_holds_gil), 4, 1 },
 	{ "thread_state.gil_requested", OFF(tstate_gil_requested), 4, 1 },
 };
@@ -462,6 +463,10 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 	if (!out->tstate_holds_gil && ((version >> 16) & 0xff) == 14)
 		out->tstate_holds_gil = 36;
 	out->tstate_exc_info = out->tstate_exception + 8;
+	/* co_localsplusnames is in the table (taken for co_version above);
+	 * co_nlocalsplus is at 72 in 3.13 to 3.15 (their headers) */
+	out->code_localsplusnames = out->code_version + 4;
+	out->code_nlocalsplus = 72;
 	/* 3.14 made f_executable a _PyStackRef: its low bits are tags. */
 	out->executable_tag_mask = ((version >> 16) & 0xff) >= 14 ? 7 : 0;
 

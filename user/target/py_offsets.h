@@ -138,6 +138,13 @@ struct py_offsets {
 	uint64_t tstate_exc_info;
 	uint64_t tstate_holds_gil;
 	uint64_t tstate_gil_requested;
+
+	/* A frame's locals (dump --locals; 0: unknown): the frame's localsplus
+	 * array, the code's co_localsplusnames (tuple; co_localspluskinds,
+	 * bytes, follows it) and co_nlocalsplus (int). */
+	uint64_t frame_localsplus;
+	uint64_t code_localsplusnames;
+	uint64_t code_nlocalsplus;
 };
 
 /*
