@@ -59,9 +59,13 @@ def start_incident(interp, procs, tmp_path):
         rec = json.load(f)
     assert rec["pid"] == p.pid, f"the target is pid {rec['pid']}, started {p.pid}"
     assert rec["python"] == interp.version_str
-    tids = {int(t) for t in os.listdir(f"/proc/{p.pid}/task")}
-    assert tids == {t["native_id"] for t in rec["threads"]}, (
-        f"tasks {sorted(tids)} are not the recorded threads; stderr:\n{stderr_of(p)}")
+    # the publisher thread ends once it has written the record
+    want = {t["native_id"] for t in rec["threads"]}
+    deadline = time.monotonic() + 30
+    while {int(t) for t in os.listdir(f"/proc/{p.pid}/task")} != want:
+        assert time.monotonic() < deadline and p.poll() is None, (
+            f"tasks never became the recorded threads; stderr:\n{stderr_of(p)}")
+        time.sleep(0.02)
     for t in rec["threads"]:
         t["comm"] = comm(p.pid, t["native_id"]).decode("utf-8", "replace")
     return Incident(interp, p, rec)
@@ -492,3 +496,36 @@ def test_states_against_remote_unwinder(paused_dumps, procs, tmp_path):
                                                      "column", "end_column"))
         time.sleep(0.3)
 
+
+# --------------------------------------------------------------------------
+# 5. several processes
+
+
+def test_several_processes(procs, tmp_path):
+    """-p a,b dumps both, in text and as {"processes": [...]}; -a finds them
+    among every process of the host; a PID that is not Python is told on
+    stderr while the others are still dumped."""
+    for d in ("a", "b"):
+        os.makedirs(tmp_path / d)
+    a = start_incident(SUPPORTED[0], procs, tmp_path / "a")
+    b = start_incident(SUPPORTED[-1], procs, tmp_path / "b")
+    pids = f"{a.pid},{b.pid}"
+    proc = run_tool(["dump", "-p", pids, "--json", "--no-source"])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [d["pid"] for d in doc["processes"]] == [a.pid, b.pid]
+    for d, target in zip(doc["processes"], (a, b)):
+        assert {t["tid"]: t["name"] for t in d["threads"]} == \
+            {tid: t["name"] for tid, t in target.by_tid.items()}
+    proc = run_tool(["dump", "-p", pids])
+    text = proc.stdout.decode()
+    assert proc.returncode == 0 and f"Process {a.pid}:" in text and f"Process {b.pid}:" in text
+    proc = run_tool(["dump", "-a", "--json", "--no-source"])
+    doc = json.loads(proc.stdout)
+    got = {d["pid"] for d in doc["processes"]}
+    assert {a.pid, b.pid} <= got, f"-a found {sorted(got)}; stderr: {proc.stderr!r}"
+    # pid 1 is init, not Python
+    proc = run_tool(["dump", "-p", f"{a.pid},1", "--json", "--no-source"])
+    assert proc.returncode == 1, proc
+    assert [d["pid"] for d in json.loads(proc.stdout)["processes"]] == [a.pid]
+    assert b"1 of 2 processes could not be dumped" in proc.stderr, proc.stderr

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "symbols/symbolizer.h"
 #include "symbols/threading_names.h"
 #include "symbols/frame_locals.h"
+#include "util/parse.h"
 #include "util/text.h"
 
 #define DUMP_MAX_THREADS 16384
@@ -24,6 +27,8 @@
 #define DUMP_CUT_FAULT 3
 /* --locals: names shown in one dump at most (LOCALS_MAX_PER_FRAME a frame) */
 #define DUMP_MAX_LOCALS 4096
+/* -a: processes looked at at most */
+#define DUMP_MAX_PROCS 65536
 
 struct dump_thread {
 	struct py_thread t;
@@ -417,9 +422,11 @@ out:
 	return rc;
 }
 
-static int write_dump(const struct dump_opts *o, FILE *out, struct pyproc *p,
-		      const struct dump_thread *th, size_t n, char *err, size_t errlen)
+static int write_dump(const struct dump_opts *o, FILE *out, const char *before,
+		      struct pyproc *p, const struct dump_thread *th, size_t n, char *err,
+		      size_t errlen)
 {
+	fputs(before, out);
 	if (o->json)
 		print_json(out, p, th, n, o->locals);
 	else
@@ -548,7 +555,8 @@ static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symb
 	return rc;
 }
 
-int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+static int dump_one(const struct dump_opts *o, FILE *out, const char *before, char *err,
+		    size_t errlen)
 {
 	struct py_thread *threads = NULL;
 	struct py_thread_state *st = NULL;
@@ -618,7 +626,7 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 		if (rc)
 			goto fail_read;
 	}
-	rc = write_dump(o, out, p, th, n, err, errlen);
+	rc = write_dump(o, out, before, p, th, n, err, errlen);
 	goto out;
 
 fail_read:
@@ -644,4 +652,81 @@ out:
 	symbolizer__free(sym);
 	pyproc__free(p);
 	return rc;
+}
+
+/* The pids of every process of /proc but ours, at most @max. */
+static size_t all_pids(pid_t *out, size_t max)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while (n < max && (de = readdir(d))) {
+		long v;
+
+		if (parse_long(de->d_name, 1, INT_MAX, &v) == 0 && v != getpid())
+			out[n++] = (pid_t)v;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Several processes (-p a,b or -a): each dumped as one alone would be, the
+ * text one after the other, the JSON as {"processes": [...]}. A process that
+ * fails is told on stderr (with -a, one that is not Python is skipped
+ * quietly) and the others are still dumped.
+ */
+static int dump_many(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	pid_t *pids = calloc(DUMP_MAX_PROCS, sizeof(*pids));
+	size_t n = o->all ? 0 : o->npids, shown = 0, failed = 0;
+	int rc = 0;
+
+	if (!pids) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (o->all)
+		n = all_pids(pids, DUMP_MAX_PROCS);
+	else
+		memcpy(pids, o->pids, n * sizeof(*pids));
+	if (o->json)
+		fputs("{\"processes\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		struct dump_opts one = *o;
+		char why[PYPROF_ERRLEN] = "";
+
+		one.pid = pids[i];
+		rc = dump_one(&one, out, !shown ? "" : o->json ? ", " : "\n", why, sizeof(why));
+		if (!rc) {
+			shown++;
+			continue;
+		}
+		if (o->all && (rc == -ENOEXEC || rc == -ESRCH || rc == -ENOTSUP))
+			continue;	/* not a Python we read, or gone */
+		failed++;
+		fprintf(stderr, "pyprof-bpf: %s\n", why[0] ? why : strerror(-rc));
+	}
+	if (o->json)
+		fputs("]}\n", out);
+	free(pids);
+	rc = 0;
+	if (fflush(out) || ferror(out)) {
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+		rc = -EIO;
+	} else if (failed) {
+		snprintf(err, errlen, "%zu of %zu processes could not be dumped", failed, n);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	if (o->all || o->npids > 1)
+		return dump_many(o, out, err, errlen);
+	return dump_one(o, out, "", err, errlen);
 }

@@ -6,8 +6,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#define DUMP_MAX_PIDS 64
+
 struct dump_opts {
-	pid_t pid;
+	pid_t pid;		/* the first of pids */
+	pid_t pids[DUMP_MAX_PIDS];	/* -p PID[,PID...] */
+	size_t npids;
+	int all;		/* -a: every Python process */
 	int json;
 	int async;	/* --async: asyncio tasks instead of thread stacks */
 	int only_active;	/* --only-active: the thread holding the GIL only */

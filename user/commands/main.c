@@ -27,13 +27,16 @@ static const char dump_doc[] =
 "Print every thread's Python stack of a running process, now (with --async: its\n"
 "asyncio tasks, Python 3.14+).\n"
 "\n"
-"USAGE: pyprof-bpf dump [--async] -p PID [--json] [--only-active] [--no-source] [--locals]\n"
+"USAGE: pyprof-bpf dump [--async] -p PID[,PID...] | -a [--json] [--only-active] [--no-source]\n"
+"                       [--locals]\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread, with its state\n"
 "    pyprof-bpf dump -p 1234 --only-active   # only the thread holding the GIL\n"
 "    pyprof-bpf dump -p 1234 --no-source     # frames without their source lines\n"
 "    pyprof-bpf dump -p 1234 --locals        # with each frame's local variables\n"
+"    pyprof-bpf dump -p 1234,5678 --json     # two processes: {\"processes\": [...]}\n"
+"    pyprof-bpf dump -a                      # every Python process of the host\n"
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
 "    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
 "    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
@@ -41,7 +44,8 @@ static const char dump_doc[] =
 enum { OPT_JSON = 1000, OPT_ASYNC, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS };
 
 static const struct argp_option dump_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to read", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to read", 0 },
+	{ "all", 'a', NULL, 0, "Every Python process of the host (others skipped)", 0 },
 	{ "json", OPT_JSON, NULL, 0, "Print JSON: {pid, python, threads: [{tid, name, comm, state, "
 	  "syscall, status, in_gc, frames}]}", 0 },
 	{ "only-active", OPT_ONLY_ACTIVE, NULL, 0, "Only the thread holding the GIL", 0 },
@@ -62,9 +66,24 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		if (parse_long(arg, 1, INT_MAX, &v))
-			argp_error(state, "invalid PID: %s", arg);
-		o->pid = (pid_t)v;
+		/* PID[,PID...]: no empty element, none twice */
+		for (char *tok = arg, *next; tok; tok = next) {
+			next = strchr(tok, ',');
+			if (next)
+				*next++ = '\0';
+			if (parse_long(tok, 1, INT_MAX, &v))
+				argp_error(state, "invalid PID: %s", *tok ? tok : "(empty)");
+			for (size_t i = 0; i < o->npids; i++)
+				if (o->pids[i] == (pid_t)v)
+					argp_error(state, "PID %ld given twice", v);
+			if (o->npids == DUMP_MAX_PIDS)
+				argp_error(state, "at most %d processes with -p", DUMP_MAX_PIDS);
+			o->pids[o->npids++] = (pid_t)v;
+		}
+		o->pid = o->pids[0];
+		break;
+	case 'a':
+		o->all = 1;
 		break;
 	case OPT_JSON:
 		o->json = 1;
@@ -85,8 +104,12 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument: %s", arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid)
-			argp_error(state, "a target is needed: -p PID");
+		if (!o->pid && !o->all)
+			argp_error(state, "a target is needed: -p PID[,PID...] or -a");
+		if (o->pid && o->all)
+			argp_error(state, "-a takes every Python process: not with -p");
+		if (o->async && (o->all || o->npids > 1))
+			argp_error(state, "--async reads one process: -p PID");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
