@@ -30,6 +30,10 @@ DUMP_TIMEOUT = 60
 START_TIMEOUT = 90
 
 SUPPORTED = pyenvs.supported()
+# The documented --json shape (docs/usage.md): a thread's and a frame's keys.
+THREAD_KEYS = {"tid", "name", "comm", "state", "syscall", "status", "in_gc", "frames"}
+FRAME_KEYS = {"function", "file", "line", "end_line", "column", "end_column", "source",
+              "source_changed"}
 
 
 # --------------------------------------------------------------------------
@@ -291,12 +295,13 @@ def valid_utf8_prefix(b):
     return ""
 
 
-def name_problem(target, t, got_name):
-    """None if got_name is right for thread t, else a description."""
-    if not isinstance(got_name, str):
-        return f"name is {got_name!r}, not a string"
-    if target.interp.version < (3, 14):
-        return None   # names are not set from threading before 3.14
+def name_problem(target, t, got):
+    """None if the dump's thread entry got names thread t right (its whole
+    threading name, and the kernel's comm beside it), else a description."""
+    if not isinstance(got.get("name"), str) or not isinstance(got.get("comm"), str):
+        return f"name {got.get('name')!r} or comm {got.get('comm')!r} is not a string"
+    if got["name"] != t["threading_name"]:
+        return f"name {got['name']!r}, expected {t['threading_name']!r} (threading's)"
     raw = t["comm"]
     try:
         want = raw.decode("utf-8")
@@ -304,11 +309,11 @@ def name_problem(target, t, got_name):
         # The kernel's 15-byte cut fell inside a UTF-8 character: accept any
         # faithful rendering of the valid prefix plus a marker for the rest.
         prefix = valid_utf8_prefix(raw)
-        if got_name.startswith(prefix) and len(got_name) <= len(prefix) + 8:
+        if got["comm"].startswith(prefix) and len(got["comm"]) <= len(prefix) + 8:
             return None
-        return f"name {got_name!r} does not render comm {raw!r}"
-    if got_name != want:
-        return f"name {got_name!r}, expected {want!r} (/proc/.../comm)"
+        return f"comm {got['comm']!r} does not render comm {raw!r}"
+    if got["comm"] != want:
+        return f"comm {got['comm']!r}, expected {want!r} (/proc/.../comm)"
     return None
 
 
@@ -343,15 +348,15 @@ def check_json(target, proc):
         pytest.fail(f"{where}: threads is not a list: {got['threads']!r}")
     got_by_tid = {}
     for t in got["threads"]:
-        if not isinstance(t, dict) or set(t) != {"tid", "name", "frames"}:
-            problems.append(f"thread entry must have exactly tid, name, frames: "
+        if not isinstance(t, dict) or set(t) != THREAD_KEYS:
+            problems.append(f"thread entry must have exactly {sorted(THREAD_KEYS)}: "
                             f"{str(t)[:300]}")
             continue
         if t["tid"] in got_by_tid:
             problems.append(f"thread {t['tid']} listed twice")
         got_by_tid[t["tid"]] = t
         for f in t["frames"]:
-            if (not isinstance(f, dict) or set(f) != {"function", "file", "line"}
+            if (not isinstance(f, dict) or set(f) != FRAME_KEYS
                     or not isinstance(f["line"], int)):
                 problems.append(f"thread {t['tid']}: malformed frame {f!r}")
                 break
@@ -368,9 +373,12 @@ def check_json(target, proc):
             problems.append(f"{label}: missing from the dump; expected\n"
                             f"{fmt_frames(et['frames'])}")
             continue
-        np = name_problem(target, et, gt["name"])
+        np = name_problem(target, et, gt)
         if np:
             problems.append(f"{label}: {np}")
+        # the target records function, file and line; dump adds more
+        gt = dict(gt, frames=[{k: f[k] for k in ("function", "file", "line")}
+                              for f in gt["frames"]])
         if gt["frames"] != et["frames"]:
             problems.append(
                 f"{label}: frames differ ({len(et['frames'])} expected, "
@@ -453,12 +461,12 @@ def check_text(target, proc):
                 f"#{i} counting from the outermost:\n"
                 f"    expected: {want[i] if i < len(want) else None}\n"
                 f"    got:      {frames[i] if i < len(frames) else None}")
-        if target.interp.version >= (3, 14):
-            try:
-                name = t["comm"].decode("utf-8")
-            except UnicodeDecodeError:
-                name = valid_utf8_prefix(t["comm"])
-            if name not in header:
+        try:
+            comm_text = t["comm"].decode("utf-8")
+        except UnicodeDecodeError:
+            comm_text = valid_utf8_prefix(t["comm"])
+        for name in (t["threading_name"], comm_text):
+            if f'"{name}"' not in header:
                 problems.append(f"thread {t['tid']}: name {name!r} not in its "
                                 f"header {header!r}")
     if problems:
@@ -470,7 +478,7 @@ def check_text(target, proc):
 def dump_and_check(target):
     proc = run_tool(["dump", "-p", str(target.pid), "--json"])
     check_json(target, proc)
-    proc = run_tool(["dump", "-p", str(target.pid)])
+    proc = run_tool(["dump", "-p", str(target.pid), "--no-source"])
     check_text(target, proc)
 
 
@@ -619,11 +627,12 @@ def check_shape(doc, pid, what):
         f"{what}: top level keys {sorted(doc) if isinstance(doc, dict) else doc!r}"
     assert doc["pid"] == pid and isinstance(doc["python"], str), what
     for t in doc["threads"]:
-        assert set(t) == {"tid", "name", "frames"}, (
-            f"{what}: thread keys {sorted(t)}, expected exactly frames, name, tid")
+        assert THREAD_KEYS <= set(t) <= THREAD_KEYS | {"truncated"}, (
+            f"{what}: thread keys {sorted(t)}, expected exactly {sorted(THREAD_KEYS)} "
+            f"(and \"truncated\" when cut)")
         assert isinstance(t["tid"], int) and isinstance(t["name"], str), f"{what}: {t}"
         for f in t["frames"]:
-            ok = (set(f) == {"function", "file", "line"} and isinstance(f["function"], str)
+            ok = (set(f) == FRAME_KEYS and isinstance(f["function"], str)
                   and isinstance(f["file"], str) and isinstance(f["line"], int))
             assert ok, f"{what}: thread {t['tid']}: frame {f} is not of the documented shape"
 

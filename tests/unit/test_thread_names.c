@@ -3,7 +3,9 @@
  * test_thread_names.c - tid -> name (user/thread_names.c): live threads
  * named as /proc says, read once (a rename later is not seen); thousands of
  * tids each found again at the pointer first handed out, across the index's
- * growth; past the limit and for tid 0, the fallback.
+ * growth; past the limit and for tid 0, the fallback. Python names set
+ * beside the comm: copied, replaced, none for a tid never set, refused when
+ * the table is full.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -100,11 +102,37 @@ static void test_many_and_limit(void **state)
 	free(got);
 }
 
+static void test_python_names(void **state)
+{
+	const pid_t base = 0x7ff00000;
+	struct thread_names *t;
+	char name[64];
+
+	(void)state;
+	assert_int_equal(thread_names__new(2, &t), 0);
+	assert_null(thread_names__python(t, base));
+	strcpy(name, "incident-spinner-thread-A");
+	assert_int_equal(thread_names__set_python(t, getpid(), base, name), 0);
+	name[0] = 'X';	/* a copy is kept */
+	assert_string_equal(thread_names__python(t, base), "incident-spinner-thread-A");
+	assert_int_equal(thread_names__set_python(t, getpid(), base, "renamed"), 0);
+	assert_string_equal(thread_names__python(t, base), "renamed");
+	/* the comm entry is the same one */
+	assert_non_null(thread_names__get(t, getpid(), base, NULL));
+	assert_null(thread_names__python(t, base + 1));
+	assert_int_equal(thread_names__set_python(t, getpid(), base + 1, "b"), 0);
+	assert_int_equal(thread_names__set_python(t, getpid(), base + 2, "c"), -ENOSPC);
+	assert_null(thread_names__python(t, base + 2));
+	assert_int_equal(thread_names__set_python(t, getpid(), 0, "z"), -EINVAL);
+	thread_names__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_live_threads),
 		cmocka_unit_test(test_many_and_limit),
+		cmocka_unit_test(test_python_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

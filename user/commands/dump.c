@@ -1,31 +1,119 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "asyncio/asyncio.h"
 #include "commands/dump.h"
+#include "commands/dump_source.h"
 #include "output/json_writer.h"
 #include "target/opcodes/opcode_read.h"
 #include "target/opcodes/opnames.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
+#include "target/thread_names.h"
+#include "target/thread_state.h"
+#include "offcpu/syscalls.h"
 #include "symbols/symbolizer.h"
+#include "symbols/threading_names.h"
+#include "symbols/frame_locals.h"
+#include "util/parse.h"
+#include "util/text.h"
 
 #define DUMP_MAX_THREADS 16384
 #define DUMP_MAX_FRAMES 65536
 /* dump_thread.truncated beside 1 and PY_WALK_LOOPED: cut at a read fault */
 #define DUMP_CUT_FAULT 3
+/* --locals: names shown in one dump at most (LOCALS_MAX_PER_FRAME a frame) */
+#define DUMP_MAX_LOCALS 4096
+/* -a: processes looked at at most */
+#define DUMP_MAX_PROCS 65536
 
 struct dump_thread {
 	struct py_thread t;
 	struct py_sym *syms;
 	size_t nframes;
 	int truncated;
-	char name[64];
+	char name[64];		/* the kernel's comm */
 	char op[48];		/* --opcodes: "[op] NAME"; "": not read */
+	const char *pyname;	/* threading's name, whole; NULL: not known */
+	struct py_thread_state st;
+	size_t nraw;			/* frames walked (syms: those shown) */
+	struct dump_loc *locs;		/* per shown frame, as syms */
 };
+
+/* The kernel's state letter, said in words. */
+static const char *kstate_word(char c)
+{
+	switch (c) {
+	case 'R': return "running";	/* on a CPU or runnable: /proc does not tell */
+	case 'S': return "asleep";
+	case 'D': return "in uninterruptible wait";
+	case 'T': case 't': return "stopped";
+	case 'Z': return "zombie";
+	case 0: return "unknown";
+	default: return "other";
+	}
+}
+
+/* "    state: asleep in [syscall] futex, waiting for the GIL" */
+static void print_state(FILE *out, const struct py_thread_state *s)
+{
+	const char *sc = s->syscall >= 0 ? syscall__name(s->syscall) : NULL;
+
+	fprintf(out, "    state: %s", kstate_word(s->kstate));
+	if (sc)
+		fprintf(out, " in [syscall] %s", sc);
+	else if (s->syscall >= 0)
+		fprintf(out, " in [syscall] %ld", s->syscall);
+	if (s->has_gil)
+		fputs(", holds the GIL", out);
+	if (s->gil_requested)
+		fputs(", waiting for the GIL", out);
+	if (s->in_gc)
+		fputs(", in <GC>", out);
+	if (s->has_exception)
+		fputs(", has an exception", out);
+	fputc('\n', out);
+}
+
+static void json_state(FILE *out, const struct py_thread_state *s)
+{
+	const char *sc = s->syscall >= 0 ? syscall__name(s->syscall) : NULL;
+
+	fputs(", \"state\": ", out);
+	json_write_string(out, kstate_word(s->kstate));
+	if (sc) {
+		fputs(", \"syscall\": ", out);
+		json_write_string(out, sc);
+	} else if (s->syscall >= 0) {
+		fprintf(out, ", \"syscall\": \"%ld\"", s->syscall);
+	} else {
+		fputs(", \"syscall\": null", out);
+	}
+	fprintf(out, ", \"status\": {\"on_cpu\": %s, \"has_gil\": %s, \"gil_requested\": %s, "
+		"\"has_exception\": %s, \"main_thread\": %s}, \"in_gc\": %s",
+		s->on_cpu ? "true" : "false", s->has_gil ? "true" : "false",
+		s->gil_requested ? "true" : "false", s->has_exception ? "true" : "false",
+		s->main_thread ? "true" : "false", s->in_gc ? "true" : "false");
+}
+
+static void print_locals(FILE *out, const struct dump_loc *l)
+{
+	if (!l->locals || !l->nlocals)
+		return;
+	fputs("        locals:\n", out);
+	for (size_t i = 0; i < l->nlocals; i++) {
+		fputs("            ", out);
+		put_clean(out, l->locals[i].name);
+		fputs(" = ", out);
+		put_clean(out, l->locals[i].repr);
+		fputc('\n', out);
+	}
+}
 
 static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
 {
@@ -34,12 +122,23 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 		const struct dump_thread *t = &th[i];
 
 		fprintf(out, "\nThread %d", (int)t->t.host_tid);
-		if (t->name[0])
-			fprintf(out, " \"%s\"", t->name);
-		fprintf(out, " (most recent call last):%s\n",
+		if (t->pyname) {
+			fputs(" \"", out);
+			put_clean(out, t->pyname);
+			fputs("\" (comm \"", out);
+			put_clean(out, t->name);
+			fputs("\")", out);
+		} else if (t->name[0]) {
+			fputs(" \"", out);
+			put_clean(out, t->name);
+			fputs("\"", out);
+		}
+		fprintf(out, "%s (most recent call last):%s\n",
+			t->st.main_thread ? " [main thread]" : "",
 			t->truncated == PY_WALK_LOOPED ? " [truncated: its frame chain loops]" :
 			t->truncated == DUMP_CUT_FAULT ? " [read-fault]" :
 			t->truncated ? " [truncated]" : "");
+		print_state(out, &t->st);
 		if (t->nframes == 0)
 			fprintf(out, "    (no Python frames)\n");
 		for (size_t k = t->nframes; k-- > 0;) {
@@ -47,8 +146,20 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 
 			fprintf(out, "    %s (%s:%d)%s%s\n", s->function, s->file, s->line,
 				k == 0 && t->op[0] ? " " : "", k == 0 ? t->op : "");
+			if (t->locs)
+				dump_source__print(out, &t->locs[k], "        ");
+			if (t->locs)
+				print_locals(out, &t->locs[k]);
 		}
 	}
+}
+
+static void json_int_or_null(FILE *out, const char *key, int v)
+{
+	if (v >= 0)
+		fprintf(out, ", \"%s\": %d", key, v);
+	else
+		fprintf(out, ", \"%s\": null", key);
 }
 
 /* A frame object of the JSON outputs: {"function", "file", "line"}. */
@@ -64,7 +175,46 @@ static void json_frame(FILE *out, const struct py_sym *s, int first)
 		fputs(", \"line\": null}", out);
 }
 
-static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+/* dump's frame: json_frame's, with the whole location and the source line:
+ * {"function", "file", "line", "end_line", "column", "end_column",
+ *  "source", "source_changed"} */
+static void json_dump_frame(FILE *out, const struct py_sym *s, const struct dump_loc *l,
+			    int first, int with_locals)
+{
+	static const struct dump_loc none = { -1, -1, -1, -1, NULL, false, 0, NULL, 0 };
+
+	if (!l)
+		l = &none;
+	fprintf(out, "%s{\"function\": ", first ? "" : ", ");
+	json_write_string(out, s->function);
+	fputs(", \"file\": ", out);
+	json_write_string(out, s->file);
+	json_int_or_null(out, "line", s->line);
+	json_int_or_null(out, "end_line", l->end_line);
+	json_int_or_null(out, "column", l->col);
+	json_int_or_null(out, "end_column", l->end_col);
+	fputs(", \"source\": ", out);
+	if (l->source)
+		json_write_string(out, l->source);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"source_changed\": %s", l->changed ? "true" : "false");
+	if (with_locals) {
+		fputs(", \"locals\": [", out);
+		for (size_t i = 0; l->locals && i < l->nlocals; i++) {
+			fputs(i ? ", {\"name\": " : "{\"name\": ", out);
+			json_write_string(out, l->locals[i].name);
+			fputs(", \"repr\": ", out);
+			json_write_string(out, l->locals[i].repr);
+			fputc('}', out);
+		}
+		fputc(']', out);
+	}
+	fputc('}', out);
+}
+
+static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n,
+		       int with_locals)
 {
 	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
 	json_write_string(out, pyproc__version(p));
@@ -73,7 +223,10 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		const struct dump_thread *t = &th[i];
 
 		fprintf(out, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", (int)t->t.host_tid);
+		json_write_string(out, t->pyname ? t->pyname : t->name);
+		fputs(", \"comm\": ", out);
 		json_write_string(out, t->name);
+		json_state(out, &t->st);
 		/* only when cut: "loop", "read-fault" (a corrupt chain) or "depth" */
 		if (t->truncated)
 			fprintf(out, ", \"truncated\": \"%s\"",
@@ -85,7 +238,8 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		}
 		fputs(", \"frames\": [", out);
 		for (size_t k = 0; k < t->nframes; k++)
-			json_frame(out, &t->syms[k], k == 0);
+			json_dump_frame(out, &t->syms[k], t->locs ? &t->locs[k] : NULL, k == 0,
+					with_locals);
 		fputs("]}", out);
 	}
 	fputs("]}\n", out);
@@ -155,6 +309,7 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		if (!t->syms)
 			return -ENOMEM;
 		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
+		t->nraw = nf;
 		t->truncated = DUMP_CUT_FAULT;
 		fprintf(stderr, "pyprof-bpf: thread %d: a frame could not be read (corrupt "
 			"chain): shown up to it\n", (int)t->t.host_tid);
@@ -164,6 +319,11 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		return rc;
 	if (bad && !stable)
 		return -EAGAIN;
+	t->nraw = nf;
+	/* not one frame readable: a thread state being torn down as it ends
+	 * also reads so; the caller tells that from a corrupt one */
+	if (bad && bad == nf)
+		return -ESTALE;
 	if (t->truncated == PY_WALK_LOOPED)
 		fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
 			"shown up to the repeat\n", (int)t->t.host_tid);
@@ -282,14 +442,150 @@ out:
 	return rc;
 }
 
-int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+static int write_dump(const struct dump_opts *o, FILE *out, const char *before,
+		      struct pyproc *p, const struct dump_thread *th, size_t n, char *err,
+		      size_t errlen)
+{
+	fputs(before, out);
+	if (o->json)
+		print_json(out, p, th, n, o->locals);
+	else
+		print_text(out, p, th, n);
+	if (fflush(out) || ferror(out)) {
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* 1 while @tstate is still among the process's threads (or the list
+ * cannot be read again: then it is shown as read). */
+static int still_listed(struct pyproc *p, uint64_t tstate)
+{
+	struct py_thread *now = calloc(DUMP_MAX_THREADS, sizeof(*now));
+	size_t n = 0;
+	int found = 1;
+
+	if (now && pyproc__threads(p, now, DUMP_MAX_THREADS, &n) == 0) {
+		found = 0;
+		for (size_t i = 0; i < n && !found; i++)
+			found = now[i].tstate == tstate;
+	}
+	free(now);
+	return found;
+}
+
+/* The one line of a thread's dump that failed for want of memory or of a
+ * stack that held still. */
+static void thread_error(const struct dump_opts *o, const struct dump_thread *t, int rc,
+			 char *err, size_t errlen)
+{
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else
+		snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
+			 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
+			 DUMP_ATTEMPTS);
+}
+
+/* Each shown frame's whole location and, unless --no-source, its line of
+ * source, for the walk in @raw that gave t->syms. */
+static int locate_frames(const struct dump_opts *o, struct pyproc *p, struct symbolizer *sym,
+			 struct dump_thread *t, const struct py_rawframe *raw, size_t *locals_left)
+{
+	int64_t start_ns = 0;
+
+	t->locs = calloc(t->nframes ? t->nframes : 1, sizeof(*t->locs));
+	if (!t->locs)
+		return -ENOMEM;
+	dump_source__locate(sym, raw, t->nraw, t->locs, t->nframes);
+	if (procfs__start_ns(o->pid, &start_ns))
+		start_ns = 0;	/* unknown: no file can be told newer */
+	for (size_t k = 0; k < t->nframes; k++) {
+		struct dump_loc *l = &t->locs[k];
+
+		if (l->line != t->syms[k].line)	/* the code moved on meanwhile */
+			*l = (struct dump_loc){ t->syms[k].line, -1, -1, -1, NULL, false };
+		if (!o->no_source)
+			dump_source__read(o->pid, start_ns, t->syms[k].file, l);
+		if (!o->locals || !*locals_left)
+			continue;
+		l->locals = calloc(LOCALS_MAX_PER_FRAME, sizeof(*l->locals));
+		if (!l->locals)
+			return -ENOMEM;
+		/* an unreadable frame shows no locals; the dump goes on */
+		if (frame_locals__read(p, sym, &raw[l->raw], l->locals,
+				       *locals_left < LOCALS_MAX_PER_FRAME ? *locals_left :
+				       LOCALS_MAX_PER_FRAME, &l->nlocals))
+			l->nlocals = 0;
+		*locals_left -= l->nlocals;
+	}
+	return 0;
+}
+
+/*
+ * Each thread's state, in one look, into @st; with --only-active only the
+ * thread holding the GIL stays in @threads (none while no thread holds it).
+ */
+static int look_at_threads(const struct dump_opts *o, struct pyproc *p,
+			   struct py_thread *threads, struct py_thread_state *st, size_t *n)
+{
+	size_t k = 0;
+	int rc = thread_state__look(p, threads, *n, st);
+
+	if (rc || !o->only_active)
+		return rc;
+	for (size_t i = 0; i < *n; i++) {
+		if (!st[i].has_gil)
+			continue;
+		threads[k] = threads[i];
+		st[k++] = st[i];
+	}
+	*n = k;
+	return 0;
+}
+
+/*
+ * The threads (*@n into @threads), their states (@st) in one look, and
+ * their Python names into @names. 0, -ENOMEM, or a read error.
+ */
+static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symbolizer *sym,
+			struct thread_names *names, struct py_thread *threads,
+			struct py_thread_state *st, size_t *n)
+{
+	int rc = 0;
+
+	/* Threads that start or end while we walk the list make a read fail:
+	 * take the list again. */
+	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
+		rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, n);
+		if (rc != -EFAULT && rc != -EPROTO && rc != -ELOOP)
+			break;
+	}
+	if (rc == -E2BIG) {
+		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
+			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
+		rc = 0;
+	}
+	if (!rc)
+		rc = look_at_threads(o, p, threads, st, n);
+	/* threading's own names: a record that does not read names no thread */
+	if (!rc && threading_names__read(p, sym, threads, *n, names) == -ENOMEM)
+		rc = -ENOMEM;
+	return rc;
+}
+
+static int dump_one(const struct dump_opts *o, FILE *out, const char *before, char *err,
+		    size_t errlen)
 {
 	struct py_thread *threads = NULL;
+	struct py_thread_state *st = NULL;
 	struct dump_thread *th = NULL;
 	struct py_rawframe *raw = NULL;
+	struct thread_names *names = NULL;
 	struct symbolizer *sym = NULL;
 	struct pyproc *p = NULL;
-	size_t n = 0;
+	size_t n = 0, locals_left = DUMP_MAX_LOCALS;
 	int rc;
 
 	if (o->async)
@@ -300,27 +596,23 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 	threads = calloc(DUMP_MAX_THREADS, sizeof(*threads));
 	th = calloc(DUMP_MAX_THREADS, sizeof(*th));
 	raw = calloc(DUMP_MAX_FRAMES, sizeof(*raw));
-	if (!threads || !th || !raw) {
+	st = calloc(DUMP_MAX_THREADS, sizeof(*st));
+	if (!threads || !th || !raw || !st) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	rc = symbolizer__new(p, &sym);
+	if (!rc)
+		rc = thread_names__new(DUMP_MAX_THREADS, &names);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	/* Threads that start or end while we walk the list make a read fail:
-	 * take the list again. */
-	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
-		rc = pyproc__threads(p, threads, DUMP_MAX_THREADS, &n);
-		if (rc != -EFAULT && rc != -EPROTO && rc != -ELOOP)
-			break;
-	}
-	if (rc == -E2BIG) {
-		fprintf(stderr, "pyprof-bpf: more than %d threads: showing the first %d\n",
-			DUMP_MAX_THREADS, DUMP_MAX_THREADS);
-		rc = 0;
+	rc = list_threads(o, p, sym, names, threads, st, &n);
+	if (rc == -ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
 	}
 	if (rc)
 		goto fail_read;
@@ -329,38 +621,32 @@ int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
 
 		t->t = threads[i];
 		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		t->pyname = thread_names__python(names, t->t.host_tid);
+		t->st = st[i];
 		rc = dump_thread(p, sym, t, raw, o->opcodes);
-		if (rc && rc != -ESRCH && !procfs__thread_alive(o->pid, t->t.host_tid)) {
+		if (rc == -ESTALE)
+			rc = still_listed(p, t->t.tstate) ? 0 : -ENOENT;
+		if (rc && rc != -ESRCH && (rc == -ENOENT ||
+					   !procfs__thread_alive(o->pid, t->t.host_tid))) {
 			/* it ended while we read it: it is not part of "now" */
 			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
+			memmove(&st[i], &st[i + 1], (n - i - 1) * sizeof(*st));
 			free(t->syms);
 			t->syms = NULL;
 			n--;
 			i--;
 			continue;
 		}
-		if (rc == -ENOMEM) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		if (rc == -EAGAIN) {
-			snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
-				 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
-				 DUMP_ATTEMPTS);
+		if (!rc)
+			rc = locate_frames(o, p, sym, t, raw, &locals_left);
+		if (rc == -ENOMEM || rc == -EAGAIN) {
+			thread_error(o, t, rc, err, errlen);
 			goto out;
 		}
 		if (rc)
 			goto fail_read;
 	}
-	if (o->json)
-		print_json(out, p, th, n);
-	else
-		print_text(out, p, th, n);
-	rc = 0;
-	if (fflush(out) || ferror(out)) {
-		rc = -EIO;
-		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
-	}
+	rc = write_dump(o, out, before, p, th, n, err, errlen);
 	goto out;
 
 fail_read:
@@ -372,12 +658,95 @@ fail_read:
 			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
 	}
 out:
-	for (size_t i = 0; th && i < n; i++)
+	for (size_t i = 0; th && i < n; i++) {
 		free(th[i].syms);
+		for (size_t k = 0; th[i].locs && k < th[i].nframes; k++)
+			dump_loc__free(&th[i].locs[k]);
+		free(th[i].locs);
+	}
 	free(th);
+	free(st);
 	free(threads);
 	free(raw);
+	thread_names__free(names);
 	symbolizer__free(sym);
 	pyproc__free(p);
 	return rc;
+}
+
+/* The pids of every process of /proc but ours, at most @max. */
+static size_t all_pids(pid_t *out, size_t max)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while (n < max && (de = readdir(d))) {
+		long v;
+
+		if (parse_long(de->d_name, 1, INT_MAX, &v) == 0 && v != getpid())
+			out[n++] = (pid_t)v;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Several processes (-p a,b or -a): each dumped as one alone would be, the
+ * text one after the other, the JSON as {"processes": [...]}. A process that
+ * fails is told on stderr (with -a, one that is not Python is skipped
+ * quietly) and the others are still dumped.
+ */
+static int dump_many(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	pid_t *pids = calloc(DUMP_MAX_PROCS, sizeof(*pids));
+	size_t n = o->all ? 0 : o->npids, shown = 0, failed = 0;
+	int rc = 0;
+
+	if (!pids) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (o->all)
+		n = all_pids(pids, DUMP_MAX_PROCS);
+	else
+		memcpy(pids, o->pids, n * sizeof(*pids));
+	if (o->json)
+		fputs("{\"processes\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		struct dump_opts one = *o;
+		char why[PYPROF_ERRLEN] = "";
+
+		one.pid = pids[i];
+		rc = dump_one(&one, out, !shown ? "" : o->json ? ", " : "\n", why, sizeof(why));
+		if (!rc) {
+			shown++;
+			continue;
+		}
+		if (o->all && (rc == -ENOEXEC || rc == -ESRCH || rc == -ENOTSUP))
+			continue;	/* not a Python we read, or gone */
+		failed++;
+		fprintf(stderr, "pyprof-bpf: %s\n", why[0] ? why : strerror(-rc));
+	}
+	if (o->json)
+		fputs("]}\n", out);
+	free(pids);
+	rc = 0;
+	if (fflush(out) || ferror(out)) {
+		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
+		rc = -EIO;
+	} else if (failed) {
+		snprintf(err, errlen, "%zu of %zu processes could not be dumped", failed, n);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+int dump__run(const struct dump_opts *o, FILE *out, char *err, size_t errlen)
+{
+	if (o->all || o->npids > 1)
+		return dump_many(o, out, err, errlen);
+	return dump_one(o, out, "", err, errlen);
 }

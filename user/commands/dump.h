@@ -6,11 +6,19 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#define DUMP_MAX_PIDS 64
+
 struct dump_opts {
-	pid_t pid;
+	pid_t pid;		/* the first of pids */
+	pid_t pids[DUMP_MAX_PIDS];	/* -p PID[,PID...] */
+	size_t npids;
+	int all;		/* -a: every Python process */
 	int json;
 	int async;	/* --async: asyncio tasks instead of thread stacks */
-	int opcodes;	/* --opcodes: each thread's innermost instruction */
+	int opcodes;		/* --opcodes: each thread's innermost instruction */
+	int only_active;	/* --only-active: the thread holding the GIL only */
+	int no_source;		/* --no-source: no line of source under each frame */
+	int locals;		/* --locals: each frame's arguments and locals */
 };
 
 /* 0, or -errno with one line in @err. */

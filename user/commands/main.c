@@ -27,20 +27,33 @@ static const char dump_doc[] =
 "Print every thread's Python stack of a running process, now (with --async: its\n"
 "asyncio tasks, Python 3.14+).\n"
 "\n"
-"USAGE: pyprof-bpf dump [--async] -p PID [--json] [--opcodes]\n"
+"USAGE: pyprof-bpf dump [--async] -p PID[,PID...] | -a [--json] [--only-active] [--no-source]\n"
+"                       [--locals] [--opcodes]\n"
 "\v"
 "EXAMPLES:\n"
-"    pyprof-bpf dump -p 1234           # tracebacks of every thread\n"
+"    pyprof-bpf dump -p 1234           # tracebacks of every thread, with its state\n"
+"    pyprof-bpf dump -p 1234 --only-active   # only the thread holding the GIL\n"
+"    pyprof-bpf dump -p 1234 --no-source     # frames without their source lines\n"
+"    pyprof-bpf dump -p 1234 --locals        # with each frame's local variables\n"
+"    pyprof-bpf dump -p 1234,5678 --json     # two processes: {\"processes\": [...]}\n"
+"    pyprof-bpf dump -a                      # every Python process of the host\n"
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
 "    pyprof-bpf dump -p 1234 --opcodes # and the instruction each thread is at\n"
 "    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
 "    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
 
-enum { OPT_JSON = 1000, OPT_ASYNC, OPT_OPCODES };
+enum { OPT_JSON = 1000, OPT_ASYNC, OPT_OPCODES, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS };
 
 static const struct argp_option dump_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to read", 0 },
-	{ "json", OPT_JSON, NULL, 0, "Print JSON: {pid, python, threads: [{tid, name, frames}]}", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to read", 0 },
+	{ "all", 'a', NULL, 0, "Every Python process of the host (others skipped)", 0 },
+	{ "json", OPT_JSON, NULL, 0, "Print JSON: {pid, python, threads: [{tid, name, comm, state, "
+	  "syscall, status, in_gc, frames}]}", 0 },
+	{ "only-active", OPT_ONLY_ACTIVE, NULL, 0, "Only the thread holding the GIL", 0 },
+	{ "no-source", OPT_NO_SOURCE, NULL, 0, "No line of source under each frame (read from "
+	  "the target's root, the executing expression marked ^^^)", 0 },
+	{ "locals", OPT_LOCALS, NULL, 0, "Each frame's arguments and local variables: short "
+	  "reprs of None, bool, int, float, str, bytes; others as <TYPE at 0xADDR>", 0 },
 	{ "async", OPT_ASYNC, NULL, 0, "The asyncio tasks (3.14+): an await tree like `python -m "
 	  "asyncio pstree`; with --json {pid, python, tasks: [{id, name, tid, running, frames, "
 	  "awaited_by}]}", 0 },
@@ -57,9 +70,24 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		if (parse_long(arg, 1, INT_MAX, &v))
-			argp_error(state, "invalid PID: %s", arg);
-		o->pid = (pid_t)v;
+		/* PID[,PID...]: no empty element, none twice */
+		for (char *tok = arg, *next; tok; tok = next) {
+			next = strchr(tok, ',');
+			if (next)
+				*next++ = '\0';
+			if (parse_long(tok, 1, INT_MAX, &v))
+				argp_error(state, "invalid PID: %s", *tok ? tok : "(empty)");
+			for (size_t i = 0; i < o->npids; i++)
+				if (o->pids[i] == (pid_t)v)
+					argp_error(state, "PID %ld given twice", v);
+			if (o->npids == DUMP_MAX_PIDS)
+				argp_error(state, "at most %d processes with -p", DUMP_MAX_PIDS);
+			o->pids[o->npids++] = (pid_t)v;
+		}
+		o->pid = o->pids[0];
+		break;
+	case 'a':
+		o->all = 1;
 		break;
 	case OPT_JSON:
 		o->json = 1;
@@ -70,12 +98,25 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	case OPT_OPCODES:
 		o->opcodes = 1;
 		break;
+	case OPT_ONLY_ACTIVE:
+		o->only_active = 1;
+		break;
+	case OPT_NO_SOURCE:
+		o->no_source = 1;
+		break;
+	case OPT_LOCALS:
+		o->locals = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid)
-			argp_error(state, "a target is needed: -p PID");
+		if (!o->pid && !o->all)
+			argp_error(state, "a target is needed: -p PID[,PID...] or -a");
+		if (o->pid && o->all)
+			argp_error(state, "-a takes every Python process: not with -p");
+		if (o->async && (o->all || o->npids > 1))
+			argp_error(state, "--async reads one process: -p PID");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -671,3 +671,22 @@ int symbolizer__resolve_stack(struct symbolizer *s, const struct py_rawframe *ra
 	*nout = k;
 	return 0;
 }
+
+int symbolizer__location(struct symbolizer *s, const struct py_rawframe *f,
+			 struct linetable_range *out)
+{
+	const struct py_offsets *o = s->off;
+	struct code_entry *e;
+	uint8_t *tab = NULL;
+	size_t tablen = 0;
+	int rc;
+
+	rc = lookup(s, f->code, f->code_version, f->reserved & PY_RAWFRAME_NO_SNAPSHOT, &e);
+	if (!rc)
+		rc = read_bytes(s, e->key.linetable, &tab, &tablen);
+	if (!rc)
+		rc = linetable__range_at(tab, tablen, e->key.firstlineno,
+					 (int64_t)(f->instr - (f->code + o->code_adaptive)), out);
+	free(tab);
+	return rc;
+}

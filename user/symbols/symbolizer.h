@@ -61,4 +61,13 @@ int symbolizer__str_from_copy(struct symbolizer *s, const void *copy, size_t len
 int symbolizer__resolve_stack(struct symbolizer *s, const struct py_rawframe *raw, size_t n,
 			      struct py_sym *out, size_t *nout, size_t *unresolved);
 
+/*
+ * The whole location of frame @f (3.11+ position table): line, end line,
+ * column and end column (0-based, UTF-8 bytes; -1 unknown), read afresh
+ * from the target's table. 0, -ERANGE, -EINVAL or a read error.
+ */
+struct linetable_range;
+int symbolizer__location(struct symbolizer *s, const struct py_rawframe *f,
+			 struct linetable_range *out);
+
 #endif

@@ -202,6 +202,12 @@ static const struct binding bindings[] = {
 	{ "unicode_object.compactunicodeobject_size", OFF(unicode_compact_data), 0, 1 },
 	{ "bytes_object.ob_size", OFF(bytes_size), 8 },
 	{ "bytes_object.ob_sval", OFF(bytes_sval), 0 },
+	{ "interpreter_state.imports_modules", OFF(interp_modules), 8, 1 },
+	{ "heap_type_object.ht_cached_keys", OFF(heaptype_cached_keys), 8, 1 },
+	{ "thread_state.current_exception", OFF(tstate_exception), 8, 1 },
+	{ "interpreter_frame.localsplus", OFF(frame_localsplus), 0, 1 },
+	{ "thread_state.holds_gil", OFF(tstate_holds_gil), 4, 1 },
+	{ "thread_state.gil_requested", OFF(tstate_gil_requested), 4, 1 },
 };
 
 /* Structs we never copy whole may be big (an interpreter state is ~400 KB);
@@ -447,6 +453,22 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 	 * FRAME_OWNED_BY_INTERPRETER (3) from 3.14 (4 is the base sentinel). */
 	out->frame_owner_cstack = 3;
 	out->frame_instr_is_prev = false;
+	/* PyHeapTypeObject.ht_cached_keys, not in the 3.13 and 3.14 tables: 880
+	 * in both (their headers, default build). */
+	if (!out->heaptype_cached_keys)
+		out->heaptype_cached_keys = 880;
+	/* Not in the 3.13 and 3.14 tables either (their headers): the raised
+	 * exception at 112, and 3.14's holds_gil at 36. exc_info follows the
+	 * raised exception in 3.12 to 3.15. */
+	if (!out->tstate_exception)
+		out->tstate_exception = 112;
+	if (!out->tstate_holds_gil && ((version >> 16) & 0xff) == 14)
+		out->tstate_holds_gil = 36;
+	out->tstate_exc_info = out->tstate_exception + 8;
+	/* co_localsplusnames is in the table (taken for co_version above);
+	 * co_nlocalsplus is at 72 in 3.13 to 3.15 (their headers) */
+	out->code_localsplusnames = out->code_version + 4;
+	out->code_nlocalsplus = 72;
 	/* 3.14 made f_executable a _PyStackRef: its low bits are tags. */
 	out->executable_tag_mask = ((version >> 16) & 0xff) >= 14 ? 7 : 0;
 

@@ -39,6 +39,9 @@ static const struct py_offsets py311 = {
 	.runtime_interpreters_main = 48, .runtime_gil = 360,
 	.gil_size = PY_GIL_SIZE, .gil_last_holder = PY_GIL_LAST_HOLDER, .gil_locked = PY_GIL_LOCKED,
 	.interp_gc_collecting = 848, .gc_collecting_size = 4,	/* gc at 648, collecting at 200 */
+	.interp_modules = 888, .heaptype_cached_keys = 872,
+	.tstate_exception = 96, .tstate_exc_info = 120,
+	.frame_localsplus = 72, .code_localsplusnames = 96, .code_nlocalsplus = 76,
 };
 
 static const struct py_offsets py312 = {
@@ -64,6 +67,9 @@ static const struct py_offsets py312 = {
 	.runtime_interpreters_main = 48, .interp_ceval_gil = 384, .interp_gil = 1040,
 	.gil_size = PY_GIL_SIZE, .gil_last_holder = PY_GIL_LAST_HOLDER, .gil_locked = PY_GIL_LOCKED,
 	.interp_gc_collecting = 312, .gc_collecting_size = 4,	/* gc at 112, collecting at 200 */
+	.interp_modules = 944, .heaptype_cached_keys = 880,	/* imports.modules */
+	.tstate_exception = 96, .tstate_exc_info = 104,
+	.frame_localsplus = 72, .code_localsplusnames = 96, .code_nlocalsplus = 72,
 };
 
 int offsets_legacy__get(uint32_t version_hex, struct py_offsets *out)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "target/procfs.h"
 
@@ -230,4 +231,92 @@ int procfs__stat_fd_state(int fd, char *state)
 	if (got == 0)
 		return -ESRCH;
 	return procfs__stat_state(buf, (size_t)got, state);
+}
+
+/* One hex or decimal number at *@s, which moves past it: 0 or -EINVAL. */
+static int scan_num(const char **s, const char *end, uint64_t *out, int hex)
+{
+	const char *p = *s;
+	uint64_t v = 0;
+	int digits = 0;
+
+	if (hex) {
+		if (end - p < 2 || p[0] != '0' || p[1] != 'x')
+			return -EINVAL;
+		p += 2;
+	}
+	for (; p < end && digits < 17; p++, digits++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' :
+			hex && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (d < 0)
+			break;
+		v = v * (hex ? 16 : 10) + (uint64_t)d;
+	}
+	if (!digits || digits > 16)
+		return -EINVAL;
+	*s = p;
+	*out = v;
+	return 0;
+}
+
+int procfs__syscall_parse(const char *buf, size_t len, long *nr, uint64_t *arg0)
+{
+	const char *p = buf, *end = buf + len;
+	uint64_t v;
+
+	if (len >= 7 && memcmp(buf, "running", 7) == 0)
+		return -EAGAIN;
+	*arg0 = 0;
+	if (len >= 2 && memcmp(buf, "-1", 2) == 0) {
+		*nr = -1;	/* blocked, not in a system call */
+		return 0;
+	}
+	if (scan_num(&p, end, &v, 0) || v > 4095)
+		return -EINVAL;
+	*nr = (long)v;
+	if (p == end || *p++ != ' ' || scan_num(&p, end, arg0, 1))
+		return -EINVAL;
+	return 0;
+}
+
+int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0)
+{
+	char fn[64], buf[256];
+	ssize_t got;
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	got = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (got < 0)
+		return -errno;
+	return procfs__syscall_parse(buf, (size_t)got, nr, arg0);
+}
+
+int procfs__start_ns(pid_t pid, int64_t *out)
+{
+	struct timespec real, boot;
+	unsigned long long ticks;
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+	long hz = sysconf(_SC_CLK_TCK);
+	int field = 3;	/* the state is field 3; starttime is field 22 */
+
+	if (!f)
+		return -ESRCH;
+	for (; field < 22 && *f; f++)
+		if (*f == ' ')
+			field++;
+	if (field != 22 || sscanf(f, "%llu", &ticks) != 1 || hz <= 0)
+		return -EINVAL;
+	if (clock_gettime(CLOCK_REALTIME, &real) || clock_gettime(CLOCK_BOOTTIME, &boot))
+		return -errno;
+	*out = (real.tv_sec - boot.tv_sec) * 1000000000ll + (real.tv_nsec - boot.tv_nsec) +
+	       (int64_t)(ticks / (unsigned long long)hz) * 1000000000ll +
+	       (int64_t)(ticks % (unsigned long long)hz) * (1000000000ll / hz);
+	return 0;
 }

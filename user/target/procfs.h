@@ -4,6 +4,7 @@
 #define PYPROF_PROCFS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* The comm of @pid (@tid 0) or of its thread @tid; "" when it is gone. */
@@ -42,5 +43,21 @@ int procfs__task_stat_open(pid_t pid, pid_t tid);
  * bound to it: a tid reused later is another task), -EINVAL, or -errno.
  */
 int procfs__stat_fd_state(int fd, char *state);
+
+/*
+ * The system call thread @tid of @pid is in, from /proc/PID/task/TID/syscall
+ * (root or ptrace access): *nr its number and *arg0 its first argument; *nr
+ * -1 when it is blocked outside any. -EAGAIN while it runs (the kernel does
+ * not say), -ESRCH when gone, -EINVAL for text not of that file's form.
+ */
+int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0);
+/* The text of one such file (@len bytes of @buf, no NUL needed), parsed. */
+int procfs__syscall_parse(const char *buf, size_t len, long *nr, uint64_t *arg0);
+
+/*
+ * When @pid started, in ns since the epoch (CLOCK_REALTIME), to the
+ * kernel's tick (its stat's starttime, on the boot clock). 0 or -errno.
+ */
+int procfs__start_ns(pid_t pid, int64_t *out);
 
 #endif

@@ -129,6 +129,31 @@ struct py_offsets {
 	 * the frame that started the running collection (NULL when none, or
 	 * when no Python frame started it). */
 	uint64_t interp_gc_frame;
+
+	/*
+	 * Objects read from outside (dump's Python thread names): the
+	 * interpreter's modules dict (PyObject *), and where a heap type keeps
+	 * the keys its instances' attribute values share. 0: unknown.
+	 */
+	uint64_t interp_modules;
+	uint64_t heaptype_cached_keys;
+
+	/*
+	 * What a thread is doing, for dump (0: unknown): the exception being
+	 * raised (3.12+ current_exception, 3.11 curexc_type), and the ints
+	 * that say it holds (3.14+) or asks for (3.15+) the GIL. (The
+	 * _PyErr_StackItem * of the one being handled is tstate_exc_info.)
+	 */
+	uint64_t tstate_exception;
+	uint64_t tstate_holds_gil;
+	uint64_t tstate_gil_requested;
+
+	/* A frame's locals (dump --locals; 0: unknown): the frame's localsplus
+	 * array, the code's co_localsplusnames (tuple; co_localspluskinds,
+	 * bytes, follows it) and co_nlocalsplus (int). */
+	uint64_t frame_localsplus;
+	uint64_t code_localsplusnames;
+	uint64_t code_nlocalsplus;
 };
 
 /*

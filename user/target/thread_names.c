@@ -8,10 +8,14 @@
  * half full, finds them: small while the threads are few, so the lines a
  * lookup touches stay in the cache. The last one found is tried first: a
  * thread's samples come in runs.
+ *
+ * A thread may also carry its Python name (threading's own, whole), set by
+ * whoever read it from the target; the comm stays beside it.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "target/procfs.h"
 #include "target/thread_names.h"
@@ -19,6 +23,7 @@
 struct tid_name {
 	pid_t tid;
 	char name[32];
+	char *pyname;		/* NULL: not known */
 };
 
 struct name_slot {
@@ -57,6 +62,8 @@ void thread_names__free(struct thread_names *t)
 {
 	if (!t)
 		return;
+	for (uint32_t i = 0; t->names && i < t->n; i++)
+		free(t->names[i].pyname);
 	free(t->names);
 	free(t->slots);
 	free(t);
@@ -88,23 +95,19 @@ static int grow(struct thread_names *t)
 	return 0;
 }
 
-const char *thread_names__get(struct thread_names *t, pid_t pid, pid_t tid,
-			      const char *fallback)
+/* The entry of @tid, added (its comm read) when new; NULL when the table is
+ * full or cannot grow. */
+static struct tid_name *entry_of(struct thread_names *t, pid_t pid, pid_t tid)
 {
 	struct tid_name *e;
-	uint32_t i;
+	uint32_t i = slot_of(t->slots, t->mask, tid);
 
-	if (tid == t->last_tid && t->last_name)
-		return t->last_name;
-	if (tid <= 0)
-		return fallback;	/* 0 marks an empty slot */
-	i = slot_of(t->slots, t->mask, tid);
 	if (!t->slots[i].tid) {
 		if (t->n == t->max)
-			return fallback;
+			return NULL;
 		if ((t->n + 1) * 2 > t->mask + 1) {
 			if (grow(t))
-				return fallback;
+				return NULL;
 			i = slot_of(t->slots, t->mask, tid);
 		}
 		e = &t->names[t->n];
@@ -112,7 +115,50 @@ const char *thread_names__get(struct thread_names *t, pid_t pid, pid_t tid,
 		procfs__comm(pid, tid, e->name, sizeof(e->name));
 		t->slots[i] = (struct name_slot){ .tid = tid, .pos = t->n++ };
 	}
+	return &t->names[t->slots[i].pos];
+}
+
+const char *thread_names__get(struct thread_names *t, pid_t pid, pid_t tid,
+			      const char *fallback)
+{
+	struct tid_name *e;
+
+	if (tid == t->last_tid && t->last_name)
+		return t->last_name;
+	if (tid <= 0)
+		return fallback;	/* 0 marks an empty slot */
+	e = entry_of(t, pid, tid);
+	if (!e)
+		return fallback;
 	t->last_tid = tid;
-	t->last_name = t->names[t->slots[i].pos].name;
+	t->last_name = e->name;
 	return t->last_name;
+}
+
+int thread_names__set_python(struct thread_names *t, pid_t pid, pid_t tid, const char *name)
+{
+	struct tid_name *e;
+	char *copy;
+
+	if (tid <= 0)
+		return -EINVAL;
+	e = entry_of(t, pid, tid);
+	if (!e)
+		return -ENOSPC;
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	free(e->pyname);
+	e->pyname = copy;
+	return 0;
+}
+
+const char *thread_names__python(const struct thread_names *t, pid_t tid)
+{
+	uint32_t i;
+
+	if (tid <= 0)
+		return NULL;
+	i = slot_of(t->slots, t->mask, tid);
+	return t->slots[i].tid ? t->names[t->slots[i].pos].pyname : NULL;
 }

@@ -23,4 +23,12 @@ void thread_names__free(struct thread_names *t);
 const char *thread_names__get(struct thread_names *t, pid_t pid, pid_t tid,
 			      const char *fallback);
 
+/*
+ * Give thread @tid of @pid its Python name (a copy is kept). 0, -ENOSPC
+ * (the table is full), -ENOMEM, -EINVAL.
+ */
+int thread_names__set_python(struct thread_names *t, pid_t pid, pid_t tid, const char *name);
+/* The Python name set for @tid, or NULL. Valid until set again or freed. */
+const char *thread_names__python(const struct thread_names *t, pid_t tid);
+
 #endif

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+/*
+ * thread_state.c - one look at what each thread is doing.
+ *
+ * The GIL: 3.14+ keep an int per thread that says it holds it (and 3.15 one
+ * that says it asks for it), as CPython's own _remote_debugging reads them;
+ * before that the GIL's last holder while it is locked holds it. A thread
+ * waits for the GIL when it asks for it (3.15), or when it sleeps in a futex
+ * inside the GIL's struct (its cond or mutex), as --mode gil tells it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "target/procfs.h"
+#include "target/pyproc.h"
+#include "target/remote_mem.h"
+#include "target/thread_state.h"
+
+#define LOOK_TRIES 5
+/* PyTypeObject.tp_name (const char *), 3.11 to 3.15 */
+#define TYPE_NAME 24
+#define SYS_FUTEX 202
+
+/* The kernel's view of every thread: its state letter and system call. */
+static void kernel_look(pid_t pid, const struct py_thread *th, size_t n,
+			struct py_thread_state *out, uint64_t *futex)
+{
+	for (size_t i = 0; i < n; i++) {
+		int fd = procfs__task_stat_open(pid, th[i].host_tid);
+
+		out[i].kstate = 0;
+		out[i].syscall = -1;
+		futex[i] = 0;
+		if (fd < 0)
+			continue;
+		if (procfs__stat_fd_state(fd, &out[i].kstate))
+			out[i].kstate = 0;
+		close(fd);
+		if (procfs__task_syscall(pid, th[i].host_tid, &out[i].syscall, &futex[i]))
+			out[i].syscall = -1;
+	}
+}
+
+/* 1 when the object at @obj is None (its type is named NoneType). */
+static int is_none(pid_t pid, const struct py_offsets *o, uint64_t obj)
+{
+	uint64_t type, name;
+	char buf[9];
+
+	if (remote_read_u64(pid, obj + o->ob_type, &type) ||
+	    remote_read_u64(pid, type + TYPE_NAME, &name) ||
+	    remote_read(pid, name, buf, sizeof(buf)))
+		return 0;
+	return memcmp(buf, "NoneType", sizeof(buf)) == 0;
+}
+
+/* The interpreter's view of thread @t: its GIL ints and exceptions. */
+static void python_look(struct pyproc *p, const struct py_thread *t, struct py_thread_state *s)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	pid_t pid = pyproc__pid(p);
+	int32_t holds = 0, requested = 0;
+	uint64_t raised = 0, item = 0, handled = 0;
+
+	if (o->tstate_holds_gil && remote_read(pid, t->tstate + o->tstate_holds_gil, &holds, 4) == 0)
+		s->has_gil = holds != 0;
+	if (o->tstate_gil_requested &&
+	    remote_read(pid, t->tstate + o->tstate_gil_requested, &requested, 4) == 0)
+		s->gil_requested = requested != 0;
+	if (o->tstate_exception && remote_read_u64(pid, t->tstate + o->tstate_exception, &raised))
+		raised = 0;
+	if (o->tstate_exc_info && remote_read_u64(pid, t->tstate + o->tstate_exc_info, &item) == 0 &&
+	    item && remote_read_u64(pid, item, &handled))
+		handled = 0;
+	s->has_exception = raised || (handled && !is_none(pid, o, handled));
+}
+
+/* The GIL's holder, whether it is locked, and whether the collector runs. */
+struct gil_words {
+	uint64_t holder;
+	int32_t locked, collecting;
+};
+
+static int gil_look(struct pyproc *p, const struct py_gil_gc *g, struct gil_words *w)
+{
+	struct remote_iov iov[] = {
+		{ g->gil_holder, &w->holder, 8 },
+		{ g->gil_locked, &w->locked, 4 },
+		{ g->gc_collecting, &w->collecting, 4 },
+	};
+
+	memset(w, 0, sizeof(*w));
+	return remote_readv(pyproc__pid(p), iov, g->gc_collecting_size == 4 ? 3 : 2);
+}
+
+/* 1 when a thread's kernel state or system call differs between two looks. */
+static int kernel_moved(const struct py_thread_state *a, const struct py_thread_state *b,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].kstate != b[i].kstate || a[i].syscall != b[i].syscall)
+			return 1;
+	return 0;
+}
+
+static void judge(struct pyproc *p, const struct py_thread *t, const struct py_gil_gc *g,
+		  int gil_known, const struct gil_words *w, uint64_t futex,
+		  struct py_thread_state *s)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	int same_interp = gil_known && (!g->interp || t->interp == g->interp);
+
+	s->on_cpu = s->kstate == 'R';
+	s->main_thread = t->host_tid == pyproc__pid(p);
+	/* The GIL's words are read once for all threads, each thread's int
+	 * apart: where both are known both must say so, or a hand-over
+	 * between two reads shows two holders. */
+	if (same_interp)
+		s->has_gil = (s->has_gil || !o->tstate_holds_gil) && w->locked &&
+			     w->holder == t->tstate;
+	/* 3.15 says it: its flag alone, as CPython's own reader takes it */
+	if (!o->tstate_gil_requested && same_interp && !s->has_gil && s->syscall == SYS_FUTEX &&
+	    futex >= g->gil && futex < g->gil + g->gil_size)
+		s->gil_requested = true;
+	s->in_gc = same_interp && s->has_gil && w->collecting;
+}
+
+int thread_state__look(struct pyproc *p, const struct py_thread *threads, size_t n,
+		       struct py_thread_state *out)
+{
+	uint64_t futex[256], futex2[256];
+	struct py_thread_state again[256];
+	struct gil_words w;
+	struct py_gil_gc g;
+	int gil_known;
+
+	for (size_t base = 0; base < n; base += 256) {
+		size_t k = n - base < 256 ? n - base : 256;
+
+		for (int attempt = 0; attempt < LOOK_TRIES; attempt++) {
+			memset(out + base, 0, k * sizeof(*out));
+			kernel_look(pyproc__pid(p), threads + base, k, out + base, futex);
+			gil_known = pyproc__gil_gc(p, &g) == 0 && gil_look(p, &g, &w) == 0;
+			for (size_t i = 0; i < k; i++)
+				python_look(p, &threads[base + i], &out[base + i]);
+			kernel_look(pyproc__pid(p), threads + base, k, again, futex2);
+			if (!procfs__alive(pyproc__pid(p)))
+				return -ESRCH;
+			if (memcmp(futex, futex2, k * sizeof(*futex)) == 0 &&
+			    !kernel_moved(out + base, again, k))
+				break;
+		}
+		for (size_t i = 0; i < k; i++)
+			judge(p, &threads[base + i], &g, gil_known, &w, futex[i], &out[base + i]);
+	}
+	return 0;
+}
