@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -43,8 +44,14 @@ class Incident:
         return f"incident.py on {self.interp.label} (pid {self.pid})"
 
 
-def start_incident(interp, procs, tmp_path):
-    script = stage_unique(interp, INCIDENT, procs)
+def start_incident(interp, procs, tmp_path, private=False):
+    """@private: from a copy of its own (a test that edits the file must
+    not edit the repository's)."""
+    src = INCIDENT
+    if private:
+        src = str(tmp_path / "incident.py")
+        shutil.copyfile(INCIDENT, src)
+    script = stage_unique(interp, src, procs)
     seen, host = out_path(interp, procs, tmp_path, "incident.json")
     cmd = interp.argv([script, seen])
     if interp.root:
@@ -339,7 +346,7 @@ def test_source_lines(interp, procs, tmp_path):
 def test_changed_source_not_trusted(interp, procs, tmp_path):
     """A file written after the process started is flagged, its lines not
     shown; --no-source shows none at all."""
-    target = start_incident(interp, procs, tmp_path)
+    target = start_incident(interp, procs, tmp_path, private=True)
     script = target.by_tid[target.pid]
     doc = dump_json(target)
     main = next(t for t in doc["threads"] if t["tid"] == target.pid)
