@@ -24,16 +24,21 @@
  */
 static __always_inline __u32 ident311(struct scratch *sc, __u64 code)
 {
-	__u64 q[4] = {}, qs[6] = {}, fs[6] = {}, ls[4] = {};
+	/* In the scratch: 160 bytes on the stack of every frame's walk. */
+	struct ident_reads *r = &sc->id311;
 
-	bpf_probe_read_user(q, sizeof(q), (const void *)(code + sc->cfg.code_ident));
-	if (q[2])
-		bpf_probe_read_user(qs, sizeof(qs), (const void *)(q[2] + sc->cfg.unicode_length));
-	if (q[0])
-		bpf_probe_read_user(fs, sizeof(fs), (const void *)(q[0] + sc->cfg.unicode_length));
-	if (q[3])
-		bpf_probe_read_user(ls, sizeof(ls), (const void *)(q[3] + sc->cfg.bytes_size));
-	return pyprof_ident311(q, qs, fs, ls);
+	__builtin_memset(r, 0, sizeof(*r));
+	bpf_probe_read_user(r->q, sizeof(r->q), (const void *)(code + sc->cfg.code_ident));
+	if (r->q[2])
+		bpf_probe_read_user(r->qs, sizeof(r->qs),
+				    (const void *)(r->q[2] + sc->cfg.unicode_length));
+	if (r->q[0])
+		bpf_probe_read_user(r->fs, sizeof(r->fs),
+				    (const void *)(r->q[0] + sc->cfg.unicode_length));
+	if (r->q[3])
+		bpf_probe_read_user(r->ls, sizeof(r->ls),
+				    (const void *)(r->q[3] + sc->cfg.bytes_size));
+	return pyprof_ident311(r->q, r->qs, r->fs, r->ls);
 }
 
 /*

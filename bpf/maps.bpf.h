@@ -130,6 +130,23 @@ struct memo {
 	__u32 unsent;			/* its snapshot could not be sent */
 };
 
+/* What ident311() reads of a code object: its name, qualname, filename and
+ * line table pointers, then the heads of those objects. */
+struct ident_reads {
+	__u64 q[4], qs[6], fs[6], ls[4];
+};
+
+/* What one read of a thread state gives. */
+struct tstate_view {
+	__u64 fp;		/* innermost frame; 0: none */
+	__u64 caller;		/* 3.11/3.12: the previous C frame record's frame */
+	bool caller_ok;		/* that record is older on the same stack */
+	__u64 base;		/* 3.15: base frame */
+	__u64 thread_id;	/* pthread_self() of its thread */
+	bool active;		/* its thread's current state (false when unknown) */
+	bool unfilled;		/* 3.11/3.12: an evaluation loop's record, no frame yet */
+};
+
 /*
  * Working space for one sample. A record of PYPROF_MAX_FRAMES frames is far
  * beyond the 512-byte BPF stack and beyond the 32 KB a per-CPU map value may
@@ -175,6 +192,12 @@ struct scratch {
 	__u8 gen_buf[2 * PYPROF_GEN_READ_MAX];	/* a coroutine's head and frame */
 	__u64 set_buf[2 * PYPROF_SET_SCAN];	/* a set's table: key, hash */
 	__u64 set_best;				/* its lowest live key */
+	/* Kept here, not on the stack: a bpf_loop callback's frame adds
+	 * to its caller's, within the verifier's 512 bytes (6.18 kernels
+	 * count the whole chain). */
+	struct pyprof_thread new_thread;	/* a thread's first entry (remember()) */
+	struct tstate_view tv;			/* the sampled thread's state */
+	struct ident_reads id311;		/* 3.11's code identity (ident311()) */
 	struct pyprof_sample s;
 };
 

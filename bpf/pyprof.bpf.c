@@ -254,7 +254,7 @@ static __always_inline int take_sample(bool switch_out)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct tstate_view tv = {};
+	struct tstate_view *tv;
 	struct task_struct *task;
 	struct pyprof_thread *th;
 	struct scratch *sc;
@@ -274,6 +274,8 @@ static __always_inline int take_sample(bool switch_out)
 	born = task->start_time;
 	th = thread_entry(tid, born);
 	begin_sample(sc, tgid, tid, cpu);
+	tv = &sc->tv;
+	__builtin_memset(tv, 0, sizeof(*tv));
 	/*
 	 * An exiting thread runs no Python, and its state may be gone: once it
 	 * is freed, a new thread (on the stack, so the thread id, this one
@@ -282,7 +284,7 @@ static __always_inline int take_sample(bool switch_out)
 	 * join() showed the next request's handler).
 	 */
 	exiting = task->flags & PF_EXITING;
-	tstate = exiting ? 0 : find_tstate(sc, th, tid, thread_id_of(task), born, &tv);
+	tstate = exiting ? 0 : find_tstate(sc, th, tid, thread_id_of(task), born, tv);
 	sc->s.tstate = tstate;
 	/* Exception mode: a thread with none is not sampled at all. */
 	if (sc->cfg.exc_mode && !switch_out &&
@@ -290,10 +292,10 @@ static __always_inline int take_sample(bool switch_out)
 		return 0;
 	if (!tstate)
 		sc->w.status = stateless_status(th, task, tid == tgid, sc->s.ts_ns, born, exiting);
-	else if (switch_out && th && walked_just_now(sc, th, tv.fp))
+	else if (switch_out && th && walked_just_now(sc, th, tv->fp))
 		return send_reused(sc, tstate);
 	else
-		read_stack(sc, th, &tv, tstate, switch_out);
+		read_stack(sc, th, tv, tstate, switch_out);
 	return submit_sample(sc, switch_out);
 }
 

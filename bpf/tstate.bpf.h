@@ -38,17 +38,6 @@ static __always_inline bool tsb_active(const struct scratch *sc)
 		(1u << PYPROF_TSTATE_ACTIVE_BIT));
 }
 
-/* What one read of a thread state gives. */
-struct tstate_view {
-	__u64 fp;		/* innermost frame; 0: none */
-	__u64 caller;		/* 3.11/3.12: the previous C frame record's frame */
-	bool caller_ok;		/* that record is older on the same stack */
-	__u64 base;		/* 3.15: base frame */
-	__u64 thread_id;	/* pthread_self() of its thread */
-	bool active;		/* its thread's current state (false when unknown) */
-	bool unfilled;		/* 3.11/3.12: an evaluation loop's record, no frame yet */
-};
-
 /*
  * Read @tstate's block: current frame (through the C frame record on
  * 3.11/3.12), thread id, status and, on 3.15, base frame and anchor with its
@@ -190,10 +179,11 @@ static __always_inline __u64 lookup_tstate(struct scratch *sc, __u64 want, __u32
  * Remember what a lookup found for @tid (or that it found nothing, and
  * when). A new thread state means nothing cached for it: walk whole.
  */
-static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 tstate, __u32 n,
-				     __u64 now, __u64 born)
+static __always_inline void remember(struct scratch *sc, struct pyprof_thread *th, __u32 tid,
+				     __u64 tstate, __u32 n, __u64 born)
 {
-	struct pyprof_thread v = {};
+	struct pyprof_thread *v = &sc->new_thread;
+	__u64 now = sc->s.ts_ns;
 
 	if (th) {
 		if (th->tstate != tstate)
@@ -206,15 +196,16 @@ static __always_inline void remember(struct pyprof_thread *th, __u32 tid, __u64 
 			th->had_state = 1;
 		return;
 	}
-	v.tstate = tstate;
-	v.samples = 1;
-	v.walk_whole = 1;
-	v.nstates = n;
-	v.lookup_ns = now;
-	v.misses = tstate ? 0 : 1;
-	v.had_state = !!tstate;
-	v.born = born;
-	bpf_map_update_elem(&threads, &tid, &v, BPF_NOEXIST);
+	__builtin_memset(v, 0, sizeof(*v));
+	v->tstate = tstate;
+	v->samples = 1;
+	v->walk_whole = 1;
+	v->nstates = n;
+	v->lookup_ns = now;
+	v->misses = tstate ? 0 : 1;
+	v->had_state = !!tstate;
+	v->born = born;
+	bpf_map_update_elem(&threads, &tid, v, BPF_NOEXIST);
 }
 
 /*
@@ -268,7 +259,7 @@ static __always_inline __u64 relook_tstate(struct scratch *sc, struct pyprof_thr
 	__u64 got = lookup_tstate(sc, self, &nstates);
 
 	if (got || !tstate)
-		remember(th, tid, got, nstates, s->ts_ns, born);
+		remember(sc, th, tid, got, nstates, born);
 	else
 		th->lookup_ns = s->ts_ns;	/* keep the one that passed */
 	if (th) {

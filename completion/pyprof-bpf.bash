@@ -8,7 +8,7 @@
 # it; only the format names are listed here (tests/test_install.py checks them
 # against --help).
 
-_pyprof_bpf_formats="perf-script perf collapsed folded speedscope pprof flamegraph html svg pstats callgrind top"
+_pyprof_bpf_formats="perf-script perf collapsed folded speedscope pprof flamegraph html svg pstats callgrind heatmap jsonl chrome-trace chrometrace top"
 
 # Fills _pyprof_bpf_opts[CMD] (every option word) and _pyprof_bpf_arg[CMD:OPT]
 # (what an option takes: its argument name or its values a|b|c) from the help.

@@ -130,7 +130,10 @@ def help_formats(cmd):
     text = " ".join(help_text(cmd).split())
     m = re.search(r"Formats: (.*?);", text)
     assert m, f"no 'Formats: ...;' in {cmd} --help"
-    return {re.sub(r"\s*\(default\)", "", f).strip() for f in m.group(1).split(",")}
+    # A format's note in parentheses ("(default)", "(a timeline for Perfetto)")
+    # is not its name.
+    names = re.sub(r"\s*\([^)]*\)", "", m.group(1))
+    return {f.strip() for f in names.split(",")}
 
 
 # --------------------------------------------------------------------------

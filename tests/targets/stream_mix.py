@@ -3,13 +3,14 @@
     stream_mix.py SECONDS [--hot] [--sleeper] [--contenders]
 
 --hot: the main thread spins in hot() for 3 ms of its own CPU time, then in
-  cold() for 1 ms, in a loop: hot() is 3/4 of its CPU time (thread_time).
+  cold() for 1 ms (on average: each length is drawn at random), in a loop: hot() is 3/4 of its CPU time (thread_time).
 --sleeper: a thread named "sleeper" calls time.sleep(0.2) in nap(), in a loop.
 --contenders: two threads named "contend_a" and "contend_b" run pure Python
   (contend()) forever: they take turns with the GIL.
 The main thread without --hot sleeps. Prints "ready" once every thread
 runs; exits after SECONDS.
 """
+import random
 import sys
 import threading
 import time
@@ -24,11 +25,14 @@ def spin(cpu_s):
 
 
 def hot():
-    spin(0.003)
+    # Random lengths, mean 3 ms: a fixed 3 + 1 ms loop is twice the sampler's
+    # 2.004 ms period (499 Hz of the thread's CPU time, as thread_time counts),
+    # and the samples locked onto its phase: hot's share came out 0.99 or 0.54.
+    spin(random.uniform(0.0015, 0.0045))
 
 
 def cold():
-    spin(0.001)
+    spin(random.uniform(0.0005, 0.0015))      # mean 1 ms
 
 
 def nap(started):
