@@ -24,6 +24,8 @@ PKGS=(
 	# make release (the static libraries libdw needs), make deb, the man page,
 	# capabilities (tests/test_install.py)
 	libbz2-dev liblzma-dev binutils dpkg-dev man-db groff-base libcap2-bin
+	# another tracer holding a target (tests/test_blocking.py)
+	strace
 	# `agent --push`: libcurl's headers (the library itself is opened at run time)
 	libcurl4-openssl-dev
 )

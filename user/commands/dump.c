@@ -16,6 +16,7 @@
 #include "target/pyproc.h"
 #include "target/thread_names.h"
 #include "target/thread_state.h"
+#include "target/thread_stop.h"
 #include "offcpu/syscalls.h"
 #include "symbols/symbolizer.h"
 #include "symbols/threading_names.h"
@@ -575,9 +576,33 @@ static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symb
 	return rc;
 }
 
+/*
+ * --blocking: the threads stopped for the walks (the list and states read
+ * just before). 0, or -errno with @err.
+ */
+static int stop_threads(const struct dump_opts *o, struct thread_stop *ts, char *err,
+			size_t errlen)
+{
+	int rc = thread_stop__init(ts, o->pid);
+
+	if (!rc)
+		rc = thread_stop__all(ts);
+	if (rc == -EPERM)
+		snprintf(err, errlen, "--blocking: cannot stop the threads of process %d (ptrace: "
+			 "%s): another tracer holds them (a debugger, strace, py-spy), or "
+			 "CAP_SYS_PTRACE is missing", (int)o->pid, strerror(-rc));
+	else if (rc == -ESRCH)
+		snprintf(err, errlen, "process %d exited during the dump", (int)o->pid);
+	else if (rc)
+		snprintf(err, errlen, "--blocking: cannot stop the threads of process %d: %s",
+			 (int)o->pid, strerror(-rc));
+	return rc;
+}
+
 static int dump_one(const struct dump_opts *o, FILE *out, const char *before, char *err,
 		    size_t errlen)
 {
+	struct thread_stop stop = { 0 };
 	struct py_thread *threads = NULL;
 	struct py_thread_state *st = NULL;
 	struct dump_thread *th = NULL;
@@ -616,6 +641,8 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 	}
 	if (rc)
 		goto fail_read;
+	if (o->blocking && (rc = stop_threads(o, &stop, err, errlen)))
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct dump_thread *t = &th[i];
 
@@ -646,6 +673,8 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 		if (rc)
 			goto fail_read;
 	}
+	/* Running again before the output, which may wait on its reader. */
+	thread_stop__free(&stop);
 	rc = write_dump(o, out, before, p, th, n, err, errlen);
 	goto out;
 
@@ -658,6 +687,7 @@ fail_read:
 			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
 	}
 out:
+	thread_stop__free(&stop);
 	for (size_t i = 0; th && i < n; i++) {
 		free(th[i].syms);
 		for (size_t k = 0; th[i].locs && k < th[i].nframes; k++)

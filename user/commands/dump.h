@@ -19,6 +19,7 @@ struct dump_opts {
 	int only_active;	/* --only-active: the thread holding the GIL only */
 	int no_source;		/* --no-source: no line of source under each frame */
 	int locals;		/* --locals: each frame's arguments and locals */
+	int blocking;		/* --blocking: the threads stopped while read */
 };
 
 /* 0, or -errno with one line in @err. */

@@ -28,13 +28,14 @@ static const char dump_doc[] =
 "asyncio tasks, Python 3.14+).\n"
 "\n"
 "USAGE: pyprof-bpf dump [--async] -p PID[,PID...] | -a [--json] [--only-active] [--no-source]\n"
-"                       [--locals] [--opcodes]\n"
+"                       [--locals] [--opcodes] [--blocking]\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread, with its state\n"
 "    pyprof-bpf dump -p 1234 --only-active   # only the thread holding the GIL\n"
 "    pyprof-bpf dump -p 1234 --no-source     # frames without their source lines\n"
 "    pyprof-bpf dump -p 1234 --locals        # with each frame's local variables\n"
+"    pyprof-bpf dump -p 1234 --blocking      # its threads stopped while read\n"
 "    pyprof-bpf dump -p 1234,5678 --json     # two processes: {\"processes\": [...]}\n"
 "    pyprof-bpf dump -a                      # every Python process of the host\n"
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
@@ -42,7 +43,8 @@ static const char dump_doc[] =
 "    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
 "    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
 
-enum { OPT_JSON = 1000, OPT_ASYNC, OPT_OPCODES, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS };
+enum { OPT_JSON = 1000, OPT_ASYNC, OPT_OPCODES, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS,
+       OPT_BLOCKING };
 
 static const struct argp_option dump_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to read", 0 },
@@ -54,6 +56,9 @@ static const struct argp_option dump_options[] = {
 	  "the target's root, the executing expression marked ^^^)", 0 },
 	{ "locals", OPT_LOCALS, NULL, 0, "Each frame's arguments and local variables: short "
 	  "reprs of None, bool, int, float, str, bytes; others as <TYPE at 0xADDR>", 0 },
+	{ "blocking", OPT_BLOCKING, NULL, 0, "Stop the threads (ptrace) while their stacks are "
+	  "read, so that a busy thread's stack is one instant's; their states are read just "
+	  "before", 0 },
 	{ "async", OPT_ASYNC, NULL, 0, "The asyncio tasks (3.14+): an await tree like `python -m "
 	  "asyncio pstree`; with --json {pid, python, tasks: [{id, name, tid, running, frames, "
 	  "awaited_by}]}", 0 },
@@ -107,6 +112,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	case OPT_LOCALS:
 		o->locals = 1;
 		break;
+	case OPT_BLOCKING:
+		o->blocking = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);
 		break;
@@ -117,6 +125,8 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "-a takes every Python process: not with -p");
 		if (o->async && (o->all || o->npids > 1))
 			argp_error(state, "--async reads one process: -p PID");
+		if (o->blocking && o->async)
+			argp_error(state, "--blocking is for the thread stacks, not --async");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -185,6 +185,7 @@ static void setup_sampler_opts(struct recording *rec)
 		.native_stack = (unsigned int)env->native_stack,
 		.async_tasks = env->async != 0,
 		.opcodes = env->opcodes,
+		.blocking = env->blocking,
 	};
 }
 
@@ -370,7 +371,11 @@ static int open_sampler(struct recording *rec)
 	rc = remote_sampler__open(rec->main_proc->p, &rec->sopts, &rs);
 	if (!rc && (rc = sampler__from_remote(rs, &rec->sopts, &rec->sampler)))
 		remote_sampler__free(rs);
-	if (rc)
+	if (rc == -EPERM && rec->sopts.blocking)
+		snprintf(rec->err, sizeof(rec->err), "--blocking: cannot stop the target's "
+			 "threads (ptrace: %s): another tracer holds them (a debugger, strace, "
+			 "py-spy), or CAP_SYS_PTRACE is missing", strerror(-rc));
+	else if (rc)
 		snprintf(rec->err, sizeof(rec->err), "remote backend: %s", strerror(-rc));
 	return rc;
 }

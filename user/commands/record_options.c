@@ -95,6 +95,7 @@ enum {
 	OPT_ASYNC,
 	OPT_COMM,
 	OPT_OPCODES,
+	OPT_BLOCKING,
 };
 
 const struct argp_option record_options[] = {
@@ -140,6 +141,10 @@ const struct argp_option record_options[] = {
 	{ "opcodes", OPT_OPCODES, NULL, 0, "Each sample ends in the bytecode instruction its "
 	  "innermost Python frame was executing, specialised form included, read at the sample "
 	  "from the code's adaptive bytecode: [op] BINARY_OP_ADD_INT", 0 },
+	{ "blocking", OPT_BLOCKING, NULL, 0, "Remote backend: stop the target's threads "
+	  "(ptrace) while each tick reads their stacks, so that none is torn (as py-spy does "
+	  "by default): exact stacks at the cost of a pause of the target per tick; implies "
+	  "--backend remote", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
@@ -302,6 +307,17 @@ static void check_targets(struct record_env *env, struct argp_state *state)
 			   "recording; -o already writes one");
 }
 
+/* --blocking: the remote backend, whatever checks come after. */
+static void check_blocking(struct record_env *env, struct argp_state *state)
+{
+	if (!env->blocking)
+		return;
+	if (env->backend == BACKEND_BPF)
+		argp_error(state, "--blocking is for the remote backend (BPF reads each stack "
+			   "with its thread stopped already)");
+	env->backend = BACKEND_REMOTE;
+}
+
 /* What needs the BPF backend, and the options that do not combine. */
 static void check_features(struct record_env *env, struct argp_state *state)
 {
@@ -381,6 +397,9 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 	case OPT_KERNEL:
 		env->kernel = 1;
 		break;
+	case OPT_BLOCKING:
+		env->blocking = 1;
+		break;
 	case OPT_OPCODES:
 		env->opcodes = 1;
 		break;
@@ -409,6 +428,7 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (env->sink && env->sink->default_all && !env->npids && !env->argv)
 			env->all = 1;
+		check_blocking(env, state);
 		check_targets(env, state);
 		check_features(env, state);
 		check_multi(env, state);

@@ -40,6 +40,7 @@ struct record_env {
 	enum sampler_mode mode;		/* --mode */
 	int kernel;			/* --kernel */
 	int opcodes;			/* --opcodes */
+	int blocking;			/* --blocking: remote, threads stopped per tick */
 	long native_stack;		/* --native: bytes of user stack; 0: off */
 	long stack_size;		/* --stack-size */
 	const struct record_sink *sink;	/* `top`: samples go there (record.h) */

@@ -147,6 +147,11 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 			"their outermost ones are cut at [truncated]; --max-depth N keeps more "
 			"(above %d, with the remote backend)\n", (unsigned long long)st->truncated,
 			env->max_frames, PYPROF_MAX_FRAMES);
+	if (st->stops)
+		fprintf(stderr, "pyprof-bpf: --blocking: the target's threads were stopped %llu "
+			"times, %.3f ms each on average, %.1f%% of the time\n",
+			(unsigned long long)st->stops, st->stopped_ns / 1e6 / st->stops,
+			secs > 0 ? 100.0 * st->stopped_ns / 1e9 / secs : 0.0);
 	/* One shape in every mode (scripts read it); the mode said after it. */
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
 		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames%s%s%s\n",

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "target/exceptions.h"
 #include "target/opcodes/opcode_read.h"
 #include "target/remote_mem.h"
+#include "target/thread_stop.h"
 #include "sampling/remote_sampler.h"
 #include "util/clock.h"
 
@@ -55,6 +57,9 @@ struct remote_sampler {
 	size_t nstat_fds;		/* stat files kept open */
 	size_t max_stat_fds;		/* beyond it: opened and closed per read */
 	size_t slots_used;		/* caches below it have held a thread */
+	/* --blocking: the target's threads, stopped for each tick's reads
+	 * (threads NULL: not blocking). */
+	struct thread_stop stop;
 };
 
 /*
@@ -86,6 +91,21 @@ static size_t stat_fd_budget(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
 		return MAX_THREADS;
 	return rl.rlim_cur / 2 < MAX_THREADS ? (size_t)(rl.rlim_cur / 2) : MAX_THREADS;
+}
+
+/*
+ * --blocking: the threads stopped once now, so that what stands in the way
+ * (another tracer, no permission) is said before sampling begins.
+ */
+static int open_blocking(struct remote_sampler *s)
+{
+	int rc = thread_stop__init(&s->stop, pyproc__pid(s->proc));
+
+	if (!rc)
+		rc = thread_stop__all(&s->stop);
+	if (!rc)
+		thread_stop__resume(&s->stop);
+	return rc;
 }
 
 int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
@@ -123,6 +143,14 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	}
 	s->max_stat_fds = stat_fd_budget();
 	s->gil_rc = -EAGAIN;	/* asked on the first tick */
+	if (o->blocking) {
+		int rc = open_blocking(s);
+
+		if (rc) {
+			remote_sampler__free(s);
+			return rc;
+		}
+	}
 	*out = s;
 	return 0;
 }
@@ -136,6 +164,7 @@ void remote_sampler__free(struct remote_sampler *s)
 		if (s->caches[i].stat_fd >= 0)
 			close(s->caches[i].stat_fd);
 	}
+	thread_stop__free(&s->stop);
 	free(s->caches);
 	free(s->threads);
 	free(s->frames);
@@ -194,8 +223,8 @@ static int same_stack(const struct py_rawframe *a, const struct py_rawframe *b, 
 	return 1;
 }
 
-static int walk_consistent(struct remote_sampler *s, size_t i, size_t *nf, int *truncated,
-			   int *torn)
+static int walk_consistent(struct remote_sampler *s, size_t i, bool stopped, size_t *nf,
+			   int *truncated, int *torn)
 {
 	uint64_t tstate = s->threads[i].tstate;
 	struct py_walk_cache *c = cache_for(s, i, tstate);
@@ -205,7 +234,8 @@ static int walk_consistent(struct remote_sampler *s, size_t i, size_t *nf, int *
 	for (int try = 0; try < WALK_TRIES; try++) {
 		rc = pyproc__walk_cached(s->proc, tstate, c, s->frames, s->opts.max_frames, nf,
 					 truncated);
-		if (rc || *nf == 0)
+		/* A stopped thread's stack holds still: one walk is exact. */
+		if (rc || *nf == 0 || stopped)
 			break;
 		rc = pyproc__walk_cached(s->proc, tstate, c, s->check, s->opts.max_frames, &n2,
 					 &t2);
@@ -313,11 +343,89 @@ static uint32_t innermost_opcode(struct remote_sampler *s, const struct py_rawfr
 	return n && !opcode_read(s->proc, f, &op) ? SAMPLE_OP_KNOWN | op : 0;
 }
 
-int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
+/* What a tick knows of the GIL (GIL mode). */
+struct gil_view {
+	int known;
+	int gc_running;
+	uint64_t holder;
+};
+
+/*
+ * Is thread @tid (its cache @c) to be sampled this tick: every thread in
+ * wall mode, else one running or runnable. Under --blocking its state is
+ * the one read just before it was stopped (stopped, /proc says 't').
+ * *stopped: it is stopped now.
+ */
+static int thread_wanted(struct remote_sampler *s, struct thread_cache *c, pid_t tid,
+			 bool *stopped)
 {
-	enum sampler_mode mode = s->opts.mode;
-	uint64_t gil_holder = 0;
-	int gil_known = 0, gc_running = 0;
+	const struct stopped_thread *t =
+		s->stop.threads ? thread_stop__find(&s->stop, tid) : NULL;
+
+	*stopped = t && t->stopped;
+	if (s->opts.mode == SAMPLER_MODE_WALL)
+		return 1;
+	if (t)
+		return t->kstate == 'R';
+	return thread_running(s, c, tid);
+}
+
+/* Sample thread @i of the list, when the mode wants it. 0, or -errno. */
+static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_view *gil,
+			 sample_fn fn, void *ctx)
+{
+	const struct py_thread *t = &s->threads[i];
+	struct raw_sample r = { 0 };
+	struct thread_cache *c;
+	size_t nf = 0;
+	int truncated = 0, torn = 0, rc;
+	bool stopped;
+
+	/* Its caches follow its thread state to index i. */
+	cache_for(s, i, t->tstate);
+	c = &s->caches[i];
+	/* A thread state whose thread has no id yet (starting) or is gone
+	 * from /proc (ending) has nothing to attribute a sample to. */
+	if (!t->host_tid) {
+		stat_close(s, c);
+		return 0;
+	}
+	if (!thread_wanted(s, c, t->host_tid, &stopped))
+		return 0;
+	/* Exception mode: only a thread with an exception, read just before
+	 * its stack. */
+	if (s->opts.mode == SAMPLER_MODE_EXCEPTION &&
+	    (exceptions__type(s->proc, t->tstate, &r.exc_type) || !r.exc_type))
+		return 0;
+	rc = walk_consistent(s, i, stopped, &nf, &truncated, &torn);
+	if (rc == -ESRCH)
+		return rc;
+	r.pid = pyproc__pid(s->proc);
+	r.tid = t->host_tid;
+	r.ts_ns = mono_ns();	/* vDSO: per thread is cheap */
+	/* A chain that loops is not a deep stack (no --max-depth shows more
+	 * of it): a read fault as the BPF walk says it, with the frames up to
+	 * the repeat. */
+	r.status = rc || torn || truncated == PY_WALK_LOOPED ? SAMPLE_READ_FAULT :
+		   truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
+	r.nframes = rc || torn ? 0 : (uint32_t)nf;
+	r.frames = s->frames;
+	r.kind = SAMPLE_KIND_CPU;
+	if (s->opts.opcodes)
+		r.opcode = innermost_opcode(s, s->frames, r.nframes);
+	if (gil->known && (!s->gil.interp || t->interp == s->gil.interp)) {
+		r.flags = SAMPLE_F_GIL_KNOWN;
+		if (t->tstate == gil->holder)
+			r.flags |= SAMPLE_F_GIL_HELD | (gil->gc_running ? SAMPLE_F_GC : 0);
+	}
+	sampler_stats__count(&s->stats, r.status);
+	return fn(ctx, &r);
+}
+
+/* One sample of every thread the mode wants. 0, or -errno. */
+static int sample_threads(struct remote_sampler *s, sample_fn fn, void *ctx)
+{
+	struct gil_view gil = { 0 };
 	size_t n;
 	int rc;
 
@@ -338,59 +446,31 @@ int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
 		stat_close(s, &s->caches[k]);
 	if (n > s->slots_used)
 		s->slots_used = n;
-	if (mode == SAMPLER_MODE_GIL) {
-		rc = gil_read(s, &gil_holder, &gc_running);
+	if (s->opts.mode == SAMPLER_MODE_GIL) {
+		rc = gil_read(s, &gil.holder, &gil.gc_running);
 		if (rc == -ESRCH)
 			return rc;
-		gil_known = rc == 0;
+		gil.known = rc == 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct raw_sample r = { 0 };
-		struct thread_cache *c;
-		size_t nf = 0;
-		int truncated = 0, torn = 0;
-
-		/* Its caches follow its thread state to index i. */
-		cache_for(s, i, s->threads[i].tstate);
-		c = &s->caches[i];
-		/* A thread state whose thread has no id yet (starting) or is
-		 * gone from /proc (ending) has nothing to attribute a sample to. */
-		if (!s->threads[i].host_tid) {
-			stat_close(s, c);
-			continue;
-		}
-		if (mode != SAMPLER_MODE_WALL && !thread_running(s, c, s->threads[i].host_tid))
-			continue;
-		/* Exception mode: only a thread with an exception, read just
-		 * before its stack. */
-		if (mode == SAMPLER_MODE_EXCEPTION &&
-		    (exceptions__type(s->proc, s->threads[i].tstate, &r.exc_type) || !r.exc_type))
-			continue;
-		rc = walk_consistent(s, i, &nf, &truncated, &torn);
-		if (rc == -ESRCH)
-			return rc;
-		r.pid = pyproc__pid(s->proc);
-		r.tid = s->threads[i].host_tid;
-		r.ts_ns = mono_ns();	/* vDSO: per thread is cheap */
-		/* A chain that loops is not a deep stack (no --max-depth shows
-		 * more of it): a read fault as the BPF walk says it, with the
-		 * frames up to the repeat. */
-		r.status = rc || torn || truncated == PY_WALK_LOOPED ? SAMPLE_READ_FAULT :
-			   truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
-		r.nframes = rc || torn ? 0 : (uint32_t)nf;
-		r.frames = s->frames;
-		r.kind = SAMPLE_KIND_CPU;
-		if (s->opts.opcodes)
-			r.opcode = innermost_opcode(s, s->frames, r.nframes);
-		if (gil_known && (!s->gil.interp || s->threads[i].interp == s->gil.interp)) {
-			r.flags = SAMPLE_F_GIL_KNOWN;
-			if (s->threads[i].tstate == gil_holder)
-				r.flags |= SAMPLE_F_GIL_HELD | (gc_running ? SAMPLE_F_GC : 0);
-		}
-		sampler_stats__count(&s->stats, r.status);
-		rc = fn(ctx, &r);
+		rc = sample_thread(s, i, &gil, fn, ctx);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx)
+{
+	int rc;
+
+	if (!s->stop.threads)
+		return sample_threads(s, fn, ctx);
+	rc = thread_stop__all(&s->stop);
+	if (rc)
+		return rc;
+	rc = sample_threads(s, fn, ctx);
+	s->stats.stopped_ns += thread_stop__resume(&s->stop);
+	s->stats.stops++;
+	return rc;
 }

@@ -218,6 +218,10 @@ struct sampler_stats {
 	uint64_t lost;		/* records the kernel could not deliver */
 	uint64_t truncated;
 	uint64_t errors;	/* no Python state + read faults */
+	/* Remote backend, --blocking: ticks that stopped the target, and
+	 * how long its threads were stopped in all. */
+	uint64_t stops;
+	uint64_t stopped_ns;
 };
 
 /* Count a sample of @status (enum sample_status): what both samplers count
@@ -280,6 +284,9 @@ struct sampler_opts {
 	/* Both backends: samples carry the instruction byte their innermost
 	 * Python frame was executing (raw_sample.opcode). */
 	int opcodes;
+	/* Remote backend: every thread of the target stopped (ptrace) while
+	 * a tick reads it, so that no stack is torn (--blocking). */
+	int blocking;
 };
 
 /*
