@@ -16,6 +16,7 @@
 #include "target/pyproc.h"
 #include "target/thread_names.h"
 #include "target/thread_state.h"
+#include "target/stack_read.h"
 #include "target/thread_stop.h"
 #include "offcpu/syscalls.h"
 #include "symbols/symbolizer.h"
@@ -43,6 +44,7 @@ struct dump_thread {
 	const char *pyname;	/* threading's name, whole; NULL: not known */
 	struct py_thread_state st;
 	size_t nraw;			/* frames walked (syms: those shown) */
+	bool torn;			/* its stack kept changing while read */
 	struct dump_loc *locs;		/* per shown frame, as syms */
 };
 
@@ -261,18 +263,37 @@ static void thread_opcode(struct pyproc *p, struct dump_thread *t, const struct 
 		opnames__leaf(pyproc__offsets(p)->version_hex, op, t->op, sizeof(t->op));
 }
 
-static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
-		       struct py_rawframe *raw, int opcodes)
+/*
+ * Read @t's stack (@sr: the reader, @stopped: its thread stopped) at one
+ * instant, as the remote backend does: two walks that agree, from a copy of
+ * its stack chunks. 0 or -errno; *@nf frames in sr->frames.
+ */
+static int walk_thread(struct pyproc *p, struct dump_thread *t, struct stack_read *sr,
+		       bool stopped, size_t *nf)
 {
+	struct py_walk_cache wc = { 0 };
+	int rc = stack_read__thread(sr, p, t->t.tstate, &wc, stopped);
+
+	py_walk_cache__free(&wc);
+	*nf = sr->n;
+	t->truncated = sr->truncated;
+	t->torn = sr->torn;
+	return rc;
+}
+
+static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
+		       struct stack_read *sr, bool stopped, int opcodes)
+{
+	struct py_rawframe *raw = sr->frames;
 	size_t nf = 0, bad = 0;
 	uint64_t h, last = 0;
 	int rc = 0, stable = 0;
 
 	for (int attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
-		rc = pyproc__walk(p, t->t.tstate, raw, DUMP_MAX_FRAMES, &nf, &t->truncated);
+		rc = walk_thread(p, t, sr, stopped, &nf);
 		if (rc == -ESRCH)
 			return rc;
-		if (rc) {
+		if (rc || (t->torn && attempt + 1 < DUMP_ATTEMPTS)) {
 			if (!procfs__alive(pyproc__pid(p)))
 				return -ESRCH;
 			continue;
@@ -331,6 +352,10 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 	else if (t->truncated)
 		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
 			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
+	if (t->torn)
+		fprintf(stderr, "pyprof-bpf: thread %d: its stack kept changing while read: "
+			"shown as last read (--blocking stops the threads for the reads)\n",
+			(int)t->t.host_tid);
 	if (opcodes)
 		thread_opcode(p, t, raw);
 	return 0;
@@ -606,7 +631,7 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 	struct py_thread *threads = NULL;
 	struct py_thread_state *st = NULL;
 	struct dump_thread *th = NULL;
-	struct py_rawframe *raw = NULL;
+	struct stack_read sr = { 0 };
 	struct thread_names *names = NULL;
 	struct symbolizer *sym = NULL;
 	struct pyproc *p = NULL;
@@ -620,9 +645,8 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 		return rc;
 	threads = calloc(DUMP_MAX_THREADS, sizeof(*threads));
 	th = calloc(DUMP_MAX_THREADS, sizeof(*th));
-	raw = calloc(DUMP_MAX_FRAMES, sizeof(*raw));
 	st = calloc(DUMP_MAX_THREADS, sizeof(*st));
-	if (!threads || !th || !raw || !st) {
+	if (!threads || !th || !st || stack_read__init(&sr, DUMP_MAX_FRAMES)) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -650,7 +674,7 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
 		t->pyname = thread_names__python(names, t->t.host_tid);
 		t->st = st[i];
-		rc = dump_thread(p, sym, t, raw, o->opcodes);
+		rc = dump_thread(p, sym, t, &sr, stop.threads != NULL, o->opcodes);
 		if (rc == -ESTALE)
 			rc = still_listed(p, t->t.tstate) ? 0 : -ENOENT;
 		if (rc && rc != -ESRCH && (rc == -ENOENT ||
@@ -665,7 +689,7 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 			continue;
 		}
 		if (!rc)
-			rc = locate_frames(o, p, sym, t, raw, &locals_left);
+			rc = locate_frames(o, p, sym, t, sr.frames, &locals_left);
 		if (rc == -ENOMEM || rc == -EAGAIN) {
 			thread_error(o, t, rc, err, errlen);
 			goto out;
@@ -697,7 +721,7 @@ out:
 	free(th);
 	free(st);
 	free(threads);
-	free(raw);
+	stack_read__free(&sr);
 	thread_names__free(names);
 	symbolizer__free(sym);
 	pyproc__free(p);

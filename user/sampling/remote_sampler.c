@@ -11,6 +11,7 @@
 #include "target/exceptions.h"
 #include "target/opcodes/opcode_read.h"
 #include "target/remote_mem.h"
+#include "target/stack_read.h"
 #include "target/thread_stop.h"
 #include "sampling/remote_sampler.h"
 #include "util/clock.h"
@@ -48,8 +49,7 @@ struct remote_sampler {
 	struct sampler_opts opts;
 	struct thread_cache *caches;	/* MAX_THREADS, in thread-list order */
 	struct py_thread *threads;
-	struct py_rawframe *frames;
-	struct py_rawframe *check;	/* the second read of a stack */
+	struct stack_read stack;	/* each thread's stack, read at one instant */
 	struct sampler_stats stats;
 	struct gil_addrs gil;
 	int gil_rc;			/* where the GIL is: 0 known, -EAGAIN ask again */
@@ -133,11 +133,9 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 	s->opts = *o;
 	s->threads = calloc(MAX_THREADS, sizeof(*s->threads));
 	s->caches = calloc(MAX_THREADS, sizeof(*s->caches));
-	s->frames = calloc(o->max_frames, sizeof(*s->frames));
-	s->check = calloc(o->max_frames, sizeof(*s->check));
 	for (size_t i = 0; s->caches && i < MAX_THREADS; i++)
 		s->caches[i].stat_fd = -1;	/* before any free: 0 is an fd */
-	if (!s->threads || !s->caches || !s->frames || !s->check) {
+	if (!s->threads || !s->caches || stack_read__init(&s->stack, o->max_frames)) {
 		remote_sampler__free(s);
 		return -ENOMEM;
 	}
@@ -167,8 +165,7 @@ void remote_sampler__free(struct remote_sampler *s)
 	thread_stop__free(&s->stop);
 	free(s->caches);
 	free(s->threads);
-	free(s->frames);
-	free(s->check);
+	stack_read__free(&s->stack);
 	free(s);
 }
 
@@ -197,55 +194,6 @@ static struct py_walk_cache *cache_for(struct remote_sampler *s, size_t i, uint6
 	c->tstate = tstate;
 	py_walk_cache__forget(&c->walk);
 	return &c->walk;
-}
-
-/*
- * A thread that runs while we read it can give a torn stack: a parent read
- * after its child returned, a frame read while it was being pushed. Each
- * walk reads the thread's stack chunks whole in one call (3.11+,
- * stack_chunks.h; else the chain predicted by the last walk), which narrows
- * the window to microseconds but does not close it (a thread that returns
- * and calls again meanwhile leaves a half-written frame in the copy, seen
- * under load). So the chain is read twice and kept only when both agree on
- * every frame, and on every instruction but the innermost (which moves
- * while the thread runs; a parent's does not while its child runs). A few
- * tries, then the sample is a read fault.
- */
-#define WALK_TRIES 4
-
-static int same_stack(const struct py_rawframe *a, const struct py_rawframe *b, size_t n)
-{
-	for (size_t k = 0; k < n; k++) {
-		if (a[k].frame != b[k].frame || a[k].code != b[k].code ||
-		    (k && a[k].instr != b[k].instr))
-			return 0;
-	}
-	return 1;
-}
-
-static int walk_consistent(struct remote_sampler *s, size_t i, bool stopped, size_t *nf,
-			   int *truncated, int *torn)
-{
-	uint64_t tstate = s->threads[i].tstate;
-	struct py_walk_cache *c = cache_for(s, i, tstate);
-	size_t n2;
-	int rc = 0, t2;
-
-	for (int try = 0; try < WALK_TRIES; try++) {
-		rc = pyproc__walk_cached(s->proc, tstate, c, s->frames, s->opts.max_frames, nf,
-					 truncated);
-		/* A stopped thread's stack holds still: one walk is exact. */
-		if (rc || *nf == 0 || stopped)
-			break;
-		rc = pyproc__walk_cached(s->proc, tstate, c, s->check, s->opts.max_frames, &n2,
-					 &t2);
-		if (rc)
-			break;
-		*torn = !(n2 == *nf && same_stack(s->frames, s->check, n2));
-		if (!*torn)
-			break;
-	}
-	return rc;
 }
 
 static void stat_close(struct remote_sampler *s, struct thread_cache *c)
@@ -375,11 +323,11 @@ static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_vi
 			 sample_fn fn, void *ctx)
 {
 	const struct py_thread *t = &s->threads[i];
+	struct stack_read *sr = &s->stack;
 	struct raw_sample r = { 0 };
 	struct thread_cache *c;
-	size_t nf = 0;
-	int truncated = 0, torn = 0, rc;
 	bool stopped;
+	int rc;
 
 	/* Its caches follow its thread state to index i. */
 	cache_for(s, i, t->tstate);
@@ -397,7 +345,7 @@ static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_vi
 	if (s->opts.mode == SAMPLER_MODE_EXCEPTION &&
 	    (exceptions__type(s->proc, t->tstate, &r.exc_type) || !r.exc_type))
 		return 0;
-	rc = walk_consistent(s, i, stopped, &nf, &truncated, &torn);
+	rc = stack_read__thread(sr, s->proc, t->tstate, &c->walk, stopped);
 	if (rc == -ESRCH)
 		return rc;
 	r.pid = pyproc__pid(s->proc);
@@ -406,13 +354,13 @@ static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_vi
 	/* A chain that loops is not a deep stack (no --max-depth shows more
 	 * of it): a read fault as the BPF walk says it, with the frames up to
 	 * the repeat. */
-	r.status = rc || torn || truncated == PY_WALK_LOOPED ? SAMPLE_READ_FAULT :
-		   truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
-	r.nframes = rc || torn ? 0 : (uint32_t)nf;
-	r.frames = s->frames;
+	r.status = rc || sr->torn || sr->truncated == PY_WALK_LOOPED ? SAMPLE_READ_FAULT :
+		   sr->truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
+	r.nframes = rc || sr->torn ? 0 : (uint32_t)sr->n;
+	r.frames = sr->frames;
 	r.kind = SAMPLE_KIND_CPU;
 	if (s->opts.opcodes)
-		r.opcode = innermost_opcode(s, s->frames, r.nframes);
+		r.opcode = innermost_opcode(s, sr->frames, r.nframes);
 	if (gil->known && (!s->gil.interp || t->interp == s->gil.interp)) {
 		r.flags = SAMPLE_F_GIL_KNOWN;
 		if (t->tstate == gil->holder)

@@ -505,9 +505,13 @@ int symbolizer__add_code(struct symbolizer *s, const struct raw_code *c)
 	} else {
 		tablen = c->linetable_len;
 		n.partial_lines = c->linetable_cut;
-		/* The copy ends mid-entry: the entries before it. */
+		/* The copy ends mid-entry: the entries before it. A table
+		 * claiming more than MAX_LINETABLE is corrupt: no line of it
+		 * is trusted, as when the code object is read here (what the
+		 * copy held past the real table depended on the heap). */
 		if (n.partial_lines)
-			tablen = linetable__whole_prefix(lt, tablen, key.firstlineno);
+			tablen = c->linetable_size > MAX_LINETABLE ? 0 :
+				 linetable__whole_prefix(lt, tablen, key.firstlineno);
 	}
 	rc = decode_spans(lt, tablen, key.firstlineno, &n.spans, &n.nspans);
 	free(tab);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include "target/stack_read.h"
+
+int stack_read__init(struct stack_read *r, size_t max)
+{
+	*r = (struct stack_read){ .max = max };
+	r->frames = calloc(max ? max : 1, sizeof(*r->frames));
+	r->check = calloc(max ? max : 1, sizeof(*r->check));
+	if (!r->frames || !r->check) {
+		stack_read__free(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void stack_read__free(struct stack_read *r)
+{
+	free(r->frames);
+	free(r->check);
+	r->frames = r->check = NULL;
+}
+
+static bool same_stack(const struct py_rawframe *a, const struct py_rawframe *b, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (a[k].frame != b[k].frame || a[k].code != b[k].code ||
+		    (k && a[k].instr != b[k].instr))
+			return false;
+	}
+	return true;
+}
+
+int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
+		       struct py_walk_cache *c, bool stopped)
+{
+	size_t n2;
+	int rc = 0, t2;
+
+	r->n = 0;
+	r->truncated = 0;
+	r->torn = false;
+	for (int try = 0; try < STACK_READ_TRIES; try++) {
+		rc = pyproc__walk_cached(p, tstate, c, r->frames, r->max, &r->n, &r->truncated);
+		if (rc || r->n == 0 || stopped)
+			break;
+		rc = pyproc__walk_cached(p, tstate, c, r->check, r->max, &n2, &t2);
+		if (rc)
+			break;
+		r->torn = !(n2 == r->n && same_stack(r->frames, r->check, n2));
+		if (!r->torn)
+			break;
+	}
+	return rc;
+}

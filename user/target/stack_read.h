@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stack_read.h - a thread's Python stack read from outside as it stood at
+ * one instant, for the remote backend and dump alike.
+ *
+ * A thread that runs while it is read can give a torn stack: a parent read
+ * after its child returned, a frame read while it was being pushed. Each
+ * walk copies the thread's stack chunks whole in one call (3.11+,
+ * stack_chunks.h), which narrows the window to microseconds but does not
+ * close it (a thread that returns and calls again meanwhile leaves a
+ * half-written frame in the copy). So the chain is read twice and kept only
+ * when both walks agree on every frame, and on every instruction but the
+ * innermost (which moves while the thread runs; a parent's does not while
+ * its child runs); a few tries, then it is torn. A thread stopped
+ * (--blocking, thread_stop.h) holds still: one walk is exact.
+ */
+#ifndef PYPROF_STACK_READ_H
+#define PYPROF_STACK_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "target/pyproc.h"
+
+#define STACK_READ_TRIES 4
+
+struct stack_read {
+	struct py_rawframe *frames;	/* the stack read, innermost first */
+	struct py_rawframe *check;	/* the second walk */
+	size_t max;			/* room in each */
+	size_t n;			/* frames in @frames */
+	int truncated;			/* pyproc__walk_cached()'s */
+	bool torn;			/* the walks never agreed: @frames is the last */
+};
+
+int stack_read__init(struct stack_read *r, size_t max);
+void stack_read__free(struct stack_read *r);
+
+/*
+ * Read the stack of thread state @tstate (its walk cache @c) into r->frames;
+ * @stopped: its thread is stopped. 0 (r->torn says whether the walks
+ * agreed), or pyproc__walk_cached()'s error.
+ */
+int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
+		       struct py_walk_cache *c, bool stopped);
+
+#endif
