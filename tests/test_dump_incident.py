@@ -231,6 +231,49 @@ def test_thread_states(interp, procs, tmp_path):
             assert lines[1].startswith("    state: "), lines[1]
 
 
+KERNEL_SLEEP = {"sleeper": "nanosleep", "except": "nanosleep", "lock": "futex", "main": "futex"}
+
+
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_kernel_stacks_and_blocking(interp, procs, tmp_path):
+    """dump --kernel: each parked thread's kernel stack (JSON kernel_stack,
+    innermost first; text [kernel] lines after its frames, outermost first)
+    goes through its system call's entry to a function of its wait
+    (nanosleep, futex); a running one has none. With --blocking too, the
+    same states and kernel stacks (read before the threads are stopped), and
+    the parked threads' stacks equal a dump's without it; the target is not
+    traced afterwards. Without --kernel, no kernel_stack key."""
+    target = start_incident(interp, procs, tmp_path)
+    assert all("kernel_stack" not in t for t in dump_json(target)["threads"])
+    plain = dump_json(target)
+    for extra in ((), ("--blocking",)):
+        doc = dump_json(target, "--kernel", *extra)
+        check_parked_states(target, doc)
+        for t in doc["threads"]:
+            role, ks = role_of(target, t), t["kernel_stack"]
+            assert isinstance(ks, list) and all(isinstance(k, str) and k for k in ks), ks
+            if t["state"] == "running":
+                assert ks == [], (role, ks)
+            if role in KERNEL_SLEEP:
+                assert any("syscall" in k.lower() for k in ks), (extra, role, ks)
+                assert any(KERNEL_SLEEP[role] in k for k in ks[:8]), (extra, role, ks)
+        parked = {t["tid"]: t["frames"] for t in plain["threads"]
+                  if role_of(target, t) in KERNEL_SLEEP}
+        for t in doc["threads"]:
+            if t["tid"] in parked:
+                assert t["frames"] == parked[t["tid"]], (extra, t["name"])
+        with open(f"/proc/{target.pid}/status") as f:
+            assert "TracerPid:\t0\n" in f.read()
+    text = dump_text(target, "--kernel", "--no-source")
+    for block in text.split("\nThread ")[1:]:
+        lines = block.splitlines()
+        tid = int(lines[0].split()[0])
+        kernel = [ln for ln in lines if ln.startswith("    [kernel] ")]
+        if target.by_tid[tid]["role"] in KERNEL_SLEEP:
+            assert kernel and lines[-len(kernel):] == kernel, lines      # after the frames
+            assert "syscall" in kernel[0].lower() or "entry" in kernel[0].lower(), kernel
+
+
 @pytest.mark.parametrize("interp", SUPPORTED, ids=str)
 def test_only_active(interp, procs, tmp_path):
     """--only-active: the one thread holding the GIL, or none."""

@@ -242,7 +242,7 @@ class Bench:
             raise Error("pyprof-bpf %s exited %d: %s" % (" ".join(extra), rc,
                                                          text.strip()[-600:]))
         b = re.search(r"sampling process \d+ .* with the (\w+) backend", text)
-        backend = b.group(1) if b else "?"
+        backend = b.group(1).lower() if b else "?"     # "BPF" or "remote"
         want = "bpf" if key == "bpf" else "remote"
         if backend != want:
             raise Error("pyprof-bpf %s sampled with the %s backend, not %s: %s" % (

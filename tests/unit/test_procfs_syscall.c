@@ -103,12 +103,33 @@ static void test_live(void **state)
 	close(pipefd[1]);
 }
 
+/* procfs__kstack_parse: names innermost first, offsets dropped, whole names
+ * only when the room ends, an empty file empty. */
+static void test_kstack_parse(void **state)
+{
+	static const char file[] = "[<0>] hrtimer_nanosleep+0xb5/0x130\n"
+				   "[<0>] common_nsleep+0x30/0x60\n"
+				   "[<0>] do_syscall_64+0x71/0x290\n";
+	char out[64], small[30];
+
+	(void)state;
+	procfs__kstack_parse(file, sizeof(file) - 1, out, sizeof(out));
+	assert_string_equal(out, "hrtimer_nanosleep\ncommon_nsleep\ndo_syscall_64");
+	procfs__kstack_parse(file, sizeof(file) - 1, small, sizeof(small));
+	assert_string_equal(small, "hrtimer_nanosleep");
+	procfs__kstack_parse("", 0, out, sizeof(out));
+	assert_string_equal(out, "");
+	procfs__kstack_parse("[<0>] \n\n[<0>] x", 15, out, sizeof(out));
+	assert_string_equal(out, "x");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forms),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_live),
+		cmocka_unit_test(test_kstack_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,7 +46,10 @@ struct dump_thread {
 	size_t nraw;			/* frames walked (syms: those shown) */
 	bool torn;			/* its stack kept changing while read */
 	struct dump_loc *locs;		/* per shown frame, as syms */
+	const char *kstack;		/* --kernel: names innermost first, '\n' apart */
 };
+
+#define DUMP_KSTACK_LEN 2048		/* a thread's kernel stack names */
 
 /* The kernel's state letter, said in words. */
 static const char *kstate_word(char c)
@@ -118,6 +121,46 @@ static void print_locals(FILE *out, const struct dump_loc *l)
 	}
 }
 
+/* --kernel: a thread's kernel functions, outermost first, after its frames. */
+static void print_kstack(FILE *out, const char *ks)
+{
+	const char *end;
+	int len;
+
+	if (!ks || !*ks)
+		return;
+	end = ks + strlen(ks);
+	while (end > ks) {
+		const char *start = end;
+
+		while (start > ks && start[-1] != '\n')
+			start--;
+		len = (int)(end - start);
+		fprintf(out, "    [kernel] %.*s\n", len, start);
+		end = start > ks ? start - 1 : ks;
+	}
+}
+
+/* --kernel, JSON: "kernel_stack": [names, innermost first]. */
+static void json_kstack(FILE *out, const char *ks)
+{
+	char name[256];
+
+	if (!ks)
+		return;
+	fputs(", \"kernel_stack\": [", out);
+	for (const char *p = ks; *p;) {
+		size_t len = strcspn(p, "\n");
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, p);
+		if (p != ks)
+			fputs(", ", out);
+		json_write_string(out, name);
+		p += len + (p[len] == '\n');
+	}
+	fputc(']', out);
+}
+
 static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
 {
 	fprintf(out, "Process %d: Python %s\n", (int)pyproc__pid(p), pyproc__version(p));
@@ -154,6 +197,7 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 			if (t->locs)
 				print_locals(out, &t->locs[k]);
 		}
+		print_kstack(out, t->kstack);
 	}
 }
 
@@ -230,6 +274,7 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		fputs(", \"comm\": ", out);
 		json_write_string(out, t->name);
 		json_state(out, &t->st);
+		json_kstack(out, t->kstack);
 		/* only when cut: "loop", "read-fault" (a corrupt chain) or "depth" */
 		if (t->truncated)
 			fprintf(out, ", \"truncated\": \"%s\"",
@@ -602,6 +647,28 @@ static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symb
 }
 
 /*
+ * --kernel: each waiting thread's kernel stack, read just after its state
+ * (and before any --blocking stop, which would show the stop's own),
+ * DUMP_KSTACK_LEN bytes a thread in *@out. A thread whose stack cannot be
+ * read has none. 0 or -ENOMEM.
+ */
+static int kernel_stacks(pid_t pid, const struct py_thread *threads,
+			 const struct py_thread_state *st, size_t n, char **out)
+{
+	char *ks = calloc(n ? n : 1, DUMP_KSTACK_LEN);
+
+	if (!ks)
+		return -ENOMEM;
+	/* A running thread's is whatever interrupt met it there: none. */
+	for (size_t i = 0; i < n; i++)
+		if (st[i].kstate != 'R')
+			procfs__task_kstack(pid, threads[i].host_tid, ks + i * DUMP_KSTACK_LEN,
+					    DUMP_KSTACK_LEN);
+	*out = ks;
+	return 0;
+}
+
+/*
  * --blocking: the threads stopped for the walks (the list and states read
  * just before). 0, or -errno with @err.
  */
@@ -632,6 +699,7 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 	struct py_thread_state *st = NULL;
 	struct dump_thread *th = NULL;
 	struct stack_read sr = { 0 };
+	char *kst = NULL;
 	struct thread_names *names = NULL;
 	struct symbolizer *sym = NULL;
 	struct pyproc *p = NULL;
@@ -665,6 +733,10 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 	}
 	if (rc)
 		goto fail_read;
+	if (o->kernel && (rc = kernel_stacks(o->pid, threads, st, n, &kst))) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	if (o->blocking && (rc = stop_threads(o, &stop, err, errlen)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -674,6 +746,7 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
 		t->pyname = thread_names__python(names, t->t.host_tid);
 		t->st = st[i];
+		t->kstack = kst ? kst + i * DUMP_KSTACK_LEN : NULL;
 		rc = dump_thread(p, sym, t, &sr, stop.threads != NULL, o->opcodes);
 		if (rc == -ESTALE)
 			rc = still_listed(p, t->t.tstate) ? 0 : -ENOENT;
@@ -682,6 +755,9 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 			/* it ended while we read it: it is not part of "now" */
 			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
 			memmove(&st[i], &st[i + 1], (n - i - 1) * sizeof(*st));
+			if (kst)
+				memmove(kst + i * DUMP_KSTACK_LEN, kst + (i + 1) * DUMP_KSTACK_LEN,
+					(n - i - 1) * DUMP_KSTACK_LEN);
 			free(t->syms);
 			t->syms = NULL;
 			n--;
@@ -722,6 +798,7 @@ out:
 	free(st);
 	free(threads);
 	stack_read__free(&sr);
+	free(kst);
 	thread_names__free(names);
 	symbolizer__free(sym);
 	pyproc__free(p);

@@ -20,6 +20,7 @@ struct dump_opts {
 	int no_source;		/* --no-source: no line of source under each frame */
 	int locals;		/* --locals: each frame's arguments and locals */
 	int blocking;		/* --blocking: the threads stopped while read */
+	int kernel;		/* --kernel: each thread's kernel stack */
 };
 
 /* 0, or -errno with one line in @err. */

@@ -28,7 +28,7 @@ static const char dump_doc[] =
 "asyncio tasks, Python 3.14+).\n"
 "\n"
 "USAGE: pyprof-bpf dump [--async] -p PID[,PID...] | -a [--json] [--only-active] [--no-source]\n"
-"                       [--locals] [--opcodes] [--blocking]\n"
+"                       [--locals] [--opcodes] [--blocking] [--kernel]\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread, with its state\n"
@@ -36,6 +36,7 @@ static const char dump_doc[] =
 "    pyprof-bpf dump -p 1234 --no-source     # frames without their source lines\n"
 "    pyprof-bpf dump -p 1234 --locals        # with each frame's local variables\n"
 "    pyprof-bpf dump -p 1234 --blocking      # its threads stopped while read\n"
+"    sudo pyprof-bpf dump -p 1234 --kernel   # and where each waits in the kernel\n"
 "    pyprof-bpf dump -p 1234,5678 --json     # two processes: {\"processes\": [...]}\n"
 "    pyprof-bpf dump -a                      # every Python process of the host\n"
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
@@ -44,7 +45,7 @@ static const char dump_doc[] =
 "    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
 
 enum { OPT_JSON = 1000, OPT_ASYNC, OPT_OPCODES, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS,
-       OPT_BLOCKING };
+       OPT_BLOCKING, OPT_KERNEL };
 
 static const struct argp_option dump_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to read", 0 },
@@ -56,6 +57,9 @@ static const struct argp_option dump_options[] = {
 	  "the target's root, the executing expression marked ^^^)", 0 },
 	{ "locals", OPT_LOCALS, NULL, 0, "Each frame's arguments and local variables: short "
 	  "reprs of None, bool, int, float, str, bytes; others as <TYPE at 0xADDR>", 0 },
+	{ "kernel", OPT_KERNEL, NULL, 0, "Each thread's kernel stack, where it waits in the "
+	  "kernel (root: /proc/PID/task/TID/stack), after its Python frames; JSON: kernel_stack",
+	  0 },
 	{ "blocking", OPT_BLOCKING, NULL, 0, "Stop the threads (ptrace) while their stacks are "
 	  "read, so that a busy thread's stack is one instant's; their states are read just "
 	  "before", 0 },
@@ -115,6 +119,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	case OPT_BLOCKING:
 		o->blocking = 1;
 		break;
+	case OPT_KERNEL:
+		o->kernel = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);
 		break;
@@ -125,6 +132,8 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "-a takes every Python process: not with -p");
 		if (o->async && (o->all || o->npids > 1))
 			argp_error(state, "--async reads one process: -p PID");
+		if (o->kernel && o->async)
+			argp_error(state, "--kernel is for the thread stacks, not --async");
 		if (o->blocking && o->async)
 			argp_error(state, "--blocking is for the thread stacks, not --async");
 		break;

@@ -297,6 +297,59 @@ int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0)
 	return procfs__syscall_parse(buf, (size_t)got, nr, arg0);
 }
 
+void procfs__kstack_parse(const char *buf, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	if (!outlen)
+		return;
+	for (size_t i = 0; i < len;) {
+		size_t end = i, name, stop;
+
+		while (end < len && buf[end] != '\n')
+			end++;
+		/* "[<0>] " then the name up to its "+0x" offset */
+		name = i;
+		while (name < end && buf[name] != ' ')
+			name++;
+		while (name < end && buf[name] == ' ')
+			name++;
+		stop = name;
+		while (stop < end && buf[stop] != '+' && buf[stop] != ' ')
+			stop++;
+		if (stop > name && o + (stop - name) + 2 <= outlen) {
+			if (o)
+				out[o++] = '\n';
+			memcpy(out + o, buf + name, stop - name);
+			o += stop - name;
+		} else if (stop > name) {
+			break;		/* no room: whole names only */
+		}
+		i = end + 1;
+	}
+	out[o] = '\0';
+}
+
+int procfs__task_kstack(pid_t pid, pid_t tid, char *out, size_t len)
+{
+	char fn[64], buf[4096];
+	ssize_t got;
+	int fd;
+
+	if (len)
+		out[0] = '\0';
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/stack", (int)pid, (int)tid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	got = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (got < 0)
+		return -errno;
+	procfs__kstack_parse(buf, (size_t)got, out, len);
+	return 0;
+}
+
 int procfs__start_ns(pid_t pid, int64_t *out)
 {
 	struct timespec real, boot;

@@ -53,6 +53,15 @@ int procfs__stat_fd_state(int fd, char *state);
 int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0);
 /* The text of one such file (@len bytes of @buf, no NUL needed), parsed. */
 int procfs__syscall_parse(const char *buf, size_t len, long *nr, uint64_t *arg0);
+/*
+ * Thread @tid's kernel stack (/proc/PID/task/TID/stack, root only): its
+ * function names, innermost first, one per line, into @out (NUL-terminated,
+ * cut at a whole name). Empty for a thread running in user space. 0 or
+ * -errno.
+ */
+int procfs__task_kstack(pid_t pid, pid_t tid, char *out, size_t len);
+/* The names of a stack file's lines ("[<0>] name+0x1/0x2"), as above. */
+void procfs__kstack_parse(const char *buf, size_t len, char *out, size_t outlen);
 
 /*
  * When @pid started, in ns since the epoch (CLOCK_REALTIME), to the
