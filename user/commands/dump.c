@@ -691,91 +691,145 @@ static int stop_threads(const struct dump_opts *o, struct thread_stop *ts, char 
 	return rc;
 }
 
+/* What one process's dump holds while it is read. */
+struct dump_ctx {
+	struct pyproc *p;
+	struct symbolizer *sym;
+	struct thread_names *names;
+	struct py_thread *threads;	/* DUMP_MAX_THREADS */
+	struct py_thread_state *st;	/* as threads */
+	struct dump_thread *th;		/* as threads: what is shown */
+	char *kst;			/* --kernel: DUMP_KSTACK_LEN a thread */
+	struct stack_read sr;
+	struct thread_stop stop;	/* --blocking */
+	size_t n;
+	size_t locals_left;
+};
+
+/* Thread @i left the list: it ended while we read it (not part of "now"). */
+static void drop_thread(struct dump_ctx *c, size_t i)
+{
+	size_t after = c->n - i - 1;
+
+	memmove(&c->threads[i], &c->threads[i + 1], after * sizeof(*c->threads));
+	memmove(&c->st[i], &c->st[i + 1], after * sizeof(*c->st));
+	if (c->kst)
+		memmove(c->kst + i * DUMP_KSTACK_LEN, c->kst + (i + 1) * DUMP_KSTACK_LEN,
+			after * DUMP_KSTACK_LEN);
+	free(c->th[i].syms);
+	c->th[i].syms = NULL;
+	c->n--;
+}
+
+/*
+ * Each listed thread's stack, names, source positions and locals into
+ * c->th. 0; -errno with @err set (*@said) or a read error for the caller.
+ */
+static int read_stacks(const struct dump_opts *o, struct dump_ctx *c, char *err, size_t errlen,
+		       bool *said)
+{
+	int rc;
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct dump_thread *t = &c->th[i];
+
+		t->t = c->threads[i];
+		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		t->pyname = thread_names__python(c->names, t->t.host_tid);
+		t->st = c->st[i];
+		t->kstack = c->kst ? c->kst + i * DUMP_KSTACK_LEN : NULL;
+		rc = dump_thread(c->p, c->sym, t, &c->sr, c->stop.threads != NULL, o->opcodes);
+		if (rc == -ESTALE)
+			rc = still_listed(c->p, t->t.tstate) ? 0 : -ENOENT;
+		if (rc && rc != -ESRCH && (rc == -ENOENT ||
+					   !procfs__thread_alive(o->pid, t->t.host_tid))) {
+			drop_thread(c, i--);
+			continue;
+		}
+		if (!rc)
+			rc = locate_frames(o, c->p, c->sym, t, c->sr.frames, &c->locals_left);
+		if (rc == -ENOMEM || rc == -EAGAIN) {
+			thread_error(o, t, rc, err, errlen);
+			*said = true;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The memory of a dump, and its reader. 0 or -ENOMEM (said in @err). */
+static int dump_ctx__open(const struct dump_opts *o, struct dump_ctx *c, char *err,
+			  size_t errlen)
+{
+	int rc = pyproc__open(o->pid, &c->p, err, errlen);
+
+	if (rc)
+		return rc;
+	c->locals_left = DUMP_MAX_LOCALS;
+	c->threads = calloc(DUMP_MAX_THREADS, sizeof(*c->threads));
+	c->th = calloc(DUMP_MAX_THREADS, sizeof(*c->th));
+	c->st = calloc(DUMP_MAX_THREADS, sizeof(*c->st));
+	rc = !c->threads || !c->th || !c->st ? -ENOMEM : stack_read__init(&c->sr, DUMP_MAX_FRAMES);
+	if (!rc)
+		rc = symbolizer__new(c->p, &c->sym);
+	if (!rc)
+		rc = thread_names__new(DUMP_MAX_THREADS, &c->names);
+	if (rc)
+		snprintf(err, errlen, "out of memory");
+	return rc;
+}
+
+static void dump_ctx__free(struct dump_ctx *c)
+{
+	thread_stop__free(&c->stop);
+	for (size_t i = 0; c->th && i < c->n; i++) {
+		free(c->th[i].syms);
+		for (size_t k = 0; c->th[i].locs && k < c->th[i].nframes; k++)
+			dump_loc__free(&c->th[i].locs[k]);
+		free(c->th[i].locs);
+	}
+	free(c->th);
+	free(c->st);
+	free(c->threads);
+	stack_read__free(&c->sr);
+	free(c->kst);
+	thread_names__free(c->names);
+	symbolizer__free(c->sym);
+	pyproc__free(c->p);
+}
+
 static int dump_one(const struct dump_opts *o, FILE *out, const char *before, char *err,
 		    size_t errlen)
 {
-	struct thread_stop stop = { 0 };
-	struct py_thread *threads = NULL;
-	struct py_thread_state *st = NULL;
-	struct dump_thread *th = NULL;
-	struct stack_read sr = { 0 };
-	char *kst = NULL;
-	struct thread_names *names = NULL;
-	struct symbolizer *sym = NULL;
-	struct pyproc *p = NULL;
-	size_t n = 0, locals_left = DUMP_MAX_LOCALS;
+	struct dump_ctx c = { 0 };
+	bool said = false;
 	int rc;
 
 	if (o->async)
 		return dump_async(o, out, err, errlen);
-	rc = pyproc__open(o->pid, &p, err, errlen);
+	rc = dump_ctx__open(o, &c, err, errlen);
 	if (rc)
-		return rc;
-	threads = calloc(DUMP_MAX_THREADS, sizeof(*threads));
-	th = calloc(DUMP_MAX_THREADS, sizeof(*th));
-	st = calloc(DUMP_MAX_THREADS, sizeof(*st));
-	if (!threads || !th || !st || stack_read__init(&sr, DUMP_MAX_FRAMES)) {
-		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
 		goto out;
-	}
-	rc = symbolizer__new(p, &sym);
-	if (!rc)
-		rc = thread_names__new(DUMP_MAX_THREADS, &names);
-	if (rc) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	rc = list_threads(o, p, sym, names, threads, st, &n);
+	rc = list_threads(o, c.p, c.sym, c.names, c.threads, c.st, &c.n);
+	if (!rc && o->kernel)
+		rc = kernel_stacks(o->pid, c.threads, c.st, c.n, &c.kst);
 	if (rc == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	if (rc)
 		goto fail_read;
-	if (o->kernel && (rc = kernel_stacks(o->pid, threads, st, n, &kst))) {
-		snprintf(err, errlen, "out of memory");
+	if (o->blocking && (rc = stop_threads(o, &c.stop, err, errlen)))
 		goto out;
-	}
-	if (o->blocking && (rc = stop_threads(o, &stop, err, errlen)))
+	rc = read_stacks(o, &c, err, errlen, &said);
+	if (said)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		struct dump_thread *t = &th[i];
-
-		t->t = threads[i];
-		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
-		t->pyname = thread_names__python(names, t->t.host_tid);
-		t->st = st[i];
-		t->kstack = kst ? kst + i * DUMP_KSTACK_LEN : NULL;
-		rc = dump_thread(p, sym, t, &sr, stop.threads != NULL, o->opcodes);
-		if (rc == -ESTALE)
-			rc = still_listed(p, t->t.tstate) ? 0 : -ENOENT;
-		if (rc && rc != -ESRCH && (rc == -ENOENT ||
-					   !procfs__thread_alive(o->pid, t->t.host_tid))) {
-			/* it ended while we read it: it is not part of "now" */
-			memmove(&threads[i], &threads[i + 1], (n - i - 1) * sizeof(*threads));
-			memmove(&st[i], &st[i + 1], (n - i - 1) * sizeof(*st));
-			if (kst)
-				memmove(kst + i * DUMP_KSTACK_LEN, kst + (i + 1) * DUMP_KSTACK_LEN,
-					(n - i - 1) * DUMP_KSTACK_LEN);
-			free(t->syms);
-			t->syms = NULL;
-			n--;
-			i--;
-			continue;
-		}
-		if (!rc)
-			rc = locate_frames(o, p, sym, t, sr.frames, &locals_left);
-		if (rc == -ENOMEM || rc == -EAGAIN) {
-			thread_error(o, t, rc, err, errlen);
-			goto out;
-		}
-		if (rc)
-			goto fail_read;
-	}
+	if (rc)
+		goto fail_read;
 	/* Running again before the output, which may wait on its reader. */
-	thread_stop__free(&stop);
-	rc = write_dump(o, out, before, p, th, n, err, errlen);
+	thread_stop__free(&c.stop);
+	rc = write_dump(o, out, before, c.p, c.th, c.n, err, errlen);
 	goto out;
 
 fail_read:
@@ -787,21 +841,7 @@ fail_read:
 			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
 	}
 out:
-	thread_stop__free(&stop);
-	for (size_t i = 0; th && i < n; i++) {
-		free(th[i].syms);
-		for (size_t k = 0; th[i].locs && k < th[i].nframes; k++)
-			dump_loc__free(&th[i].locs[k]);
-		free(th[i].locs);
-	}
-	free(th);
-	free(st);
-	free(threads);
-	stack_read__free(&sr);
-	free(kst);
-	thread_names__free(names);
-	symbolizer__free(sym);
-	pyproc__free(p);
+	dump_ctx__free(&c);
 	return rc;
 }
 
