@@ -21,6 +21,8 @@ tick reads them.
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_blocking.py </dev/null
 """
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -92,6 +94,37 @@ def start_counter(tmp_path):
     return p
 
 
+@contextlib.contextmanager
+def counter(tmp_path):
+    """signal_count.py running (its Popen), killed at the end."""
+    p = start_counter(tmp_path)
+    try:
+        yield p
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+@contextlib.contextmanager
+def strace_on(pid, *flags):
+    """strace attached to @pid (another tracer) until the end."""
+    strace = shutil.which("strace")
+    assert strace, "strace is missing: scripts/install-deps.sh installs it"
+    tracer = subprocess.Popen([strace, *flags, "-p", str(pid), "-o", "/dev/null"],
+                              stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if status_of(pid)["TracerPid"] != "0":
+                break
+            time.sleep(0.01)
+        assert status_of(pid)["TracerPid"] == str(tracer.pid)
+        time.sleep(0.3)     # -f: its threads too
+        yield tracer
+    finally:
+        tracer.terminate()
+        tracer.wait(timeout=30)
+
+
 def ask_count(p):
     p.stdin.write("count\n")
     p.stdin.flush()
@@ -158,19 +191,7 @@ def test_blocking_keeps_a_stopped_target_stopped(tmp_path):
 
 
 def test_blocking_refused_while_another_tracer_holds_it(tmp_path):
-    strace = shutil.which("strace")
-    assert strace, "strace is missing: scripts/install-deps.sh installs it"
-    p = start_counter(tmp_path)
-    tracer = None
-    try:
-        tracer = subprocess.Popen([strace, "-f", "-p", str(p.pid), "-o", "/dev/null"],
-                                  stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        for _ in range(200):
-            if status_of(p.pid)["TracerPid"] != "0":
-                break
-            time.sleep(0.01)
-        assert status_of(p.pid)["TracerPid"] == str(tracer.pid)
-        time.sleep(0.3)     # -f: its threads too
+    with counter(tmp_path) as p, strace_on(p.pid, "-f"):
         r = subprocess.run([binary(), "-p", str(p.pid), "--blocking", "-d", "1"],
                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
         assert r.returncode == 1, r.stderr
@@ -180,12 +201,6 @@ def test_blocking_refused_while_another_tracer_holds_it(tmp_path):
                             "-o", str(tmp_path / "r.folded")], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
-    finally:
-        if tracer:
-            tracer.terminate()
-            tracer.wait(timeout=30)
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
 
 
 def test_blocking_is_for_the_remote_backend():
@@ -198,10 +213,7 @@ def test_blocking_is_for_the_remote_backend():
 def test_dump_blocking(tmp_path):
     """dump --blocking: every spinning thread's stack, read stopped, 20
     times; the target runs on untraced; refused while strace holds it."""
-    import json
-    p = start_counter(tmp_path)
-    tracer = None
-    try:
+    with counter(tmp_path) as p:
         for _ in range(20):
             r = subprocess.run([binary(), "dump", "-p", str(p.pid), "--blocking", "--json"],
                                stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -214,19 +226,9 @@ def test_dump_blocking(tmp_path):
             st = status_of(p.pid)
             assert st["TracerPid"] == "0" and st["State"][0] in "RS", st
         assert ask_count(p) == 0
-        tracer = subprocess.Popen(["strace", "-p", str(p.pid), "-o", "/dev/null"],
-                                  stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if status_of(p.pid)["TracerPid"] != "0":
-                break
-            time.sleep(0.01)
-        r = subprocess.run([binary(), "dump", "-p", str(p.pid), "--blocking"],
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        with strace_on(p.pid):
+            r = subprocess.run([binary(), "dump", "-p", str(p.pid), "--blocking"],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=60)
         assert r.returncode == 1 and "another tracer" in r.stderr, (r.returncode, r.stderr)
         assert not r.stdout, r.stdout
-    finally:
-        if tracer:
-            tracer.terminate()
-            tracer.wait(timeout=30)
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()

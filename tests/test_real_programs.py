@@ -195,6 +195,7 @@ PROGRAMS = [
 # sample may be torn ([read-fault]), where without it 17 to 37% are.
 BLOCKING = {"sympy", "docutils", "stdlib"}
 BLOCKING_ON = {"sid-3.15", "pyenv-3.11.7"}
+BLOCKING_OLD_CFRAME_MAX = 0.005
 
 
 def cases():
@@ -440,9 +441,16 @@ def test_real_program(prog, interp, extra, procs, tmp_path):  # noqa: F811
           f"claims={json.dumps({c: s.claim_share(c) for c in s.by_claim})}")
 
     problems = []
-    if extra and s.marker_share("[read-fault]"):
+    # 3.11/3.12 keep the frame pointer in a C frame record that an evaluation
+    # loop publishes a few instructions before it sets its frame: a thread
+    # stopped there has no stack to read (the BPF backend says [eval-entry]),
+    # 2 samples in 2,900 of stdlib's exec()s on 3.11. From 3.13 on, none.
+    old_cframe = tuple(map(int, interp.version_str.split(".")[:2])) < (3, 13)
+    torn_max = BLOCKING_OLD_CFRAME_MAX if old_cframe else 0.0
+    if extra and s.marker_share("[read-fault]") > torn_max:
         problems.append(f"{' '.join(extra)}: {s.marker_share('[read-fault]'):.3%} of the "
-                        f"weight is [read-fault]: a stack torn while its threads were stopped")
+                        f"weight is [read-fault] (at most {torn_max:.1%}): a stack torn "
+                        f"while its threads were stopped")
     if extra and "--blocking: the target's threads were stopped" not in err:
         problems.append(f"--blocking: the summary does not say how long the threads were "
                         f"stopped:\n{err}")

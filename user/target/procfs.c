@@ -280,20 +280,32 @@ int procfs__syscall_parse(const char *buf, size_t len, long *nr, uint64_t *arg0)
 	return 0;
 }
 
-int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0)
+/* One read of /proc/PID/task/TID/@name into @buf: the bytes read, or -errno
+ * (-ESRCH: the thread is gone). */
+static ssize_t read_task_file(pid_t pid, pid_t tid, const char *name, char *buf, size_t len)
 {
-	char fn[64], buf[256];
+	char fn[64];
 	ssize_t got;
 	int fd;
 
-	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
 	fd = open(fn, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	got = read(fd, buf, sizeof(buf));
-	close(fd);
+	got = read(fd, buf, len);
 	if (got < 0)
-		return -errno;
+		got = -errno;
+	close(fd);
+	return got;
+}
+
+int procfs__task_syscall(pid_t pid, pid_t tid, long *nr, uint64_t *arg0)
+{
+	char buf[256];
+	ssize_t got = read_task_file(pid, tid, "syscall", buf, sizeof(buf));
+
+	if (got < 0)
+		return (int)got;
 	return procfs__syscall_parse(buf, (size_t)got, nr, arg0);
 }
 
@@ -332,20 +344,14 @@ void procfs__kstack_parse(const char *buf, size_t len, char *out, size_t outlen)
 
 int procfs__task_kstack(pid_t pid, pid_t tid, char *out, size_t len)
 {
-	char fn[64], buf[4096];
+	char buf[4096];
 	ssize_t got;
-	int fd;
 
 	if (len)
 		out[0] = '\0';
-	snprintf(fn, sizeof(fn), "/proc/%d/task/%d/stack", (int)pid, (int)tid);
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	got = read(fd, buf, sizeof(buf));
-	close(fd);
+	got = read_task_file(pid, tid, "stack", buf, sizeof(buf));
 	if (got < 0)
-		return -errno;
+		return (int)got;
 	procfs__kstack_parse(buf, (size_t)got, out, len);
 	return 0;
 }
