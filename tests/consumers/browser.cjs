@@ -51,8 +51,9 @@ async function launch(opts = {}) {
 // Run main(), print its result as JSON on stdout; any failure exits 1.
 function run(main) {
 	main().then((res) => {
-		process.stdout.write(JSON.stringify(res) + '\n');
-		process.exit(0);
+		// Exit once written: a pipe takes 64 KB at a time, and exit()
+		// right after write() cut a 128 KB result short.
+		process.stdout.write(JSON.stringify(res) + '\n', () => process.exit(0));
 	}, (e) => {
 		process.stderr.write((e && e.stack) || String(e));
 		process.stderr.write('\n');
