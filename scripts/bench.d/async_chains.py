@@ -66,6 +66,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import procstat                   # noqa: E402
 from hostwide import Procs, copy_binary   # noqa: E402
 
+import cell_files
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TARGETS = os.path.join(REPO, "tests", "targets")
@@ -575,14 +577,7 @@ def text(res):
 
 
 def save(outdir, res):
-    with open(os.path.join(outdir, "async.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    t = text(res)
-    with open(os.path.join(outdir, "async.md"), "w") as f:
-        f.write(t)
-    if os.path.dirname(outdir) == BENCH_DIR:
-        shutil.copy(os.path.join(outdir, "async.md"), os.path.join(BENCH_DIR, "latest-async.md"))
-    return t
+    return cell_files.write(outdir, "async", res, text(res), BENCH_DIR)
 
 
 def main(argv):

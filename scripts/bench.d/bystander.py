@@ -45,12 +45,13 @@ import mmap
 import os
 import random
 import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import time
+
+import cell_files
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import procstat                   # noqa: E402
@@ -431,14 +432,7 @@ def save(outdir, res):
         r["summary"] = {"%s-%d" % k: v for k, v in summary(r).items()}
         r["git"], r["version"] = res.get("git", ""), res.get("version", "")
         t += fn(r) + "\n"
-    with open(os.path.join(outdir, "bystander.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    with open(os.path.join(outdir, "bystander.md"), "w") as f:
-        f.write(t)
-    if os.path.dirname(outdir) == BENCH_DIR:
-        shutil.copy(os.path.join(outdir, "bystander.md"),
-                    os.path.join(BENCH_DIR, "latest-bystander.md"))
-    return t
+    return cell_files.write(outdir, "bystander", res, t, BENCH_DIR)
 
 
 def main(argv):

@@ -55,6 +55,8 @@ RSS_TARGET_MB = 64
 
 IDLE_CODE = r"""
 import os, time
+
+import cell_files
 def idle_tick():
     s = 0
     for i in range(2000):
@@ -406,15 +408,7 @@ def text(res):
 
 
 def save(outdir, res):
-    with open(os.path.join(outdir, "hostwide.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    t = text(res)
-    with open(os.path.join(outdir, "hostwide.md"), "w") as f:
-        f.write(t)
-    if os.path.dirname(outdir) == BENCH_DIR:
-        shutil.copy(os.path.join(outdir, "hostwide.md"),
-                    os.path.join(BENCH_DIR, "latest-hostwide.md"))
-    return t
+    return cell_files.write(outdir, "hostwide", res, text(res), BENCH_DIR)
 
 
 def main(argv):

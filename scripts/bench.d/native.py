@@ -34,6 +34,8 @@ import time
 
 import procstat
 
+import cell_files
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PATHS_PY = os.path.join(REPO, "tests", "targets", "native_paths.py")
@@ -280,9 +282,4 @@ def text(res):
 
 
 def save(outdir, res):
-    with open(os.path.join(outdir, "native.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    t = text(res)
-    with open(os.path.join(outdir, "native.md"), "w") as f:
-        f.write(t)
-    return t
+    return cell_files.write(outdir, "native", res, text(res))

@@ -70,6 +70,8 @@ import procstat                   # noqa: E402
 import unnamed_share              # noqa: E402
 from hostwide import Procs, copy_binary   # noqa: E402
 
+import cell_files
+
 TARGETS = os.path.join(REPO, "tests", "targets")
 CACHE = os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf")
 BENCH_DIR = os.path.join(CACHE, "bench")
@@ -498,14 +500,7 @@ def text(res):
 
 
 def save(outdir, res):
-    with open(os.path.join(outdir, "remote.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    t = text(res)
-    with open(os.path.join(outdir, "remote.md"), "w") as f:
-        f.write(t)
-    if os.path.dirname(outdir) == BENCH_DIR:
-        shutil.copy(os.path.join(outdir, "remote.md"), os.path.join(BENCH_DIR, "latest-remote.md"))
-    return t
+    return cell_files.write(outdir, "remote", res, text(res), BENCH_DIR)
 
 
 def main(argv):
