@@ -232,3 +232,36 @@ def test_dump_blocking(tmp_path):
                                timeout=60)
         assert r.returncode == 1 and "another tracer" in r.stderr, (r.returncode, r.stderr)
         assert not r.stdout, r.stdout
+
+
+# Without --blocking (issue #26 item 1): the remote backend reads each
+# thread's stack from one copy of its stack chunks, kept only when the
+# current frame and the data stack's top did not move during it and the
+# chain's frames sit end to end (frame_sizes.h). callgraph_split's calls
+# move slowly: at most UNREAD_MAX of its samples unread, and the split
+# within the same 4.5 sigmas, counted over the samples read.
+UNREAD_MAX = 0.05
+
+
+@pytest.mark.parametrize("label", [i.label for i in SUPPORTED])
+def test_remote_split(label, procs, tmp_path):  # noqa: F811
+    interp = by_label(label)
+    target = start(interp, procs, tmp_path)
+    out, _, own, rec = record(target, procs, tmp_path, "rec.folded",
+                              ["--backend", "remote", "-F", HZ, "-d", SECS,
+                               "--format", "collapsed"])
+    hot_a, hot_b, warm, cold, recns = own
+    err = rec.stderr
+    assert "with the remote backend" in err, err
+    leaves, total = folded(out)
+    period = 10**9 // HZ
+    n = total / period
+    assert n >= 500, f"{n:.0f} samples in {SECS} s at {HZ} Hz: {err}"
+    unread = leaves.get("[read-fault]", 0) / total
+    assert unread <= UNREAD_MAX, (f"{unread:.2%} of the samples unread on {label} "
+                                  f"(at most {UNREAD_MAX:.0%}): {err}")
+    got = {f: leaves.get(f, 0) / period for f in ("hot", "warm", "cold")}
+    timed = {"hot": hot_a + hot_b + recns, "warm": warm, "cold": cold}
+    for f in ("hot", "warm"):
+        check_share(f"{f}'s share of hot+warm+cold on {label}, remote ({err.strip()})",
+                    got[f], sum(got.values()), timed[f], sum(timed.values()))

@@ -203,6 +203,19 @@ BLOCKING_ON = {"sid-3.15", "pyenv-3.11.7"}
 BLOCKING_OLD_CFRAME_MAX = 0.005
 
 
+# The remote backend without --blocking (issue #26 item 1): one copy of each
+# thread's stack chunks per sample, kept when it held still and in shape.
+# At most REMOTE_UNREAD_MAX of the samples unread (measured 0.6-2.2% on
+# these programs, 3.11 to 3.15). Other unnamed frames: REMOTE_UNNAMED_MAX,
+# for the code objects of exec'd code (namedtuple, dataclasses) that are
+# freed before the reader gets to them (0.5-1.2% on stdlib), where the BPF
+# backend reads them in the kernel while the thread is stopped.
+# stdlib on every interpreter, sympy and docutils on sid 3.15.
+REMOTE_ON = {"stdlib": None, "sympy": {"sid-3.15"}, "docutils": {"sid-3.15"}}
+REMOTE_UNREAD_MAX = 0.05
+REMOTE_UNNAMED_MAX = 0.03
+
+
 def cases():
     out = []
     for prog in PROGRAMS:
@@ -213,6 +226,10 @@ def cases():
             if prog.name in BLOCKING and interp.label in BLOCKING_ON:
                 out.append(pytest.param(prog, interp, ("--blocking",),
                                         id=f"{prog.name}-{interp.label}-blocking"))
+            if prog.name in REMOTE_ON and (REMOTE_ON[prog.name] is None
+                                           or interp.label in REMOTE_ON[prog.name]):
+                out.append(pytest.param(prog, interp, ("--backend", "remote"),
+                                        id=f"{prog.name}-{interp.label}-remote"))
     return out
 
 
@@ -446,29 +463,36 @@ def test_real_program(prog, interp, extra, procs, tmp_path):  # noqa: F811
           f"claims={json.dumps({c: s.claim_share(c) for c in s.by_claim})}")
 
     problems = []
+    remote = "--backend" in extra
+    blocking = "--blocking" in extra
     # 3.11/3.12 keep the frame pointer in a C frame record that an evaluation
     # loop publishes a few instructions before it sets its frame: a thread
     # stopped there has no stack to read (the BPF backend says [eval-entry]),
     # 2 samples in 2,900 of stdlib's exec()s on 3.11. From 3.13 on, none.
     old_cframe = tuple(map(int, interp.version_str.split(".")[:2])) < (3, 13)
     torn_max = BLOCKING_OLD_CFRAME_MAX if old_cframe else 0.0
-    if extra and s.marker_share("[read-fault]") > torn_max:
+    if remote and s.marker_share("[read-fault]") > REMOTE_UNREAD_MAX:
+        problems.append(f"--backend remote: {s.marker_share('[read-fault]'):.3%} of the "
+                        f"weight is [read-fault] (at most {REMOTE_UNREAD_MAX:.0%})")
+    if blocking and s.marker_share("[read-fault]") > torn_max:
         problems.append(f"{' '.join(extra)}: {s.marker_share('[read-fault]'):.3%} of the "
                         f"weight is [read-fault] (at most {torn_max:.1%}): a stack torn "
                         f"while its threads were stopped")
-    if extra and "--blocking: the target's threads were stopped" not in err:
+    if blocking and "--blocking: the target's threads were stopped" not in err:
         problems.append(f"--blocking: the summary does not say how long the threads were "
                         f"stopped:\n{err}")
     # (b) samples
     if s.total < MIN_SAMPLED_S * 1e9:
         problems.append(f"(b) only {s.total / 1e9:.3f} s of CPU sampled, expected at least "
                         f"{MIN_SAMPLED_S} s in {SECONDS} s of a CPU-bound target")
-    # (a) unnamed share
-    if s.share > MAX_UNNAMED:
+    # (a) unnamed share (remote: besides [read-fault], checked above)
+    unnamed = s.share - (s.marker_share("[read-fault]") if remote else 0)
+    unnamed_max = REMOTE_UNNAMED_MAX if remote else MAX_UNNAMED
+    if unnamed > unnamed_max:
         ex = [f"    heaviest stack with {m}: {format_stack(s.examples[m])}"
               for m, _ in s.by_marker.most_common()]
-        problems.append(f"(a) {s.share:.2%} of the sampled weight has an unnamed frame, more "
-                        f"than {MAX_UNNAMED:.1%}:\n" + "\n".join(
+        problems.append(f"(a) {unnamed:.2%} of the sampled weight has an unnamed frame, more "
+                        f"than {unnamed_max:.1%}:\n" + "\n".join(
                             f"    {m:<20} {s.marker_share(m):8.3%}"
                             for m, _ in s.by_marker.most_common()) + "\n" + "\n".join(ex))
     # (c) every named frame is the program's

@@ -62,6 +62,7 @@ static void walk_thread(struct pyproc *p, struct symbolizer *sym, uint64_t tstat
 		size_t n = MAX_FRAMES + 1;
 		int truncated;
 
+		c.copy_budget = 4;	/* copies of the stack chunks this walk may make */
 		pyproc__walk_cached(p, tstate, &c, f, MAX_FRAMES, &n, &truncated);
 		CHECK(n <= MAX_FRAMES);
 		CHECK(fake_mem_reads() - r0 <= WALK_READS);

@@ -466,9 +466,10 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 		out->tstate_holds_gil = 36;
 	out->tstate_exc_info = out->tstate_exception + 8;
 	/* co_localsplusnames is in the table (taken for co_version above);
-	 * co_nlocalsplus is at 72 in 3.13 to 3.15 (their headers) */
+	 * co_nlocalsplus follows co_firstlineno in 3.13 to 3.15 (their
+	 * headers; at 72 in their default builds) */
 	out->code_localsplusnames = out->code_version + 4;
-	out->code_nlocalsplus = 72;
+	out->code_nlocalsplus = out->code_firstlineno + 4;
 	/* 3.14 made f_executable a _PyStackRef: its low bits are tags. */
 	out->executable_tag_mask = ((version >> 16) & 0xff) >= 14 ? 7 : 0;
 

@@ -10,6 +10,7 @@
 #include "target/debug_offsets.h"
 #include "target/elf_symbols.h"
 #include "target/exc_offsets.h"
+#include "target/frame_sizes.h"
 #include "target/offsets_legacy.h"
 #include "target/procmaps.h"
 #include "target/procfs.h"
@@ -20,9 +21,6 @@
 /* Bounds on lists read from the target: a corrupt list must end somewhere. */
 #define MAX_INTERPRETERS 256
 #define MAX_THREADS_WALKED 65536
-/* Interpreter-owned frames are skipped without spending the depth budget,
- * but the walk as a whole is bounded too. */
-#define WALK_BUDGET(max) ((max) * 4 + 64)
 
 struct tid_pair {
 	uint64_t ns_tid;
@@ -46,6 +44,7 @@ struct pyproc {
 	unsigned char *tsbuf;		/* nlast thread states, tstate_size each */
 	struct remote_iov *tsiov;
 	struct py_gil_gc gil_gc;	/* valid when gil_gc.gil != 0 */
+	struct frame_sizes *sizes;	/* made at the first use */
 };
 
 pid_t pyproc__pid(const struct pyproc *p) { return p->pid; }
@@ -56,6 +55,13 @@ uint64_t pyproc__code_type(const struct pyproc *p) { return p->code_type; }
 uint64_t pyproc__coro_type(const struct pyproc *p) { return p->coro_type; }
 uint64_t pyproc__asyncgen_type(const struct pyproc *p) { return p->asyncgen_type; }
 
+struct frame_sizes *pyproc__frame_sizes(struct pyproc *p)
+{
+	if (!p->sizes && frame_sizes__known(&p->off))
+		p->sizes = calloc(1, sizeof(*p->sizes));
+	return p->sizes;
+}
+
 void pyproc__free(struct pyproc *p)
 {
 	if (!p)
@@ -64,6 +70,7 @@ void pyproc__free(struct pyproc *p)
 	free(p->last_tstates);
 	free(p->tsbuf);
 	free(p->tsiov);
+	free(p->sizes);
 	free(p);
 }
 
@@ -669,391 +676,3 @@ fail:
 }
 
 /* co_version of every frame's code object, in one process_vm_readv. */
-static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
-{
-	struct remote_iov iov[256];
-	uint64_t off = p->off.code_version;
-
-	for (size_t done = 0; off && done < n;) {
-		size_t k = n - done < 256 ? n - done : 256;
-
-		for (size_t i = 0; i < k; i++) {
-			f[done + i].code_version = 0;
-			iov[i] = (struct remote_iov){ f[done + i].code + off,
-						      &f[done + i].code_version, 4 };
-		}
-		/* A fault leaves versions at 0 ("unknown"): the symbolizer
-		 * then checks the object itself. */
-		if (remote_readv(p->pid, iov, k) == -ESRCH)
-			return -ESRCH;
-		done += k;
-	}
-	return 0;
-}
-
-static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame, uint64_t *cframe)
-{
-	const struct py_offsets *o = &p->off;
-	int rc;
-
-	*frame = 0;
-	*cframe = 0;
-	if (!o->tstate_cframe)
-		return remote_read_u64(p->pid, tstate + o->tstate_current_frame, frame);
-	rc = remote_read_u64(p->pid, tstate + o->tstate_cframe, cframe);
-	if (rc || !*cframe)
-		return rc;
-	return remote_read_u64(p->pid, *cframe + o->cframe_current_frame, frame);
-}
-
-void py_walk_cache__forget(struct py_walk_cache *c)
-{
-	c->n = 0;
-	if (c->chunks) {
-		c->chunks->n = 0;
-		c->chunks->napart = 0;
-	}
-}
-
-void py_walk_cache__free(struct py_walk_cache *c)
-{
-	if (!c)
-		return;
-	if (c->chunks)
-		stack_chunks__free(c->chunks);
-	free(c->chunks);
-	free(c->frames);
-	free(c->codes);
-	free(c->foff);
-	free(c->fiov);
-	free(c->viov);
-	free(c->versions);
-	free(c->iov);
-	free(c->buf);
-	memset(c, 0, sizeof(*c));
-}
-
-static int cache_reserve(struct py_walk_cache *c, size_t need)
-{
-	size_t cap = c->cap;
-	int ok = 1;
-
-	if (need <= cap)
-		return 0;
-	while (cap < need)
-		cap = cap ? cap * 2 : 64;
-#define GROW(field, n) do { \
-		void *np = realloc(c->field, (n) * sizeof(*c->field)); \
-		if (np) \
-			c->field = np; \
-		else \
-			ok = 0; \
-	} while (0)
-	GROW(frames, cap);
-	GROW(codes, cap);
-	GROW(foff, cap);
-	GROW(fiov, cap);
-	GROW(viov, cap);
-	GROW(versions, cap);
-	GROW(iov, 2 * cap + 2);
-#undef GROW
-	if (!ok)
-		return -ENOMEM;
-	c->cap = cap;
-	return 0;
-}
-
-/* Frames of one chain sit close together in the thread's data stack: read
- * neighbours (closer than this) as one range, not one iovec each. */
-#define SPAN_GAP 1024
-#define SPAN_MAX (64u << 10)
-/* Code objects looked up for co_version, deduplicated (recursion repeats one
- * code object a thousand times). */
-#define VSLOTS 64
-
-/*
- * Read ahead what the last walk of this thread saw, in one process_vm_readv:
- * the current frame pointer (3.11/3.12: through the C frame the last walk
- * found), every frame (neighbours merged into ranges) and the co_version of
- * every distinct code object. Sets *frame to the current frame when it is the
- * predicted one, and returns how many frames, from the innermost, were read
- * whole.
- */
-static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
-		       uint64_t *frame)
-{
-	const struct py_offsets *o = &p->off;
-	struct remote_iov *iov = c->iov;
-	uint64_t cframe = 0, lo = 0, hi = 0, vcode[VSLOTS] = { 0 };
-	uint32_t vidx[VSLOTS];
-	size_t k = 0, done = 0, head, spans, bytes = 0, ready;
-	const size_t fs = o->frame_size;
-
-	*frame = 0;
-	if (o->tstate_cframe) {
-		iov[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
-		iov[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame, 8 };
-	} else {
-		iov[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
-	}
-	head = k;
-	/* Pass 1: merge frames into ranges, in chain order. */
-	for (size_t i = 0; i < c->n; i++) {
-		uint64_t a = c->frames[i];
-		uint64_t nlo = a < lo ? a : lo, nhi = a + fs > hi ? a + fs : hi;
-
-		if (k == head || nhi - nlo > (hi - lo) + fs + SPAN_GAP || nhi - nlo > SPAN_MAX) {
-			if (k > head)
-				iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
-			k++;
-			nlo = a;
-			nhi = a + fs;
-		}
-		lo = nlo;
-		hi = nhi;
-		c->fiov[i] = (uint32_t)(k - 1);
-	}
-	if (k > head)
-		iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
-	spans = k;
-	/* Pass 2: place the ranges in the buffer. */
-	for (size_t j = head; j < spans; j++)
-		bytes += iov[j].len;
-	if (bytes > c->bufcap) {
-		unsigned char *nb = realloc(c->buf, bytes);
-
-		if (!nb)
-			return 0;
-		c->buf = nb;
-		c->bufcap = bytes;
-	}
-	bytes = 0;
-	for (size_t j = head; j < spans; j++) {
-		iov[j].buf = c->buf + bytes;
-		bytes += iov[j].len;
-	}
-	for (size_t i = 0; i < c->n; i++) {
-		const struct remote_iov *v = &iov[c->fiov[i]];
-
-		c->foff[i] = (uint32_t)((unsigned char *)v->buf - c->buf + (c->frames[i] - v->addr));
-	}
-	/* The versions, one read per distinct code object. */
-	for (size_t i = 0; o->code_version && i < c->n; i++) {
-		unsigned int h = (unsigned int)(c->codes[i] >> 4) % VSLOTS;
-
-		/* No version to read at 0 (and an empty slot holds 0). */
-		if (!c->codes[i]) {
-			c->viov[i] = UINT32_MAX;
-			continue;
-		}
-		if (vcode[h] != c->codes[i]) {
-			vcode[h] = c->codes[i];
-			vidx[h] = (uint32_t)k;
-			iov[k] = (struct remote_iov){ c->codes[i] + o->code_version,
-						      &c->versions[k - spans], 4 };
-			k++;
-		}
-		c->viov[i] = vidx[h];
-	}
-	remote_readv_prefix(p->pid, iov, k, &done);
-	if (done < head || (o->tstate_cframe && cframe != c->cframe) || *frame != c->frames[0]) {
-		*frame = 0;	/* the thread moved on: read it the slow way */
-		return 0;
-	}
-	for (ready = 0; ready < c->n && c->fiov[ready] < done; ready++)
-		;
-	c->vdone = done;
-	c->vbase = spans;
-	return ready;
-}
-
-#define SNAPSHOT_TRIES 4
-
-/*
- * 3.11+: the current frame and the thread's stack chunks read at one instant
- * (stack_chunks.h). 1 with *frame set when the copy is whole; 0 when it is
- * not (*frame 0: read the usual way); -ESRCH.
- */
-static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, uint64_t *frame)
-{
-	const struct py_offsets *o = &p->off;
-	uint64_t cframe = 0, after;
-	int rc = 0;
-
-	*frame = 0;
-	if (!o->tstate_datastack_chunk)
-		return 0;
-	if (!c->chunks) {
-		c->chunks = calloc(1, sizeof(*c->chunks));
-		if (!c->chunks)
-			return 0;
-	}
-	/* A thread that calls and returns every microsecond may move while
-	 * its chunks are copied: it seldom does twice running. */
-	for (int try = 0; try < SNAPSHOT_TRIES; try++) {
-		struct remote_iov head[2];
-		size_t k = 0;
-
-		if (o->tstate_cframe) {
-			/* 3.11/3.12: through the C frame record the thread was
-			 * last seen in (it changes as C code calls Python) */
-			if (!c->cframe &&
-			    remote_read_u64(p->pid, tstate + o->tstate_cframe, &c->cframe))
-				break;
-			if (!c->cframe)
-				break;
-			head[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
-			head[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame,
-							 8 };
-		} else {
-			head[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
-		}
-		rc = stack_chunks__copy(p->pid, tstate + o->tstate_datastack_chunk, head, k,
-					c->chunks, &after);
-		if (rc)
-			break;
-		if (o->tstate_cframe && cframe != c->cframe) {
-			c->cframe = cframe;
-			c->chunks->whole = 0;
-			continue;
-		}
-		if (!c->chunks->moved)
-			break;
-	}
-	if (rc == -ESRCH)
-		return rc;
-	if (rc || !c->chunks->whole || !*frame) {
-		*frame = 0;
-		return 0;
-	}
-	return 1;
-}
-
-/*
- * The bytes of @frame: from the chunk copy (@snap), from the prefetch (the
- * walk's @visited-th frame as predicted; SIZE_MAX when off the prediction),
- * or read now into @fb. NULL with *rc set when it cannot be read.
- */
-static const unsigned char *frame_bytes(struct pyproc *p, struct py_walk_cache *c, int snap,
-					uint64_t frame, size_t visited, unsigned char *fb, int *rc)
-{
-	const unsigned char *b = NULL;
-	int apart = 0;
-
-	if (snap) {
-		b = stack_chunks__find(c->chunks, frame, p->off.frame_size, &apart);
-		/* an entry or generator frame: read it with the next copy */
-		if (apart)
-			stack_chunks__note_apart(c->chunks, frame);
-		if (b)
-			return b;
-	}
-	if (visited != SIZE_MAX && c->frames[visited] == frame)
-		return c->buf + c->foff[visited];
-	*rc = remote_read(p->pid, frame, fb, p->off.frame_size);
-	return *rc ? NULL : fb;
-}
-
-int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
-			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
-{
-	const struct py_offsets *o = &p->off;
-	unsigned char fb[PY_MAX_STRUCT_COPY];
-	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
-	size_t lam = 0, power = 1;
-	uint64_t frame = 0, cframe = 0, mark = 0;
-	int rc, snap = 0;
-
-	*n = 0;
-	*truncated = 0;
-	if (c) {
-		snap = snapshot(p, tstate, c, &frame);
-		if (snap < 0)
-			return snap;
-	}
-	/* Else a thread whose innermost frame is where it was last time most
-	 * likely has the same chain under it: read it all at once. */
-	if (!snap && c && c->n)
-		ready = prefetch(p, tstate, c, &frame);
-	if (frame) {
-		cframe = c->cframe;
-	} else {
-		rc = current_frame(p, tstate, &frame, &cframe);
-		if (rc || !frame) {
-			if (c)
-				c->n = 0;
-			return rc;
-		}
-	}
-	while (frame) {
-		const unsigned char *b = fb;
-		uint64_t code;
-		uint8_t owner;
-
-		if (budget-- == 0 || count == max) {
-			*truncated = 1;
-			break;
-		}
-		/* A chain that comes back to a frame loops (the target wrote
-		 * it so): stop there rather than go round it max times, which
-		 * a slow reader (dump) would do until the target changed it
-		 * and then show as one long, made-up stack. Brent's check:
-		 * one comparison a frame, any loop found within twice its
-		 * length past its start. */
-		if (frame == mark) {
-			*truncated = PY_WALK_LOOPED;
-			break;
-		}
-		if (++lam == power) {
-			mark = frame;
-			power <<= 1;
-			lam = 0;
-		}
-		b = frame_bytes(p, c, snap, frame, visited < ready ? visited : SIZE_MAX, fb, &rc);
-		if (!b)
-			goto out;
-		if (b == fb)
-			ready = 0;	/* off the predicted chain */
-		owner = b[o->frame_owner];
-		code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
-		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
-			out[count].frame = frame;
-			out[count].code = code;
-			out[count].instr = get_u64(b, o->frame_instr_ptr);
-			out[count].code_version = 0;
-			out[count].reserved = 0;
-			if (visited < ready && c->codes[visited] == code &&
-			    o->code_version && c->viov[visited] < c->vdone)
-				out[count].code_version = c->versions[c->viov[visited] - c->vbase];
-			else
-				missing++;
-			count++;
-		}
-		/* What this walk saw is the next one's prediction; the buffers
-		 * are only read above, before this overwrite moves past them. */
-		if (c && cache_reserve(c, visited + 1) == 0) {
-			c->frames[visited] = frame;
-			c->codes[visited] = code;
-		}
-		visited++;
-		frame = get_u64(b, o->frame_previous);
-	}
-	rc = 0;
-out:
-	if (c) {
-		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
-		c->cframe = cframe;
-		if (c->chunks)
-			stack_chunks__walked(c->chunks);
-	}
-	*n = count;
-	if (rc)
-		return rc;
-	return missing ? read_versions(p, out, count) : 0;
-}
-
-int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
-		 size_t *n, int *truncated)
-{
-	return pyproc__walk_cached(p, tstate, NULL, out, max, n, truncated);
-}

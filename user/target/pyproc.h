@@ -59,6 +59,10 @@ uint64_t pyproc__code_type(const struct pyproc *p);
 /* PyCoro_Type and PyAsyncGen_Type in the target; 0: not found. */
 uint64_t pyproc__coro_type(const struct pyproc *p);
 uint64_t pyproc__asyncgen_type(const struct pyproc *p);
+/* The process's frame sizes per code object (frame_sizes.h); NULL when its
+ * offsets cannot give them or memory ran out. */
+struct frame_sizes;
+struct frame_sizes *pyproc__frame_sizes(struct pyproc *p);
 /* Address of _PyRuntime in the target. */
 uint64_t pyproc__runtime(const struct pyproc *p);
 
@@ -150,6 +154,12 @@ struct py_walk_cache {
 	/* 3.11+: the thread's stack chunks, copied at one instant (made at
 	 * the first walk: a cache of a thread never walked stays small) */
 	struct stack_chunks *chunks;
+	/* The last walk is of one instant: every frame came from one whole
+	 * copy of the chunks and the chain's shape held (frame_sizes.h). */
+	int exact;
+	/* Copies of the chunks the walks may still make before they give up
+	 * on a thread that keeps moving (-EAGAIN); set by the caller. */
+	unsigned int copy_budget;
 };
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,

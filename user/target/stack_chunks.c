@@ -8,6 +8,7 @@
 #include "target/stack_chunks.h"
 
 #define HEAD_MAX 4
+#define HEAD_SPAN_MAX 512
 
 static uint64_t get64(const unsigned char *b)
 {
@@ -33,6 +34,7 @@ static int reserve(struct stack_chunk *k, size_t len)
 
 static void predict(struct stack_chunks *s, size_t i, uint64_t addr)
 {
+	s->relearned = 1;
 	s->c[i].addr = addr;
 	s->c[i].want = STACK_CHUNK_DEFAULT;
 	s->c[i].len = 0;
@@ -65,10 +67,10 @@ static int learn(struct stack_chunks *s, uint64_t first, size_t n, size_t copied
 			s->n = i;	/* not a chunk: nothing of it is trusted */
 			return 0;
 		}
-		if (size > k->want)
+		if (size > k->want && i)
 			whole = 0;	/* bigger than copied: whole next time */
 		k->len = size < k->want ? size : k->want;
-		k->want = size;
+		k->want = k->size = size;
 		s->ncopied = i + 1;
 		if (i + 1 < s->n && s->c[i + 1].addr == prev && prev)
 			continue;
@@ -87,21 +89,87 @@ static int learn(struct stack_chunks *s, uint64_t first, size_t n, size_t copied
 	return 0;
 }
 
+/*
+ * The newest chunk is copied up to its top (datastack_top, with room for
+ * what the thread may push by the next copy): the less copied, the shorter
+ * the window in which the thread can move. 0 when the copy did not reach
+ * the top read with it.
+ */
+static int fit_newest(struct stack_chunks *s)
+{
+	struct stack_chunk *k = &s->c[0];
+	uint64_t used;
+	size_t want;
+
+	if (!s->ncopied || s->top <= k->addr || s->top - k->addr > k->want)
+		return 0;
+	used = s->top - k->addr;
+	want = (used + STACK_TOP_SLACK + 255) & ~(size_t)255;
+	if (want < k->want)
+		k->want = want;
+	if (used > k->len) {
+		s->relearned = 1;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Where to read the current frame pointer (@frame_field) and the thread's
+ * datastack_chunk and datastack_top (@chunk_field): as one span of the
+ * thread state when they are near each other (3.13+: one copy, so the
+ * two agree), else as two.
+ */
+struct tstate_view {
+	uint64_t base;
+	size_t len;
+	unsigned char buf[HEAD_SPAN_MAX];
+};
+
+static size_t view_iovs(struct tstate_view *v, uint64_t frame_field, uint64_t chunk_field,
+			uint64_t *frame, uint64_t *chunk2, struct remote_iov *iov)
+{
+	uint64_t lo = frame_field < chunk_field ? frame_field : chunk_field;
+	uint64_t hi = frame_field + 8 > chunk_field + 16 ? frame_field + 8 : chunk_field + 16;
+
+	if (hi - lo <= HEAD_SPAN_MAX) {
+		v->base = lo;
+		v->len = hi - lo;
+		iov[0] = (struct remote_iov){ lo, v->buf, v->len };
+		return 1;
+	}
+	v->len = 0;
+	iov[0] = (struct remote_iov){ frame_field, frame, 8 };
+	iov[1] = (struct remote_iov){ chunk_field, chunk2, 16 };
+	return 2;
+}
+
+static void view_get(const struct tstate_view *v, uint64_t addr, void *out, size_t len)
+{
+	if (v->len)
+		memcpy(out, v->buf + (addr - v->base), len);
+}
+
 int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov *head,
 		       size_t nhead, struct stack_chunks *s, uint64_t *frame_after)
 {
-	struct remote_iov iov[HEAD_MAX + 2 + STACK_CHUNKS_MAX + STACK_APART_MAX];
-	uint64_t first = 0, before;
-	size_t k = 0, c0, a0, n = 0, done = 0, total = 0;
+	struct remote_iov iov[HEAD_MAX + 4 + STACK_CHUNKS_MAX + STACK_APART_MAX];
+	struct tstate_view v0, v1;
+	uint64_t first[2] = { 0, 0 }, top_after[2] = { 0, 0 }, before = 0;
+	uint64_t frame_field;
+	size_t k = 0, c0, a1, n = 0, done = 0, total = 0;
 	int rc;
 
-	s->whole = s->moved = 0;
+	s->whole = s->moved = s->relearned = 0;
 	*frame_after = 0;
 	if (!nhead || nhead > HEAD_MAX || head[nhead - 1].len != 8)
 		return -EINVAL;
-	for (size_t i = 0; i < nhead; i++)
+	frame_field = head[nhead - 1].addr;
+	for (size_t i = 0; i + 1 < nhead; i++)
 		iov[k++] = head[i];
-	iov[k++] = (struct remote_iov){ chunk_field, &first, 8 };
+	/* the current frame, datastack_chunk, then datastack_top (next to
+	 * it in 3.11 to 3.15) */
+	k += view_iovs(&v0, frame_field, chunk_field, &before, first, iov + k);
 	c0 = k;
 	for (; n < s->n; n++) {
 		struct stack_chunk *ch = &s->c[n];
@@ -112,29 +180,34 @@ int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov 
 		iov[k++] = (struct remote_iov){ ch->addr, ch->buf, ch->want };
 		total += ch->want;
 	}
-	a0 = k;
+	/* The current frame and the top again right after the chunks: the
+	 * shorter the window between, the likelier the thread held still. */
+	k += view_iovs(&v1, frame_field, chunk_field, frame_after, top_after, iov + k);
+	a1 = k;
+	/* Then the frames apart from the chunks (checked through their
+	 * neighbours by the walk: frame_walk.c). */
 	for (size_t i = 0; i < s->napart; i++)
 		iov[k++] = (struct remote_iov){ s->apart[i], s->apart_buf[i], STACK_APART_BYTES };
-	iov[k++] = (struct remote_iov){ head[nhead - 1].addr, frame_after, 8 };
 	rc = remote_readv_prefix(pid, iov, k, &done);
 	if (rc && rc != -EFAULT)
 		return rc;
-	s->apart_read = done > a0 ? done - a0 : 0;
+	s->apart_read = done > a1 ? done - a1 : 0;
 	s->apart_read = s->apart_read < s->napart ? s->apart_read : s->napart;
 	if (done < c0) {
 		s->ncopied = 0;
 		return -EFAULT;
 	}
-	memcpy(&before, head[nhead - 1].buf, 8);
-	/* the apart frames may fault (a generator freed): not a torn copy */
-	s->whole = learn(s, first, n, done - c0 < n ? done - c0 : n) && done >= a0;
-	if (done < k) {
-		/* the current frame after: read it alone */
-		iov[0] = iov[k - 1];
-		if (remote_readv(pid, iov, 1))
-			s->whole = 0;
-	}
-	s->moved = s->whole && *frame_after != before;
+	view_get(&v0, frame_field, &before, 8);
+	view_get(&v0, chunk_field, first, 16);
+	view_get(&v1, frame_field, frame_after, 8);
+	view_get(&v1, chunk_field, top_after, 16);
+	/* what the caller's head asked for */
+	memcpy(head[nhead - 1].buf, &before, 8);
+	s->top = first[1];
+	s->whole = learn(s, first[0], n, done - c0 < n ? done - c0 : n) && done >= a1;
+	s->whole = fit_newest(s) && s->whole;
+	s->moved = s->whole && (*frame_after != before || top_after[1] != s->top ||
+				top_after[0] != first[0]);
 	s->whole &= !s->moved;
 	return 0;
 }
@@ -171,6 +244,27 @@ const unsigned char *stack_chunks__find(const struct stack_chunks *s, uint64_t a
 				return s->apart_buf[i];
 	}
 	return NULL;
+}
+
+int stack_chunks__chunk_of(const struct stack_chunks *s, uint64_t addr)
+{
+	for (size_t i = 0; i < s->ncopied; i++) {
+		const struct stack_chunk *k = &s->c[i];
+
+		if (addr >= k->addr + STACK_CHUNK_HEADER && addr - k->addr < k->size)
+			return (int)i;
+	}
+	return -1;
+}
+
+int stack_chunks__is_first_frame(const struct stack_chunks *s, int i, uint64_t addr)
+{
+	/* data[0], or data[1] in the oldest chunk (CPython skips its first
+	 * word so that the chunk is never freed) */
+	if (i < 0 || (size_t)i >= s->ncopied)
+		return 0;
+	return addr == s->c[i].addr + STACK_CHUNK_HEADER ||
+	       (addr == s->c[i].addr + STACK_CHUNK_HEADER + 8 && (size_t)i + 1 == s->n);
 }
 
 void stack_chunks__free(struct stack_chunks *s)

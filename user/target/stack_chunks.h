@@ -13,7 +13,8 @@
  * (their addresses and sizes rarely change); a copy is "whole" only when the
  * prediction held: the thread state named the first chunk, each copied
  * chunk's previous is the next one copied, the last has none, and the
- * current frame pointer was the same before and after. Every size read
+ * current frame pointer and the data stack's top (datastack_top) were the
+ * same before and after. Every size read
  * from the target is bounded.
  */
 #ifndef PYPROF_STACK_CHUNKS_H
@@ -29,11 +30,14 @@
 #define STACK_CHUNK_DEFAULT (16u << 10)	/* _PY_DATA_STACK_CHUNK_SIZE */
 #define STACK_CHUNK_MAX (1u << 20)	/* bytes copied of one chunk */
 #define STACK_CHUNKS_BYTES (4u << 20)	/* bytes copied of one thread */
+#define STACK_TOP_SLACK 2048		/* copied past the newest chunk's top */
 
 struct stack_chunk {
 	uint64_t addr;
-	size_t want;		/* bytes to copy: its size, as it last said */
+	size_t want;		/* bytes to copy: its size, as it last said (the
+				 * newest chunk: up to its top and some) */
 	size_t len;		/* bytes of it in buf from the last copy */
+	size_t size;		/* its size, as the last copy said */
 	unsigned char *buf;
 	size_t cap;
 };
@@ -54,8 +58,11 @@ struct stack_chunks {
 	size_t apart_next;
 	size_t n;		/* chunks to copy next time */
 	size_t ncopied;		/* chunks c[0..ncopied) hold the last copy */
+	uint64_t top;		/* datastack_top, read with the current frame */
 	int whole;		/* the last copy was of one instant, every chunk */
-	int moved;		/* ... but for the current frame, which moved */
+	int moved;		/* ... but the current frame or the top moved */
+	int relearned;		/* not whole, as the chunks were not as predicted:
+				 * the next copy is as they are now */
 };
 
 /*
@@ -73,6 +80,12 @@ int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov 
  * *apart: the frame is not in a chunk copied (so the walk notes it). */
 const unsigned char *stack_chunks__find(const struct stack_chunks *s, uint64_t addr, size_t len,
 					int *apart);
+
+/* The chunk of the last copy (0: the newest) whose range holds @addr, copied
+ * or not; -1 if none. */
+int stack_chunks__chunk_of(const struct stack_chunks *s, uint64_t addr);
+/* Whether @addr is where the first frame of chunk @i goes. */
+int stack_chunks__is_first_frame(const struct stack_chunks *s, int i, uint64_t addr);
 
 /* The walk met a frame at @addr apart from the chunks: read it with the next copy. */
 void stack_chunks__note_apart(struct stack_chunks *s, uint64_t addr);

@@ -41,20 +41,33 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 	r->n = 0;
 	r->truncated = 0;
 	r->torn = false;
+	if (c)
+		c->copy_budget = STACK_READ_COPIES;
 	for (int try = 0; try < STACK_READ_TRIES; try++) {
 		rc = pyproc__walk_cached(p, tstate, c, r->frames, r->max, &r->n, &r->truncated);
-		/* No frame is a reading too: a busy thread read between two of
-		 * its frames' links showed [no-python-frames] on a thread that
-		 * always runs Python (0.3-0.8% of sympy's samples) until the
-		 * second walk had to agree with it. */
-		if (rc || stopped)
+		/* A copy whose chain did not hold together (frame_sizes.h) */
+		r->torn = rc == -EAGAIN;
+		if (r->torn)
+			continue;
+		/* One copy of the chunks, of one instant and in shape, or a
+		 * thread that holds still: one walk. */
+		if (rc || stopped || (c && c->exact))
 			break;
+		/* Else read frame by frame: no frame is a reading too: a busy
+		 * thread read between two of its frames' links showed
+		 * [no-python-frames] on a thread that always runs Python
+		 * (0.3-0.8% of sympy's samples) until the second walk had to
+		 * agree with it. */
 		rc = pyproc__walk_cached(p, tstate, c, r->check, r->max, &n2, &t2);
-		if (rc)
+		r->torn = rc == -EAGAIN || (!rc && !(n2 == r->n && same_stack(r->frames, r->check, n2)));
+		if (rc && rc != -EAGAIN)
 			break;
-		r->torn = !(n2 == r->n && same_stack(r->frames, r->check, n2));
 		if (!r->torn)
 			break;
+	}
+	if (r->torn) {
+		r->n = 0;
+		rc = 0;
 	}
 	return rc;
 }

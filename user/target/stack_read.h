@@ -22,7 +22,10 @@
 #include <stdint.h>
 #include "target/pyproc.h"
 
-#define STACK_READ_TRIES 4
+#define STACK_READ_TRIES 8
+/* Copies of a thread's chunks per read, at most (~3 us each): a thread
+ * that moves during 64 running is given up as torn. */
+#define STACK_READ_COPIES 64
 
 struct stack_read {
 	struct py_rawframe *frames;	/* the stack read, innermost first */

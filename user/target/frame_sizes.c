@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+/*
+ * frame_sizes.c - frame sizes per code object (frame_sizes.h).
+ */
+#include <errno.h>
+#include <string.h>
+#include "target/frame_sizes.h"
+#include "target/remote_mem.h"
+
+int frame_sizes__known(const struct py_offsets *o)
+{
+	return o->frame_localsplus && o->code_nlocalsplus >= 8;
+}
+
+static size_t slot_of(uint64_t code)
+{
+	/* code objects are 16-byte aligned: mix the bits above */
+	return (size_t)((code >> 4) * 0x9e3779b97f4a7c15ull >> 54) & (FRAME_SIZES_SLOTS - 1);
+}
+
+int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets *o,
+		     uint64_t code, int fresh, uint32_t *bytes)
+{
+	size_t i = slot_of(code);
+	int32_t v[3];	/* co_stacksize, co_firstlineno, co_nlocalsplus */
+	int rc;
+
+	if (!fresh && fs->code[i] == code && code) {
+		*bytes = fs->bytes[i];
+		return 0;
+	}
+	if (!frame_sizes__known(o))
+		return -EOPNOTSUPP;
+	rc = remote_read(pid, code + o->code_nlocalsplus - 8, v, sizeof(v));
+	if (rc)
+		return rc;
+	if (v[0] < 0 || v[2] < 0 || (uint32_t)v[0] > FRAME_SIZES_MAX_WORDS ||
+	    (uint32_t)v[2] > FRAME_SIZES_MAX_WORDS)
+		return -EPROTO;
+	*bytes = (uint32_t)(o->frame_localsplus + 8 * ((uint64_t)v[0] + (uint64_t)v[2]));
+	fs->code[i] = code;
+	fs->bytes[i] = *bytes;
+	return 0;
+}

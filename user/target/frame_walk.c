@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * frame_walk.c - a thread's Python frames read from outside (pyproc.h): the
+ * chain from the current frame, from a copy of the thread's stack chunks
+ * when one is whole (stack_chunks.h), else frame by frame, with the last
+ * walk's chain as the prediction of the next.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "target/frame_sizes.h"
+#include "target/pyproc.h"
+#include "target/remote_mem.h"
+#include "target/stack_chunks.h"
+#include "util/bytes.h"
+
+/* A frame's owner (3.11 to 3.15): its thread's data stack, a generator, a
+ * frame object; above, the interpreter's own frames (3, and 4 in 3.14). */
+#define PY_FRAME_OWNED_BY_THREAD 0
+#define PY_FRAME_OWNED_BY_GENERATOR 1
+#define PY_FRAME_OWNER_MAX 4
+
+/* Interpreter-owned frames are skipped without spending the depth budget,
+ * but the walk as a whole is bounded too. */
+#define WALK_BUDGET(max) ((max) * 4 + 64)
+
+static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
+{
+	struct remote_iov iov[256];
+	uint64_t off = pyproc__offsets(p)->code_version;
+
+	for (size_t done = 0; off && done < n;) {
+		size_t k = n - done < 256 ? n - done : 256;
+
+		for (size_t i = 0; i < k; i++) {
+			f[done + i].code_version = 0;
+			iov[i] = (struct remote_iov){ f[done + i].code + off,
+						      &f[done + i].code_version, 4 };
+		}
+		/* A fault leaves versions at 0 ("unknown"): the symbolizer
+		 * then checks the object itself. */
+		if (remote_readv(pyproc__pid(p), iov, k) == -ESRCH)
+			return -ESRCH;
+		done += k;
+	}
+	return 0;
+}
+
+static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame, uint64_t *cframe)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	int rc;
+
+	*frame = 0;
+	*cframe = 0;
+	if (!o->tstate_cframe)
+		return remote_read_u64(pyproc__pid(p), tstate + o->tstate_current_frame, frame);
+	rc = remote_read_u64(pyproc__pid(p), tstate + o->tstate_cframe, cframe);
+	if (rc || !*cframe)
+		return rc;
+	return remote_read_u64(pyproc__pid(p), *cframe + o->cframe_current_frame, frame);
+}
+
+void py_walk_cache__forget(struct py_walk_cache *c)
+{
+	c->n = 0;
+	if (c->chunks) {
+		c->chunks->n = 0;
+		c->chunks->napart = 0;
+	}
+}
+
+void py_walk_cache__free(struct py_walk_cache *c)
+{
+	if (!c)
+		return;
+	if (c->chunks)
+		stack_chunks__free(c->chunks);
+	free(c->chunks);
+	free(c->frames);
+	free(c->codes);
+	free(c->foff);
+	free(c->fiov);
+	free(c->viov);
+	free(c->versions);
+	free(c->iov);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cache_reserve(struct py_walk_cache *c, size_t need)
+{
+	size_t cap = c->cap;
+	int ok = 1;
+
+	if (need <= cap)
+		return 0;
+	while (cap < need)
+		cap = cap ? cap * 2 : 64;
+#define GROW(field, n) do { \
+		void *np = realloc(c->field, (n) * sizeof(*c->field)); \
+		if (np) \
+			c->field = np; \
+		else \
+			ok = 0; \
+	} while (0)
+	GROW(frames, cap);
+	GROW(codes, cap);
+	GROW(foff, cap);
+	GROW(fiov, cap);
+	GROW(viov, cap);
+	GROW(versions, cap);
+	GROW(iov, 2 * cap + 2);
+#undef GROW
+	if (!ok)
+		return -ENOMEM;
+	c->cap = cap;
+	return 0;
+}
+
+/* Frames of one chain sit close together in the thread's data stack: read
+ * neighbours (closer than this) as one range, not one iovec each. */
+#define SPAN_GAP 1024
+#define SPAN_MAX (64u << 10)
+/* Code objects looked up for co_version, deduplicated (recursion repeats one
+ * code object a thousand times). */
+#define VSLOTS 64
+
+/*
+ * Read ahead what the last walk of this thread saw, in one process_vm_readv:
+ * the current frame pointer (3.11/3.12: through the C frame the last walk
+ * found), every frame (neighbours merged into ranges) and the co_version of
+ * every distinct code object. Sets *frame to the current frame when it is the
+ * predicted one, and returns how many frames, from the innermost, were read
+ * whole.
+ */
+static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+		       uint64_t *frame)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	struct remote_iov *iov = c->iov;
+	uint64_t cframe = 0, lo = 0, hi = 0, vcode[VSLOTS] = { 0 };
+	uint32_t vidx[VSLOTS];
+	size_t k = 0, done = 0, head, spans, bytes = 0, ready;
+	const size_t fs = o->frame_size;
+
+	*frame = 0;
+	if (o->tstate_cframe) {
+		iov[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
+		iov[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame, 8 };
+	} else {
+		iov[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
+	}
+	head = k;
+	/* Pass 1: merge frames into ranges, in chain order. */
+	for (size_t i = 0; i < c->n; i++) {
+		uint64_t a = c->frames[i];
+		uint64_t nlo = a < lo ? a : lo, nhi = a + fs > hi ? a + fs : hi;
+
+		if (k == head || nhi - nlo > (hi - lo) + fs + SPAN_GAP || nhi - nlo > SPAN_MAX) {
+			if (k > head)
+				iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
+			k++;
+			nlo = a;
+			nhi = a + fs;
+		}
+		lo = nlo;
+		hi = nhi;
+		c->fiov[i] = (uint32_t)(k - 1);
+	}
+	if (k > head)
+		iov[k - 1] = (struct remote_iov){ lo, NULL, hi - lo };
+	spans = k;
+	/* Pass 2: place the ranges in the buffer. */
+	for (size_t j = head; j < spans; j++)
+		bytes += iov[j].len;
+	if (bytes > c->bufcap) {
+		unsigned char *nb = realloc(c->buf, bytes);
+
+		if (!nb)
+			return 0;
+		c->buf = nb;
+		c->bufcap = bytes;
+	}
+	bytes = 0;
+	for (size_t j = head; j < spans; j++) {
+		iov[j].buf = c->buf + bytes;
+		bytes += iov[j].len;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		const struct remote_iov *v = &iov[c->fiov[i]];
+
+		c->foff[i] = (uint32_t)((unsigned char *)v->buf - c->buf + (c->frames[i] - v->addr));
+	}
+	/* The versions, one read per distinct code object. */
+	for (size_t i = 0; o->code_version && i < c->n; i++) {
+		unsigned int h = (unsigned int)(c->codes[i] >> 4) % VSLOTS;
+
+		/* No version to read at 0 (and an empty slot holds 0). */
+		if (!c->codes[i]) {
+			c->viov[i] = UINT32_MAX;
+			continue;
+		}
+		if (vcode[h] != c->codes[i]) {
+			vcode[h] = c->codes[i];
+			vidx[h] = (uint32_t)k;
+			iov[k] = (struct remote_iov){ c->codes[i] + o->code_version,
+						      &c->versions[k - spans], 4 };
+			k++;
+		}
+		c->viov[i] = vidx[h];
+	}
+	remote_readv_prefix(pyproc__pid(p), iov, k, &done);
+	if (done < head || (o->tstate_cframe && cframe != c->cframe) || *frame != c->frames[0]) {
+		*frame = 0;	/* the thread moved on: read it the slow way */
+		return 0;
+	}
+	for (ready = 0; ready < c->n && c->fiov[ready] < done; ready++)
+		;
+	c->vdone = done;
+	c->vbase = spans;
+	return ready;
+}
+
+#define SNAPSHOT_TRIES 32
+
+/*
+ * 3.11+: the current frame and the thread's stack chunks read at one instant
+ * (stack_chunks.h). 1 with *frame set when the copy is whole; 0 when no copy
+ * can be had (*frame 0: read the usual way); -EAGAIN when the thread moved
+ * during every copy that c->copy_budget allowed; -ESRCH.
+ */
+static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, uint64_t *frame)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	uint64_t cframe = 0, after;
+	int rc = 0, moving = 1;
+
+	*frame = 0;
+	if (!o->tstate_datastack_chunk)
+		return 0;
+	if (!c->chunks) {
+		c->chunks = calloc(1, sizeof(*c->chunks));
+		if (!c->chunks)
+			return 0;
+	}
+	/* A thread that calls and returns every microsecond often moves while
+	 * its chunks are copied (3 us): rarely many times running. */
+	for (int try = 0; try < SNAPSHOT_TRIES && c->copy_budget; try++) {
+		struct remote_iov head[2];
+		size_t k = 0;
+
+		c->copy_budget--;
+		if (o->tstate_cframe) {
+			/* 3.11/3.12: through the C frame record the thread was
+			 * last seen in (it changes as C code calls Python) */
+			if (!c->cframe &&
+			    remote_read_u64(pyproc__pid(p), tstate + o->tstate_cframe, &c->cframe))
+				break;
+			if (!c->cframe)
+				break;
+			head[k++] = (struct remote_iov){ tstate + o->tstate_cframe, &cframe, 8 };
+			head[k++] = (struct remote_iov){ c->cframe + o->cframe_current_frame, frame,
+							 8 };
+		} else {
+			head[k++] = (struct remote_iov){ tstate + o->tstate_current_frame, frame, 8 };
+		}
+		rc = stack_chunks__copy(pyproc__pid(p), tstate + o->tstate_datastack_chunk, head, k,
+					c->chunks, &after);
+		if (rc)
+			break;
+		if (o->tstate_cframe && cframe != c->cframe) {
+			c->cframe = cframe;
+			c->chunks->whole = 0;
+			continue;
+		}
+		moving = c->chunks->moved || c->chunks->relearned;
+		if (!moving)
+			break;
+	}
+	if (rc == -ESRCH)
+		return rc;
+	if (!rc && moving)
+		return -EAGAIN;
+	if (rc || !c->chunks->whole || !*frame) {
+		*frame = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The shape of a chain walked in a copy of the chunks (frame_sizes.h): going
+ * from the innermost frame outwards, each frame met in a chunk ends where
+ * the newer one met in a chunk begins (the first: at the data stack's top,
+ * read with the current frame), or that newer one opens its chunk. Frames
+ * apart from the chunks (entry frames on the C stack, generators') are not
+ * on the data stack and are passed over.
+ */
+struct chain_shape {
+	struct frame_sizes *sizes;	/* NULL: not checked */
+	uint64_t newer;			/* the last frame met in a chunk; 0: none yet */
+	int newer_chunk;
+};
+
+static int frame_ends_at(struct pyproc *p, struct frame_sizes *fs, uint64_t frame,
+			 uint64_t code, uint64_t end)
+{
+	uint32_t bytes;
+
+	/* a size kept for a code object since freed: read it again once */
+	for (int fresh = 0; fresh < 2; fresh++) {
+		if (frame_sizes__get(fs, pyproc__pid(p), pyproc__offsets(p), code, fresh, &bytes))
+			return 0;
+		if (frame + bytes == end)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * 0, or -EAGAIN when @frame (of @code; @copied: its bytes are the copy's)
+ * cannot be where the copy has it. A frame apart from the chunks, read on
+ * its own (an entry frame on the C stack, a generator's), is checked
+ * through its neighbours: the next frame met in a chunk must still end
+ * where the last one began.
+ */
+static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
+			      const struct stack_chunks *s, uint64_t frame, uint64_t code,
+			      uint8_t owner, int copied)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	int interp = o->frame_owner_interp_min && owner >= o->frame_owner_interp_min;
+	int i;
+
+	if (!k->sizes)
+		return 0;
+	if (owner > PY_FRAME_OWNER_MAX || (!interp && !code))
+		return -EAGAIN;	/* not a frame, or one being cleared */
+	i = stack_chunks__chunk_of(s, frame);
+	if (i < 0) {
+		/* apart from the data stack: a generator's or an entry frame
+		 * (a dead one on the C stack is anything) */
+		return owner == PY_FRAME_OWNED_BY_GENERATOR || interp ? 0 : -EAGAIN;
+	}
+	if (!copied)
+		return -EAGAIN;	/* on the data stack, past what was copied */
+	if (owner != PY_FRAME_OWNED_BY_THREAD && !interp)
+		return -EAGAIN;
+	if (!k->newer) {
+		/* the innermost frame on the data stack is in its newest chunk */
+		if (i != 0 || !frame_ends_at(p, k->sizes, frame, code, s->top))
+			return -EAGAIN;
+	} else if (i == k->newer_chunk) {
+		if (!frame_ends_at(p, k->sizes, frame, code, k->newer))
+			return -EAGAIN;
+	} else if (i < k->newer_chunk || !stack_chunks__is_first_frame(s, k->newer_chunk, k->newer)) {
+		return -EAGAIN;
+	}
+	k->newer = frame;
+	k->newer_chunk = i;
+	return 0;
+}
+
+/*
+ * The walk is over (@truncated: before its end): the chain reached the
+ * bottom of the data stack, the first frame of its oldest chunk; a chain
+ * with no frame on it is one of an empty stack. Else a frame read apart
+ * (a dead entry frame on the C stack) cut it short: -EAGAIN.
+ */
+static int chain_shape__end(const struct chain_shape *k, const struct stack_chunks *s,
+			    int truncated)
+{
+	if (!k->sizes || truncated)
+		return 0;
+	if (!k->newer)
+		return s->ncopied && stack_chunks__is_first_frame(s, 0, s->top) ? 0 : -EAGAIN;
+	if ((size_t)k->newer_chunk + 1 != s->ncopied ||
+	    !stack_chunks__is_first_frame(s, k->newer_chunk, k->newer))
+		return -EAGAIN;
+	return 0;
+}
+
+/*
+ * The bytes of @frame: from the chunk copy (@snap), from the prefetch (the
+ * walk's @visited-th frame as predicted; SIZE_MAX when off the prediction),
+ * or read now into @fb. NULL with *rc set when it cannot be read.
+ */
+static const unsigned char *frame_bytes(struct pyproc *p, struct py_walk_cache *c, int snap,
+					uint64_t frame, size_t visited, unsigned char *fb, int *rc)
+{
+	const unsigned char *b = NULL;
+	int apart = 0;
+
+	if (snap) {
+		b = stack_chunks__find(c->chunks, frame, pyproc__offsets(p)->frame_size, &apart);
+		/* an entry or generator frame: read it with the next copy */
+		if (apart)
+			stack_chunks__note_apart(c->chunks, frame);
+		if (b)
+			return b;
+	}
+	if (visited != SIZE_MAX && c->frames[visited] == frame)
+		return c->buf + c->foff[visited];
+	*rc = remote_read(pyproc__pid(p), frame, fb, pyproc__offsets(p)->frame_size);
+	return *rc ? NULL : fb;
+}
+
+int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	unsigned char fb[PY_MAX_STRUCT_COPY];
+	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
+	size_t lam = 0, power = 1;
+	uint64_t frame = 0, cframe = 0, mark = 0;
+	struct chain_shape shape = { 0 };
+	int rc, snap = 0;
+
+	*n = 0;
+	*truncated = 0;
+	if (c) {
+		snap = snapshot(p, tstate, c, &frame);
+		if (snap < 0)
+			return snap;
+		if (snap)
+			shape.sizes = pyproc__frame_sizes(p);
+		c->exact = snap && shape.sizes;
+	}
+	/* Else a thread whose innermost frame is where it was last time most
+	 * likely has the same chain under it: read it all at once. */
+	if (!snap && c && c->n)
+		ready = prefetch(p, tstate, c, &frame);
+	if (frame) {
+		cframe = c->cframe;
+	} else {
+		rc = current_frame(p, tstate, &frame, &cframe);
+		if (rc || !frame) {
+			if (c)
+				c->n = 0;
+			return rc;
+		}
+	}
+	while (frame) {
+		const unsigned char *b = fb;
+		uint64_t code;
+		uint8_t owner;
+
+		if (budget-- == 0 || count == max) {
+			*truncated = 1;
+			break;
+		}
+		/* A chain that comes back to a frame loops (the target wrote
+		 * it so): stop there rather than go round it max times, which
+		 * a slow reader (dump) would do until the target changed it
+		 * and then show as one long, made-up stack. Brent's check:
+		 * one comparison a frame, any loop found within twice its
+		 * length past its start. */
+		if (frame == mark) {
+			*truncated = PY_WALK_LOOPED;
+			break;
+		}
+		if (++lam == power) {
+			mark = frame;
+			power <<= 1;
+			lam = 0;
+		}
+		b = frame_bytes(p, c, snap, frame, visited < ready ? visited : SIZE_MAX, fb, &rc);
+		if (!b)
+			goto out;
+		if (b == fb)
+			ready = 0;	/* off the predicted chain */
+		owner = b[o->frame_owner];
+		code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
+		if (snap && (rc = chain_shape__frame(&shape, p, c->chunks, frame, code, owner,
+						     b != fb)))
+			goto out;
+		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
+			out[count].frame = frame;
+			out[count].code = code;
+			out[count].instr = get_u64(b, o->frame_instr_ptr);
+			out[count].code_version = 0;
+			out[count].reserved = 0;
+			if (visited < ready && c->codes[visited] == code &&
+			    o->code_version && c->viov[visited] < c->vdone)
+				out[count].code_version = c->versions[c->viov[visited] - c->vbase];
+			else
+				missing++;
+			count++;
+		}
+		/* What this walk saw is the next one's prediction; the buffers
+		 * are only read above, before this overwrite moves past them. */
+		if (c && cache_reserve(c, visited + 1) == 0) {
+			c->frames[visited] = frame;
+			c->codes[visited] = code;
+		}
+		visited++;
+		frame = get_u64(b, o->frame_previous);
+	}
+	rc = snap ? chain_shape__end(&shape, c->chunks, *truncated) : 0;
+out:
+	if (c) {
+		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
+		c->cframe = cframe;
+		if (c->chunks)
+			stack_chunks__walked(c->chunks);
+	}
+	*n = count;
+	if (rc)
+		return rc;
+	return missing ? read_versions(p, out, count) : 0;
+}
+
+int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,
+		 size_t *n, int *truncated)
+{
+	return pyproc__walk_cached(p, tstate, NULL, out, max, n, truncated);
+}
