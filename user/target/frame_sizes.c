@@ -19,10 +19,12 @@ static size_t slot_of(uint64_t code)
 }
 
 int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets *o,
-		     uint64_t code, int fresh, uint32_t *bytes)
+		     uint64_t code_type, uint64_t code, int fresh, uint32_t *bytes)
 {
-	size_t i = slot_of(code);
+	size_t i = slot_of(code), len;
+	unsigned char head[FRAME_SIZES_HEAD];
 	int32_t v[3];	/* co_stacksize, co_firstlineno, co_nlocalsplus */
+	uint64_t type;
 	int rc;
 
 	if (!fresh && fs->code[i] == code && code) {
@@ -31,9 +33,16 @@ int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets 
 	}
 	if (!frame_sizes__known(o))
 		return -EOPNOTSUPP;
-	rc = remote_read(pid, code + o->code_nlocalsplus - 8, v, sizeof(v));
+	len = o->code_nlocalsplus + 4;
+	if (len > sizeof(head) || o->ob_type + 8 > len)
+		return -EOPNOTSUPP;
+	rc = remote_read(pid, code, head, len);
 	if (rc)
 		return rc;
+	memcpy(&type, head + o->ob_type, 8);
+	if (code_type && type != code_type)
+		return -ENOENT;
+	memcpy(v, head + o->code_nlocalsplus - 8, sizeof(v));
 	if (v[0] < 0 || v[2] < 0 || (uint32_t)v[0] > FRAME_SIZES_MAX_WORDS ||
 	    (uint32_t)v[2] > FRAME_SIZES_MAX_WORDS)
 		return -EPROTO;

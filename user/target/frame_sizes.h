@@ -24,6 +24,7 @@
 
 #define FRAME_SIZES_SLOTS 1024		/* a power of two */
 #define FRAME_SIZES_MAX_WORDS (1u << 20)	/* co_nlocalsplus, co_stacksize */
+#define FRAME_SIZES_HEAD 128		/* bytes of a code object read */
 
 struct frame_sizes {
 	uint64_t code[FRAME_SIZES_SLOTS];
@@ -36,9 +37,10 @@ int frame_sizes__known(const struct py_offsets *o);
 /*
  * *bytes = the frame size of code object @code of process @pid: from the
  * table unless @fresh, else read (and kept). -EFAULT when unreadable,
- * -EPROTO when out of bounds.
+ * -ENOENT when its type is not @code_type (0: not checked), -EPROTO when
+ * out of bounds.
  */
 int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets *o,
-		     uint64_t code, int fresh, uint32_t *bytes);
+		     uint64_t code_type, uint64_t code, int fresh, uint32_t *bytes);
 
 #endif

@@ -19,6 +19,8 @@
 #define PY_FRAME_OWNED_BY_THREAD 0
 #define PY_FRAME_OWNED_BY_GENERATOR 1
 #define PY_FRAME_OWNER_MAX 4
+/* Frames being cleared between two of a chain's (frame_reaches()). */
+#define DYING_MAX 4
 
 /* Interpreter-owned frames are skipped without spending the depth budget,
  * but the walk as a whole is bounded too. */
@@ -303,31 +305,77 @@ struct chain_shape {
 	int newer_chunk;
 };
 
-static int frame_ends_at(struct pyproc *p, struct frame_sizes *fs, uint64_t frame,
-			 uint64_t code, uint64_t end)
+/*
+ * Whether @frame (of @code) and the frames right above it on the data stack
+ * that no chain reaches end at @end. Those are frames being cleared: a
+ * function that returned is unlinked first (the current frame is its
+ * parent's), then its locals are released, which may take long (freeing a
+ * big structure) or run Python (a __del__, whose frame goes above it), and
+ * only then popped. Each keeps its code until popped (2 hops on sympy; at
+ * most DYING_MAX are followed).
+ */
+static int frame_reaches(struct pyproc *p, struct frame_sizes *fs, const struct stack_chunks *s,
+			 uint64_t frame, uint64_t code, uint64_t end, int fresh)
 {
+	const struct py_offsets *o = pyproc__offsets(p);
+	uint64_t at = frame;
 	uint32_t bytes;
+	int apart, rc;
 
-	/* a size kept for a code object since freed: read it again once */
-	for (int fresh = 0; fresh < 2; fresh++) {
-		if (frame_sizes__get(fs, pyproc__pid(p), pyproc__offsets(p), code, fresh, &bytes))
+	for (int hop = 0; hop <= DYING_MAX; hop++) {
+		const unsigned char *b;
+
+		if (hop) {
+			b = stack_chunks__find(s, at, o->frame_size, &apart);
+			if (!b)
+				return 0;
+			code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
+		}
+		rc = code ? frame_sizes__get(fs, pyproc__pid(p), o, pyproc__code_type(p), code,
+					     fresh, &bytes) : -ENOENT;
+		/* A chain frame whose code is unreadable or no code object
+		 * (the target wrote it so, or a torn frame): its end cannot
+		 * be checked, and it is shown <unknown>, not as someone's. */
+		if (rc == -ENOMEM || (rc && hop))
 			return 0;
-		if (frame + bytes == end)
+		if (rc)
 			return 1;
+		at += bytes;
+		if (at >= end)
+			return at == end;
 	}
 	return 0;
 }
 
+static int frame_ends_at(struct pyproc *p, struct frame_sizes *fs, const struct stack_chunks *s,
+			 uint64_t frame, uint64_t code, uint64_t end)
+{
+	/* a size kept for a code object since freed: read them again once */
+	return frame_reaches(p, fs, s, frame, code, end, 0) ||
+	       frame_reaches(p, fs, s, frame, code, end, 1);
+}
+
+/* A frame of the newest chunk, @b its bytes in the first copy: the second
+ * copy has the same code and parent (its instruction moves, if it runs). */
+static int same_in_both_copies(const struct py_offsets *o, const struct stack_chunks *s,
+			       uint64_t frame, const unsigned char *b)
+{
+	const unsigned char *b2 = stack_chunks__again(s, frame, o->frame_size);
+
+	return b2 && get_u64(b, o->frame_executable) == get_u64(b2, o->frame_executable) &&
+	       get_u64(b, o->frame_previous) == get_u64(b2, o->frame_previous);
+}
+
 /*
- * 0, or -EAGAIN when @frame (of @code; @copied: its bytes are the copy's)
+ * 0, or -EAGAIN when @frame (of @code, @b its bytes; @copied: the copy's)
  * cannot be where the copy has it. A frame apart from the chunks, read on
  * its own (an entry frame on the C stack, a generator's), is checked
  * through its neighbours: the next frame met in a chunk must still end
  * where the last one began.
  */
 static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
-			      const struct stack_chunks *s, uint64_t frame, uint64_t code,
-			      uint8_t owner, int copied)
+			      const struct stack_chunks *s, uint64_t frame, const unsigned char *b,
+			      uint64_t code, uint8_t owner, int copied)
 {
 	const struct py_offsets *o = pyproc__offsets(p);
 	int interp = o->frame_owner_interp_min && owner >= o->frame_owner_interp_min;
@@ -345,14 +393,16 @@ static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
 	}
 	if (!copied)
 		return -EAGAIN;	/* on the data stack, past what was copied */
+	if (i == 0 && !same_in_both_copies(o, s, frame, b))
+		return -EAGAIN;
 	if (owner != PY_FRAME_OWNED_BY_THREAD && !interp)
 		return -EAGAIN;
 	if (!k->newer) {
 		/* the innermost frame on the data stack is in its newest chunk */
-		if (i != 0 || !frame_ends_at(p, k->sizes, frame, code, s->top))
+		if (i != 0 || !frame_ends_at(p, k->sizes, s, frame, code, s->top))
 			return -EAGAIN;
 	} else if (i == k->newer_chunk) {
-		if (!frame_ends_at(p, k->sizes, frame, code, k->newer))
+		if (!frame_ends_at(p, k->sizes, s, frame, code, k->newer))
 			return -EAGAIN;
 	} else if (i < k->newer_chunk || !stack_chunks__is_first_frame(s, k->newer_chunk, k->newer)) {
 		return -EAGAIN;
@@ -420,12 +470,16 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 	*n = 0;
 	*truncated = 0;
 	if (c) {
+		c->bad_link = 0;
 		snap = snapshot(p, tstate, c, &frame);
 		if (snap < 0)
 			return snap;
-		if (snap)
+		/* A stopped thread's copy is of one instant: nothing to check
+		 * (and a frame being pushed or popped would look torn). */
+		if (snap && !c->stopped)
 			shape.sizes = pyproc__frame_sizes(p);
-		c->exact = snap && shape.sizes;
+		c->exact = snap && (shape.sizes || c->stopped);
+		c->top_frame = frame;
 	}
 	/* Else a thread whose innermost frame is where it was last time most
 	 * likely has the same chain under it: read it all at once. */
@@ -472,9 +526,11 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			ready = 0;	/* off the predicted chain */
 		owner = b[o->frame_owner];
 		code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
-		if (snap && (rc = chain_shape__frame(&shape, p, c->chunks, frame, code, owner,
-						     b != fb)))
+		if (snap && (rc = chain_shape__frame(&shape, p, c->chunks, frame, b, code, owner,
+						     b != fb))) {
+			c->bad_link = frame;
 			goto out;
+		}
 		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
 			out[count].frame = frame;
 			out[count].code = code;
@@ -498,6 +554,8 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 		frame = get_u64(b, o->frame_previous);
 	}
 	rc = snap ? chain_shape__end(&shape, c->chunks, *truncated) : 0;
+	if (rc)
+		c->bad_link = 1;	/* the chain's end */
 out:
 	if (c) {
 		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);

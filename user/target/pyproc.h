@@ -160,6 +160,11 @@ struct py_walk_cache {
 	/* Copies of the chunks the walks may still make before they give up
 	 * on a thread that keeps moving (-EAGAIN); set by the caller. */
 	unsigned int copy_budget;
+	bool stopped;		/* the thread holds still (thread_stop.h) */
+	/* The last walk's current frame, and the frame where its copy's chain
+	 * did not hold (1: at its end; 0: it held): the same twice running,
+	 * with the thread holding still, is a corrupt chain, not a torn one. */
+	uint64_t top_frame, bad_link;
 };
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,

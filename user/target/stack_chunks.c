@@ -18,17 +18,18 @@ static uint64_t get64(const unsigned char *b)
 	return v;
 }
 
-static int reserve(struct stack_chunk *k, size_t len)
+/* @buf (of @cap bytes) made to hold @len */
+static int reserve(unsigned char **buf, size_t *cap, size_t len)
 {
 	unsigned char *nb;
 
-	if (len <= k->cap)
+	if (len <= *cap)
 		return 0;
-	nb = realloc(k->buf, len);
+	nb = realloc(*buf, len);
 	if (!nb)
 		return -ENOMEM;
-	k->buf = nb;
-	k->cap = len;
+	*buf = nb;
+	*cap = len;
 	return 0;
 }
 
@@ -153,11 +154,11 @@ static void view_get(const struct tstate_view *v, uint64_t addr, void *out, size
 int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov *head,
 		       size_t nhead, struct stack_chunks *s, uint64_t *frame_after)
 {
-	struct remote_iov iov[HEAD_MAX + 4 + STACK_CHUNKS_MAX + STACK_APART_MAX];
-	struct tstate_view v0, v1;
-	uint64_t first[2] = { 0, 0 }, top_after[2] = { 0, 0 }, before = 0;
-	uint64_t frame_field;
-	size_t k = 0, c0, a1, n = 0, done = 0, total = 0;
+	struct remote_iov iov[HEAD_MAX + 7 + STACK_CHUNKS_MAX + STACK_APART_MAX];
+	struct tstate_view v0, v1, v2;
+	uint64_t first[2] = { 0, 0 }, top_after[2] = { 0, 0 }, top_last[2] = { 0, 0 };
+	uint64_t before = 0, frame_last = 0, frame_field;
+	size_t k = 0, c0, r0, a1, n = 0, done = 0, total = 0, again = 0;
 	int rc;
 
 	s->whole = s->moved = s->relearned = 0;
@@ -175,7 +176,7 @@ int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov 
 		struct stack_chunk *ch = &s->c[n];
 
 		if (ch->want <= STACK_CHUNK_HEADER || ch->want > STACK_CHUNK_MAX ||
-		    total + ch->want > STACK_CHUNKS_BYTES || reserve(ch, ch->want))
+		    total + ch->want > STACK_CHUNKS_BYTES || reserve(&ch->buf, &ch->cap, ch->want))
 			break;
 		iov[k++] = (struct remote_iov){ ch->addr, ch->buf, ch->want };
 		total += ch->want;
@@ -183,6 +184,16 @@ int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov 
 	/* The current frame and the top again right after the chunks: the
 	 * shorter the window between, the likelier the thread held still. */
 	k += view_iovs(&v1, frame_field, chunk_field, frame_after, top_after, iov + k);
+	/* The newest chunk again, and the thread state a third time: a thread
+	 * that left the frames it was in and came back to the same depth
+	 * during the first copy (same current frame, same top) shows other
+	 * frames in one copy than in the other (frame_walk.c compares them). */
+	r0 = k;
+	if (n && !reserve(&s->again, &s->again_cap, s->c[0].want)) {
+		again = s->c[0].want;
+		iov[k++] = (struct remote_iov){ s->c[0].addr, s->again, again };
+	}
+	k += view_iovs(&v2, frame_field, chunk_field, &frame_last, top_last, iov + k);
 	a1 = k;
 	/* Then the frames apart from the chunks (checked through their
 	 * neighbours by the walk: frame_walk.c). */
@@ -201,13 +212,17 @@ int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov 
 	view_get(&v0, chunk_field, first, 16);
 	view_get(&v1, frame_field, frame_after, 8);
 	view_get(&v1, chunk_field, top_after, 16);
+	view_get(&v2, frame_field, &frame_last, 8);
+	view_get(&v2, chunk_field, top_last, 16);
+	s->again_len = again && done > r0 ? again : 0;
 	/* what the caller's head asked for */
 	memcpy(head[nhead - 1].buf, &before, 8);
 	s->top = first[1];
 	s->whole = learn(s, first[0], n, done - c0 < n ? done - c0 : n) && done >= a1;
 	s->whole = fit_newest(s) && s->whole;
 	s->moved = s->whole && (*frame_after != before || top_after[1] != s->top ||
-				top_after[0] != first[0]);
+				top_after[0] != first[0] || frame_last != before ||
+				top_last[1] != s->top || top_last[0] != first[0]);
 	s->whole &= !s->moved;
 	return 0;
 }
@@ -246,6 +261,16 @@ const unsigned char *stack_chunks__find(const struct stack_chunks *s, uint64_t a
 	return NULL;
 }
 
+const unsigned char *stack_chunks__again(const struct stack_chunks *s, uint64_t addr, size_t len)
+{
+	const struct stack_chunk *k = &s->c[0];
+
+	if (!s->ncopied || addr < k->addr || addr - k->addr > s->again_len ||
+	    len > s->again_len - (addr - k->addr))
+		return NULL;
+	return s->again + (addr - k->addr);
+}
+
 int stack_chunks__chunk_of(const struct stack_chunks *s, uint64_t addr)
 {
 	for (size_t i = 0; i < s->ncopied; i++) {
@@ -271,5 +296,6 @@ void stack_chunks__free(struct stack_chunks *s)
 {
 	for (size_t i = 0; i < STACK_CHUNKS_MAX; i++)
 		free(s->c[i].buf);
+	free(s->again);
 	memset(s, 0, sizeof(*s));
 }

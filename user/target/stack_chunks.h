@@ -59,6 +59,8 @@ struct stack_chunks {
 	size_t n;		/* chunks to copy next time */
 	size_t ncopied;		/* chunks c[0..ncopied) hold the last copy */
 	uint64_t top;		/* datastack_top, read with the current frame */
+	unsigned char *again;	/* the newest chunk copied a second time */
+	size_t again_len, again_cap;
 	int whole;		/* the last copy was of one instant, every chunk */
 	int moved;		/* ... but the current frame or the top moved */
 	int relearned;		/* not whole, as the chunks were not as predicted:
@@ -80,6 +82,9 @@ int stack_chunks__copy(pid_t pid, uint64_t chunk_field, const struct remote_iov 
  * *apart: the frame is not in a chunk copied (so the walk notes it). */
 const unsigned char *stack_chunks__find(const struct stack_chunks *s, uint64_t addr, size_t len,
 					int *apart);
+
+/* @len bytes at @addr in the second copy of the newest chunk, or NULL. */
+const unsigned char *stack_chunks__again(const struct stack_chunks *s, uint64_t addr, size_t len);
 
 /* The chunk of the last copy (0: the newest) whose range holds @addr, copied
  * or not; -1 if none. */

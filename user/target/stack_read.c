@@ -35,18 +35,36 @@ static bool same_stack(const struct py_rawframe *a, const struct py_rawframe *b,
 int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		       struct py_walk_cache *c, bool stopped)
 {
+	uint64_t bad = 0, top = 0;
 	size_t n2;
-	int rc = 0, t2;
+	int rc = 0, t2, same = 0;
 
 	r->n = 0;
 	r->truncated = 0;
 	r->torn = false;
-	if (c)
+	if (c) {
 		c->copy_budget = STACK_READ_COPIES;
+		c->stopped = stopped;
+	}
 	for (int try = 0; try < STACK_READ_TRIES; try++) {
 		rc = pyproc__walk_cached(p, tstate, c, r->frames, r->max, &r->n, &r->truncated);
-		/* A copy whose chain did not hold together (frame_sizes.h) */
+		/* A copy whose chain did not hold together (frame_sizes.h):
+		 * torn, unless STACK_READ_CORRUPT copies running broke at the
+		 * same link of the same chain, which is then the target's own
+		 * (corrupt; a thread that repeats itself, as alternating.py's
+		 * chains do, can break twice at the same place by chance):
+		 * its frames up to there, as for a link that cannot be read. */
 		r->torn = rc == -EAGAIN;
+		if (r->torn && c && c->bad_link) {
+			/* (copies given up as moving neither count nor break) */
+			same = bad == c->bad_link && top == c->top_frame ? same + 1 : 1;
+			bad = c->bad_link;
+			top = c->top_frame;
+			if (same >= STACK_READ_CORRUPT) {
+				r->torn = false;
+				return -EFAULT;
+			}
+		}
 		if (r->torn)
 			continue;
 		/* One copy of the chunks, of one instant and in shape, or a

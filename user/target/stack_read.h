@@ -25,7 +25,10 @@
 #define STACK_READ_TRIES 8
 /* Copies of a thread's chunks per read, at most (~3 us each): a thread
  * that moves during 64 running is given up as torn. */
-#define STACK_READ_COPIES 64
+#define STACK_READ_COPIES 128
+/* Copies in shape but for the same link of the same chain, running, that
+ * make it a corrupt chain rather than a torn one. */
+#define STACK_READ_CORRUPT 3
 
 struct stack_read {
 	struct py_rawframe *frames;	/* the stack read, innermost first */
