@@ -31,7 +31,8 @@ START_TIMEOUT = 90
 
 SUPPORTED = pyenvs.supported()
 # The documented --json shape (docs/usage.md): a thread's and a frame's keys.
-THREAD_KEYS = {"tid", "name", "comm", "state", "syscall", "status", "in_gc", "frames"}
+THREAD_KEYS = {"tid", "name", "comm", "interpreter", "state", "syscall", "status", "in_gc",
+               "frames"}
 FRAME_KEYS = {"function", "file", "line", "end_line", "column", "end_column", "source",
               "source_changed"}
 

@@ -486,15 +486,20 @@ def status_bits(bits, st):
     return sum(bits[b] for b, k in names.items() if st[k])
 
 
-def compare_with_unwinder(target, ours, theirs, frame_keys):
+def compare_with_unwinder(target, ours, theirs, frame_keys, by_interp=False):
+    """@by_interp: threads told apart by (tid, interpreter id), not tid.
+    Returns ours by that key."""
     where = target.describe()
     bits = theirs["bits"]
     known = sum(bits[b] for b in ("THREAD_STATUS_ON_CPU", "THREAD_STATUS_HAS_GIL",
                                   "THREAD_STATUS_GIL_REQUESTED",
                                   "THREAD_STATUS_HAS_EXCEPTION",
                                   "THREAD_STATUS_MAIN_THREAD"))
-    their_threads = {t["tid"]: t for i in theirs["interpreters"] for t in i["threads"]}
-    got = {t["tid"]: t for t in ours["threads"]}
+    their_threads = {(t["tid"], i["id"]) if by_interp else t["tid"]: t
+                     for i in theirs["interpreters"] for t in i["threads"]}
+    got = {(t["tid"], t["interpreter"]) if by_interp else t["tid"]: t
+           for t in ours["threads"]}
+    assert len(got) == len(ours["threads"]), f"{where}: a thread listed twice"
     assert set(got) == set(their_threads), (f"{where}: threads {sorted(got)} vs "
                                             f"RemoteUnwinder's {sorted(their_threads)}")
     problems = []
@@ -510,6 +515,7 @@ def compare_with_unwinder(target, ours, theirs, frame_keys):
             problems.append(f"{label}: frames differ:\n    ours:   {mine}\n"
                             f"    theirs: {theirs_f}")
     assert not problems, f"{where} against RemoteUnwinder:\n  " + "\n  ".join(problems)
+    return got
 
 
 def stop(target):
@@ -544,6 +550,51 @@ def test_states_against_remote_unwinder(paused_dumps, procs, tmp_path):
             os.kill(target.pid, signal.SIGCONT)
         compare_with_unwinder(target, ours, theirs, ("function", "file", "line", "end_line",
                                                      "column", "end_column"))
+        time.sleep(0.3)
+
+
+class Subinterp:
+    """tests/targets/sl_subinterp.py: "sub-runner" runs sub_loop() in a
+    subinterpreter (its thread also has a thread state in the main one, in
+    Interpreter.exec()), the main thread main_loop() in the main one."""
+
+    def __init__(self, interp, procs, tmp_path):
+        self.interp = interp
+        script = stage_unique(interp, os.path.join(TARGETS, "sl_subinterp.py"), procs)
+        seen, host = out_path(interp, procs, tmp_path, "subinterp.json")
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
+               f"exec {shlex.join(interp.argv([script, seen]))}"]
+        self.popen = procs.start(cmd, str(tmp_path / "subinterp.stderr"))
+        self.pid = self.popen.pid
+        wait_file(self.popen, host, f"sl_subinterp.py on {interp.label}")
+        with open(host, encoding="utf-8") as f:
+            self.rec = json.load(f)
+
+    def describe(self):
+        return f"sl_subinterp.py on {self.interp.label} (pid {self.pid})"
+
+
+def test_subinterpreters_against_remote_unwinder(procs, tmp_path):  # noqa: F811
+    """A thread running in two interpreters appears under each, with each
+    interpreter's id, as CPython 3.15's RemoteUnwinder shows it; on the same
+    paused target the two agree on the (thread, interpreter) pairs, their
+    status flags and their frames with columns, field by field."""
+    interp = sid_315()
+    target = Subinterp(interp, procs, tmp_path)
+    where = target.describe()
+    keys = ("function", "file", "line", "end_line", "column", "end_column")
+    for _ in range(3):
+        stop(target)
+        try:
+            ours = dump_json(target)
+            theirs = remote_unwinder(target)
+        finally:
+            os.kill(target.pid, signal.SIGCONT)
+        got = compare_with_unwinder(target, ours, theirs, keys, by_interp=True)
+        sub = (target.rec["sub_tid"], 1)
+        assert sub in got and got[sub]["frames"][0]["function"] in ("sub_work", "sub_loop"), (
+            f"{where}: sub-runner in interpreter 1: {got.get(sub)}")
         time.sleep(0.3)
 
 

@@ -47,6 +47,7 @@ struct dump_thread {
 	bool torn;			/* its stack kept changing while read */
 	struct dump_loc *locs;		/* per shown frame, as syms */
 	const char *kstack;		/* --kernel: names innermost first, '\n' apart */
+	int64_t interp_id;		/* its interpreter's id; -1: unread */
 };
 
 #define DUMP_KSTACK_LEN 2048		/* a thread's kernel stack names */
@@ -179,6 +180,10 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 			put_clean(out, t->name);
 			fputs("\"", out);
 		}
+		/* a subinterpreter's thread state says so (a thread can run in
+		 * several: it is shown under each) */
+		if (t->interp_id > 0)
+			fprintf(out, " [interpreter %lld]", (long long)t->interp_id);
 		fprintf(out, "%s (most recent call last):%s\n",
 			t->st.main_thread ? " [main thread]" : "",
 			t->truncated == PY_WALK_LOOPED ? " [truncated: its frame chain loops]" :
@@ -273,6 +278,10 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		json_write_string(out, t->pyname ? t->pyname : t->name);
 		fputs(", \"comm\": ", out);
 		json_write_string(out, t->name);
+		if (t->interp_id >= 0)
+			fprintf(out, ", \"interpreter\": %lld", (long long)t->interp_id);
+		else
+			fputs(", \"interpreter\": null", out);
 		json_state(out, &t->st);
 		json_kstack(out, t->kstack);
 		/* only when cut: "loop", "read-fault" (a corrupt chain) or "depth" */
@@ -734,6 +743,10 @@ static int read_stacks(const struct dump_opts *o, struct dump_ctx *c, char *err,
 		struct dump_thread *t = &c->th[i];
 
 		t->t = c->threads[i];
+		if (i && t->t.interp == c->th[i - 1].t.interp)
+			t->interp_id = c->th[i - 1].interp_id;	/* listed by interpreter */
+		else
+			pyproc__interp_id(c->p, t->t.interp, &t->interp_id);
 		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
 		t->pyname = thread_names__python(c->names, t->t.host_tid);
 		t->st = c->st[i];

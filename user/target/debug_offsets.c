@@ -173,6 +173,7 @@ static const struct binding bindings[] = {
 	{ "interpreter_state.id", OFF(interp_id), 8 },
 	{ "interpreter_state.next", OFF(interp_next), 8 },
 	{ "interpreter_state.threads_head", OFF(interp_threads_head), 8 },
+	{ "interpreter_state.threads_main", OFF(interp_threads_main), 8, 1 },
 	{ "thread_state.next", OFF(tstate_next), 8 },
 	{ "thread_state.interp", OFF(tstate_interp), 8 },
 	{ "thread_state.current_frame", OFF(tstate_current_frame), 8 },

@@ -26,6 +26,9 @@ struct py_offsets {
 	uint64_t interp_id;
 	uint64_t interp_next;
 	uint64_t interp_threads_head;
+	/* interp->threads.main (3.14+ tables; 0: unknown): the interpreter's
+	 * main thread, which CPython's _remote_debugging marks as such. */
+	uint64_t interp_threads_main;
 
 	uint64_t tstate_size;		/* bytes we read of a thread state */
 	uint64_t tstate_next;

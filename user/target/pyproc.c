@@ -510,6 +510,25 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
 	return count > max ? -E2BIG : 0;
 }
 
+int pyproc__interp_id(struct pyproc *p, uint64_t interp, int64_t *id)
+{
+	uint64_t v;
+	int rc;
+
+	*id = -1;
+	if (!interp)
+		return -EINVAL;
+	rc = remote_read_u64(p->pid, interp + p->off.interp_id, &v);
+	if (rc)
+		return rc;
+	/* ids count up from 0 (the main interpreter); a negative one is
+	 * not an interpreter's */
+	if ((int64_t)v < 0)
+		return -EPROTO;
+	*id = (int64_t)v;
+	return 0;
+}
+
 int pyproc__gil_gc(struct pyproc *p, struct py_gil_gc *out)
 {
 	const struct py_offsets *o = &p->off;

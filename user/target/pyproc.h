@@ -108,6 +108,10 @@ struct py_thread {
  */
 int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t *n);
 
+/* The id of interpreter @interp (PyInterpreterState.id: 0 the main one, then
+ * each subinterpreter's, as CPython's _remote_debugging reports it). */
+int pyproc__interp_id(struct pyproc *p, uint64_t interp, int64_t *id);
+
 /* One frame of a raw stack: what the BPF side and the remote walker record. */
 /* py_rawframe.reserved: the sampler took no snapshot of the frame's code
  * object at its first sighting (the BPF program could not read it). */

@@ -104,6 +104,19 @@ static int kernel_moved(const struct py_thread_state *a, const struct py_thread_
 	return 0;
 }
 
+/* Its interpreter's main thread (each subinterpreter has one), as CPython's
+ * _remote_debugging says; where the offsets do not tell, the process's. */
+static bool is_main(struct pyproc *p, const struct py_thread *t)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	uint64_t main_ts;
+
+	if (o->interp_threads_main && t->interp &&
+	    !remote_read_u64(pyproc__pid(p), t->interp + o->interp_threads_main, &main_ts))
+		return main_ts == t->tstate;
+	return t->host_tid == pyproc__pid(p);
+}
+
 static void judge(struct pyproc *p, const struct py_thread *t, const struct py_gil_gc *g,
 		  int gil_known, const struct gil_words *w, uint64_t futex,
 		  struct py_thread_state *s)
@@ -112,7 +125,7 @@ static void judge(struct pyproc *p, const struct py_thread *t, const struct py_g
 	int same_interp = gil_known && (!g->interp || t->interp == g->interp);
 
 	s->on_cpu = s->kstate == 'R';
-	s->main_thread = t->host_tid == pyproc__pid(p);
+	s->main_thread = is_main(p, t);
 	/* The GIL's words are read once for all threads, each thread's int
 	 * apart: where both are known both must say so, or a hand-over
 	 * between two reads shows two holders. */
