@@ -456,6 +456,46 @@ static const unsigned char *frame_bytes(struct pyproc *p, struct py_walk_cache *
 	return *rc ? NULL : fb;
 }
 
+/* A Python frame of the walk into @f; 1 when its code's co_version came
+ * with the prefetch (@visited: its place in the prediction, or SIZE_MAX). */
+static int put_frame(const struct py_offsets *o, const struct py_walk_cache *c,
+		     const unsigned char *b, uint64_t frame, uint64_t code, size_t visited,
+		     struct py_rawframe *f)
+{
+	*f = (struct py_rawframe){ .frame = frame, .code = code,
+				   .instr = get_u64(b, o->frame_instr_ptr) };
+	if (visited == SIZE_MAX || c->codes[visited] != code || !o->code_version ||
+	    c->viov[visited] >= c->vdone)
+		return 0;
+	f->code_version = c->versions[c->viov[visited] - c->vbase];
+	return 1;
+}
+
+/*
+ * A walk with cache @c starts from a copy of the thread's chunks when one
+ * can be had (1, *frame its current frame, @shape set to check the chain in
+ * it), else reads the usual way (0); -EAGAIN (moving), -ESRCH.
+ */
+static int walk_start(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+		      struct chain_shape *shape, uint64_t *frame)
+{
+	int snap;
+
+	if (!c)
+		return 0;
+	c->bad_link = 0;
+	snap = snapshot(p, tstate, c, frame);
+	if (snap < 0)
+		return snap;
+	/* A stopped thread's copy is of one instant: nothing to check (and
+	 * a frame being pushed or popped would look torn). */
+	if (snap && !c->stopped)
+		shape->sizes = pyproc__frame_sizes(p);
+	c->exact = snap && (shape->sizes || c->stopped);
+	c->top_frame = *frame;
+	return snap;
+}
+
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
 			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
 {
@@ -469,18 +509,9 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 
 	*n = 0;
 	*truncated = 0;
-	if (c) {
-		c->bad_link = 0;
-		snap = snapshot(p, tstate, c, &frame);
-		if (snap < 0)
-			return snap;
-		/* A stopped thread's copy is of one instant: nothing to check
-		 * (and a frame being pushed or popped would look torn). */
-		if (snap && !c->stopped)
-			shape.sizes = pyproc__frame_sizes(p);
-		c->exact = snap && (shape.sizes || c->stopped);
-		c->top_frame = frame;
-	}
+	snap = walk_start(p, tstate, c, &shape, &frame);
+	if (snap < 0)
+		return snap;
 	/* Else a thread whose innermost frame is where it was last time most
 	 * likely has the same chain under it: read it all at once. */
 	if (!snap && c && c->n)
@@ -531,19 +562,9 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			c->bad_link = frame;
 			goto out;
 		}
-		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
-			out[count].frame = frame;
-			out[count].code = code;
-			out[count].instr = get_u64(b, o->frame_instr_ptr);
-			out[count].code_version = 0;
-			out[count].reserved = 0;
-			if (visited < ready && c->codes[visited] == code &&
-			    o->code_version && c->viov[visited] < c->vdone)
-				out[count].code_version = c->versions[c->viov[visited] - c->vbase];
-			else
-				missing++;
-			count++;
-		}
+		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min)
+			missing += !put_frame(o, c, b, frame, code, visited < ready ? visited : SIZE_MAX,
+					      &out[count++]);
 		/* What this walk saw is the next one's prediction; the buffers
 		 * are only read above, before this overwrite moves past them. */
 		if (c && cache_reserve(c, visited + 1) == 0) {
