@@ -387,8 +387,6 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		symbolizer__resolve_stack(sym, raw, nf, t->syms, &t->nframes, &bad);
 		t->nraw = nf;
 		t->truncated = DUMP_CUT_FAULT;
-		fprintf(stderr, "pyprof-bpf: thread %d: a frame could not be read (corrupt "
-			"chain): shown up to it\n", (int)t->t.host_tid);
 		return 0;
 	}
 	if (rc)
@@ -400,16 +398,6 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 	 * also reads so; the caller tells that from a corrupt one */
 	if (bad && bad == nf)
 		return -ESTALE;
-	if (t->truncated == PY_WALK_LOOPED)
-		fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
-			"shown up to the repeat\n", (int)t->t.host_tid);
-	else if (t->truncated)
-		fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
-			"outermost are not shown\n", (int)t->t.host_tid, DUMP_MAX_FRAMES);
-	if (t->torn)
-		fprintf(stderr, "pyprof-bpf: thread %d: its stack kept changing while read: "
-			"shown as last read (--blocking stops the threads for the reads)\n",
-			(int)t->t.host_tid);
 	if (opcodes)
 		thread_opcode(p, t, raw);
 	return 0;
@@ -522,10 +510,35 @@ out:
 	return rc;
 }
 
+/* What was not whole in a dump that is written: said once it is (a target
+ * that exits during the dump gets that said, not what its end looked like). */
+static void print_notes(const struct dump_thread *th, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct dump_thread *t = &th[i];
+		int tid = (int)t->t.host_tid;
+
+		if (t->truncated == DUMP_CUT_FAULT)
+			fprintf(stderr, "pyprof-bpf: thread %d: a frame could not be read "
+				"(corrupt chain): shown up to it\n", tid);
+		else if (t->truncated == PY_WALK_LOOPED)
+			fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
+				"shown up to the repeat\n", tid);
+		else if (t->truncated)
+			fprintf(stderr, "pyprof-bpf: thread %d: stack deeper than %d frames, the "
+				"outermost are not shown\n", tid, DUMP_MAX_FRAMES);
+		if (t->torn)
+			fprintf(stderr, "pyprof-bpf: thread %d: its stack kept changing while "
+				"read: shown as last read (--blocking stops the threads for the "
+				"reads)\n", tid);
+	}
+}
+
 static int write_dump(const struct dump_opts *o, FILE *out, const char *before,
 		      struct pyproc *p, const struct dump_thread *th, size_t n, char *err,
 		      size_t errlen)
 {
+	print_notes(th, n);
 	fputs(before, out);
 	if (o->json)
 		print_json(out, p, th, n, o->locals);

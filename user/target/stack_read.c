@@ -83,9 +83,7 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		if (!r->torn)
 			break;
 	}
-	if (r->torn) {
-		r->n = 0;
-		rc = 0;
-	}
+	if (r->torn)
+		rc = 0;		/* r->frames: the last walk, as far as it went */
 	return rc;
 }
