@@ -457,6 +457,29 @@ def test_locals(interp, procs, tmp_path):
     assert 0 < total <= 4096
 
 
+@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
+def test_locals_free_variables(interp, procs, tmp_path):
+    """--locals in a closure: inner's free variables (cells shared with
+    outer) show their values beside its own local, and outer's cell
+    variables theirs, equal to the target's own reprs."""
+    script = stage_unique(interp, os.path.join(TARGETS, "closure_locals.py"), procs)
+    seen, host = out_path(interp, procs, tmp_path, "closure.json")
+    p = procs.start(interp.argv([script, seen]), str(tmp_path / "closure.stderr"))
+    wait_file(p, host, f"closure_locals.py on {interp.label}")
+    with open(host, encoding="utf-8") as f:
+        rec = json.load(f)
+    proc = run_tool(["dump", "-p", str(p.pid), "--json", "--locals"])
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    doc = json.loads(proc.stdout.decode("utf-8"))
+    frames = {f["function"]: f for t in doc["threads"] for f in t["frames"]}
+    where = f"closure_locals.py on {interp.label}"
+    for fn, want in rec["locals"].items():
+        qual = "outer.<locals>.inner" if fn == "inner" else fn
+        assert qual in frames, f"{where}: no frame {qual} in {sorted(frames)}"
+        got = {v["name"]: v["repr"] for v in frames[qual].get("locals", [])}
+        assert {k: got.get(k) for k in want} == want, f"{where}: {qual}: {got} vs {want}"
+
+
 def sid_315():
     for i in SUPPORTED:
         if i.root and i.version[:2] == (3, 15):
