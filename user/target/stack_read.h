@@ -5,14 +5,15 @@
  *
  * A thread that runs while it is read can give a torn stack: a parent read
  * after its child returned, a frame read while it was being pushed. Each
- * walk copies the thread's stack chunks whole in one call (3.11+,
- * stack_chunks.h), which narrows the window to microseconds but does not
- * close it (a thread that returns and calls again meanwhile leaves a
- * half-written frame in the copy). So the chain is read twice and kept only
- * when both walks agree on every frame, and on every instruction but the
- * innermost (which moves while the thread runs; a parent's does not while
- * its child runs); a few tries, then it is torn. A thread stopped
- * (--blocking, thread_stop.h) holds still: one walk is exact.
+ * walk starts from a copy of the thread's stack chunks taken in one call
+ * (3.11+, stack_chunks.h); the copy is the stack when the thread held still
+ * during it and the chain walked in it holds together (frame_walk.c,
+ * frame_sizes.h): one walk. A copy that does not is taken again, up to
+ * STACK_READ_COPIES copies; then the read is torn. Where no copy can be had
+ * (before 3.11, a chunk list that cannot be copied), the chain is read frame
+ * by frame twice and kept only when both walks agree on every frame, and on
+ * every instruction but the innermost. A thread stopped (--blocking,
+ * thread_stop.h) holds still: its copy is taken as it is.
  */
 #ifndef PYPROF_STACK_READ_H
 #define PYPROF_STACK_READ_H
@@ -36,7 +37,8 @@ struct stack_read {
 	size_t max;			/* room in each */
 	size_t n;			/* frames in @frames */
 	int truncated;			/* pyproc__walk_cached()'s */
-	bool torn;			/* the walks never agreed: @frames is the last */
+	bool torn;			/* no copy held still and in shape, or the walks
+					 * never agreed: @frames is the last walk's */
 };
 
 int stack_read__init(struct stack_read *r, size_t max);
@@ -44,8 +46,10 @@ void stack_read__free(struct stack_read *r);
 
 /*
  * Read the stack of thread state @tstate (its walk cache @c) into r->frames;
- * @stopped: its thread is stopped. 0 (r->torn says whether the walks
- * agreed), or pyproc__walk_cached()'s error.
+ * @stopped: its thread is stopped. 0 (r->torn says whether it was read at
+ * one instant), -EFAULT for a chain that breaks at the same place in
+ * STACK_READ_CORRUPT copies running (corrupt: r->frames up to there), or
+ * pyproc__walk_cached()'s error.
  */
 int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		       struct py_walk_cache *c, bool stopped);
