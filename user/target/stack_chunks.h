@@ -5,9 +5,11 @@
  * CPython 3.11+ keeps a thread's interpreter frames in "stack chunks"
  * (_PyStackChunk: previous, size, top, then the frames), linked from the
  * thread state's datastack_chunk. Reading each frame on its own while the
- * thread runs gives stacks torn between instants; copying the chunks whole,
- * in the same process_vm_readv as the current frame pointer (read before and
- * again after them), gives the frames of one instant, walked locally.
+ * thread runs gives stacks torn between instants; copying the chunks in one
+ * process_vm_readv, with the current frame and the data stack's top read
+ * before, between and after two copies of the newest chunk (only up to its
+ * top), gives the frames of one instant when none of those moved and the
+ * two copies agree (frame_walk.c checks the chain in them).
  *
  * The chunks to copy are predicted from the last copy of the same thread
  * (their addresses and sizes rarely change); a copy is "whole" only when the
