@@ -44,6 +44,17 @@ class Incident:
         return f"incident.py on {self.interp.label} (pid {self.pid})"
 
 
+def with_own_proc(interp, cmd):
+    """@cmd with /proc mounted inside the interpreter's root, in a mount
+    namespace of its own: CPython's own reader run beside it (nsenter)
+    needs one. As it is for an interpreter without a root."""
+    if not interp.root:
+        return cmd
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
+            f"exec {shlex.join(cmd)}"]
+
+
 def start_incident(interp, procs, tmp_path, private=False):
     """@private: from a copy of its own (a test that edits the file must
     not edit the repository's)."""
@@ -53,13 +64,7 @@ def start_incident(interp, procs, tmp_path, private=False):
         shutil.copyfile(INCIDENT, src)
     script = stage_unique(interp, src, procs)
     seen, host = out_path(interp, procs, tmp_path, "incident.json")
-    cmd = interp.argv([script, seen])
-    if interp.root:
-        # /proc mounted inside the root, in a mount namespace of its own:
-        # CPython's own reader run beside it (nsenter) needs one
-        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-               f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
-               f"exec {shlex.join(cmd)}"]
+    cmd = with_own_proc(interp, interp.argv([script, seen]))
     p = procs.start(cmd, str(tmp_path / "incident.stderr"))
     wait_file(p, host, f"incident.py on {interp.label}")
     with open(host, encoding="utf-8") as f:
@@ -557,23 +562,30 @@ def stop(target):
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("paused_dumps", [3])
-def test_states_against_remote_unwinder(paused_dumps, procs, tmp_path):
-    """On the same paused target (SIGSTOP while both read), our --json and
-    CPython 3.15's RemoteUnwinder report the same status flags and frames,
-    field by field; paused several times (different GIL holders)."""
-    interp = sid_315()
-    target = start_incident(interp, procs, tmp_path)
-    for _ in range(paused_dumps):
+def paused_comparisons(target, times, by_interp=False):
+    """@times over, with the target paused (SIGSTOP) while both read: our
+    --json against RemoteUnwinder (compare_with_unwinder()); yields ours
+    by thread each time."""
+    keys = ("function", "file", "line", "end_line", "column", "end_column")
+    for _ in range(times):
         stop(target)
         try:
             ours = dump_json(target)
             theirs = remote_unwinder(target)
         finally:
             os.kill(target.pid, signal.SIGCONT)
-        compare_with_unwinder(target, ours, theirs, ("function", "file", "line", "end_line",
-                                                     "column", "end_column"))
+        yield compare_with_unwinder(target, ours, theirs, keys, by_interp=by_interp)
         time.sleep(0.3)
+
+
+@pytest.mark.parametrize("paused_dumps", [3])
+def test_states_against_remote_unwinder(paused_dumps, procs, tmp_path):
+    """On the same paused target (SIGSTOP while both read), our --json and
+    CPython 3.15's RemoteUnwinder report the same status flags and frames,
+    field by field; paused several times (different GIL holders)."""
+    target = start_incident(sid_315(), procs, tmp_path)
+    for _ in paused_comparisons(target, paused_dumps):
+        pass
 
 
 class Subinterp:
@@ -585,10 +597,8 @@ class Subinterp:
         self.interp = interp
         script = stage_unique(interp, os.path.join(TARGETS, "sl_subinterp.py"), procs)
         seen, host = out_path(interp, procs, tmp_path, "subinterp.json")
-        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-               f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
-               f"exec {shlex.join(interp.argv([script, seen]))}"]
-        self.popen = procs.start(cmd, str(tmp_path / "subinterp.stderr"))
+        self.popen = procs.start(with_own_proc(interp, interp.argv([script, seen])),
+                                 str(tmp_path / "subinterp.stderr"))
         self.pid = self.popen.pid
         wait_file(self.popen, host, f"sl_subinterp.py on {interp.label}")
         with open(host, encoding="utf-8") as f:
@@ -603,22 +613,12 @@ def test_subinterpreters_against_remote_unwinder(procs, tmp_path):  # noqa: F811
     interpreter's id, as CPython 3.15's RemoteUnwinder shows it; on the same
     paused target the two agree on the (thread, interpreter) pairs, their
     status flags and their frames with columns, field by field."""
-    interp = sid_315()
-    target = Subinterp(interp, procs, tmp_path)
+    target = Subinterp(sid_315(), procs, tmp_path)
     where = target.describe()
-    keys = ("function", "file", "line", "end_line", "column", "end_column")
-    for _ in range(3):
-        stop(target)
-        try:
-            ours = dump_json(target)
-            theirs = remote_unwinder(target)
-        finally:
-            os.kill(target.pid, signal.SIGCONT)
-        got = compare_with_unwinder(target, ours, theirs, keys, by_interp=True)
+    for got in paused_comparisons(target, 3, by_interp=True):
         sub = (target.rec["sub_tid"], 1)
         assert sub in got and got[sub]["frames"][0]["function"] in ("sub_work", "sub_loop"), (
             f"{where}: sub-runner in interpreter 1: {got.get(sub)}")
-        time.sleep(0.3)
 
 
 # --------------------------------------------------------------------------
