@@ -24,6 +24,17 @@ b. test_hot_opcode (one interpreter per minor version, 3.11-3.15; both
 c. test_top: `top --opcodes` (plain snapshots) ranks the hot instruction's
    leaf first by own time.
 
+The remote backend's cases run the target and pyprof-bpf on one CPU
+(ONE_CPU). Read from another CPU while the thread runs, the frame's
+instruction pointer is seen late: the store that names a slow instruction
+is still on its way when the cache line is read, so samples shift to the
+instruction before it. Measured on this 2-CPU VM, add loop, 3.15, six runs
+each: BINARY_OP_ADD_INT 0.20-0.55 of the samples from the other CPU (one
+CI run: under the top three), 0.56-0.59 from the same CPU and with
+--blocking, 0.58 under BPF. That is the hardware, said in docs/usage.md;
+what these tests check is that we read and name the instruction right,
+which on one CPU (the target preempted while we read) they can.
+
 The opcode leaf's parent is the hot function in every sample counted. How
 sure "most frequent" is: the hot instruction takes 0.5-0.7 of the hot
 function's samples here, the next 0.1-0.28 (printed, lines "OPCODES"); with
@@ -103,10 +114,14 @@ def test_versions():
     assert {(3, 11), (3, 12), (3, 13), (3, 14), (3, 15)} <= set(VERSIONS)
 
 
-class Target:
-    """opcodes_loop.py running: its pid and dis's listing of the hot function."""
+ONE_CPU = 0
 
-    def __init__(self, interp, which, secs):
+
+class Target:
+    """opcodes_loop.py running: its pid and dis's listing of the hot function.
+    pinned: its threads held to ONE_CPU (the remote backend's cases)."""
+
+    def __init__(self, interp, which, secs, pinned=False):
         seen = interp.stage(TARGET)
         self.proc = subprocess.Popen(interp.argv([seen, which, str(secs)]),
                                      stdout=subprocess.PIPE, text=True)
@@ -114,6 +129,9 @@ class Target:
         assert line, "the target printed nothing"
         self.listing = json.loads(line)
         self.pid = pyenvs.leaf_pid(self.proc.pid)
+        if pinned:
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                os.sched_setaffinity(int(tid), {ONE_CPU})
 
     def close(self):
         self.proc.kill()
@@ -143,8 +161,10 @@ def op_counts(folded, func):
     return hot, other
 
 
-def run(cmd, timeout=60):
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+def run(cmd, timeout=60, pinned=False):
+    pin = (lambda: os.sched_setaffinity(0, {ONE_CPU})) if pinned else None
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                         preexec_fn=pin)
     assert out.returncode == 0, f"{cmd}: {out.returncode}\n{out.stderr}"
     return out
 
@@ -154,12 +174,12 @@ def run(cmd, timeout=60):
 @pytest.mark.parametrize("interp", PARAMS)
 def test_hot_opcode(interp, which, backend, tmp_path):
     func, base, special = HOT[which]
-    t = Target(interp, which, SECS + 30)
+    t = Target(interp, which, SECS + 30, pinned=backend == "remote")
     try:
         folded, raw = tmp_path / "o.folded", tmp_path / "o.pyprof"
         run([BINARY, "-p", str(t.pid), "-F", str(HZ), "-d", str(SECS), "--opcodes",
              "--backend", backend, "--format", "collapsed", "-o", str(folded),
-             "--raw", str(raw)])
+             "--raw", str(raw)], pinned=backend == "remote")
     finally:
         t.close()
     text = folded.read_text()
@@ -211,10 +231,10 @@ def test_hot_opcode(interp, which, backend, tmp_path):
 @pytest.mark.parametrize("backend", ["bpf", "remote"])
 def test_top(backend):
     interp = VERSIONS[max(VERSIONS)]
-    t = Target(interp, "attr", SECS + 30)
+    t = Target(interp, "attr", SECS + 30, pinned=backend == "remote")
     try:
         out = run([BINARY, "top", "-p", str(t.pid), "-F", str(HZ), "-d", str(SECS),
-                   "--opcodes", "--backend", backend]).stdout
+                   "--opcodes", "--backend", backend], pinned=backend == "remote").stdout
     finally:
         t.close()
     last = out.strip().split("\n\n")[-1]
@@ -235,12 +255,12 @@ def test_dump(interp):
     0.1-0.2 in the recordings above: with 60 draws the gap is over 4.5
     standard deviations); the text form shows [op] NAME on the innermost
     frame's line, and JSON without --opcodes has no "opcode"."""
-    t = Target(interp, "attr", 60)
+    t = Target(interp, "attr", 60, pinned=True)
     names = collections.Counter()
     try:
         for _ in range(DUMPS):
             doc = json.loads(run([BINARY, "dump", "-p", str(t.pid), "--json",
-                                  "--opcodes"]).stdout)
+                                  "--opcodes"], pinned=True).stdout)
             for th in doc["threads"]:
                 if th["frames"] and th["frames"][0]["function"] == "attr_loop":
                     names[th["opcode"]] += 1
