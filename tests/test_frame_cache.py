@@ -173,7 +173,8 @@ def record(pid, seconds, freq, fmt, out, extra=()):
     if m2:
         fc = dict(zip(("spliced", "whole", "mismatched"), map(int, m2.groups())))
         fc["late"] = int(late.group(1)) if late else 0
-        m3 = re.search(r"frame cache: .*; (\d+) frames sent by the kernel, (\d+) reused; "
+        m3 = re.search(r"frame cache: .*; (\d+) frames (?:sent by the kernel|walked), "
+                       r"(\d+) reused; "
                        r"(\d+) anchors written \((\d+) failed\)", err)
         assert m3, err
         fc.update(zip(("sent", "reused", "written", "write_failed"),
@@ -436,8 +437,8 @@ def write_anchor(t, i, anchor, seq=None):
 class Recorder:
     """pyprof-bpf record running in the background (BPF, verbose)."""
 
-    def __init__(self, pid, out, seconds=None, freq=999):
-        cmd = [binary(), "record", "-p", str(pid), "-F", str(freq), "--backend", "bpf",
+    def __init__(self, pid, out, seconds=None, freq=999, backend="bpf"):
+        cmd = [binary(), "record", "-p", str(pid), "-F", str(freq), "--backend", backend,
                "--format", "collapsed", "-o", out, "-v"]
         if seconds:
             cmd += ["-d", str(seconds)]
@@ -476,14 +477,16 @@ def wait_all_written(t, rec, timeout=20):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("ending", ["duration", "SIGINT", "SIGTERM"])
-def test_anchors_cleared_on_exit(target, ending):
+@pytest.mark.parametrize("ending,backend", [("duration", "bpf"), ("SIGINT", "bpf"),
+                                            ("SIGTERM", "bpf"), ("SIGTERM", "remote")])
+def test_anchors_cleared_on_exit(target, ending, backend):
     """After pyprof-bpf exits (-d, Ctrl-C, SIGTERM), no thread's anchor is
-    one it wrote: every one is zero, its sequence as pyprof-bpf left it."""
+    one it wrote: every one is zero, its sequence as pyprof-bpf left it.
+    The remote backend (issue #26 item 2) writes and clears them alike."""
     py = interp("sid-3.15")
     t = target(py, "anchor_threads.py", str(HOLD_THREADS), str(HOLD_DEPTH))
     out = os.path.join(t.dir, "out.folded")
-    rec = Recorder(t.pid, out, seconds=4 if ending == "duration" else None)
+    rec = Recorder(t.pid, out, seconds=4 if ending == "duration" else None, backend=backend)
     try:
         written = wait_all_written(t, rec)
         # Written where pyprof-bpf anchors (the first Python frame below

@@ -759,6 +759,41 @@ def test_deep_recursion(label, procs, tmp_path):
     check_deep(samples, script, info, 2048, what)
 
 
+def test_deep_recursion_remote(procs, tmp_path):
+    """The remote backend on 3.15, 1,000 deep (issue #26 item 2): the walk
+    stops at the thread's anchor and the frame cache splices the callers,
+    so a sample reads a few frames, not 1,003 (-v: frames walked against
+    reused), and every stack is still the whole one, or [truncated] to
+    exactly --max-depth one under its depth (a walk that stops at the limit
+    is never cached)."""
+    interp = by_label("sid-3.15")
+    hz, secs = 499, 2
+    p, script, info = start_deep(interp, procs, tmp_path, 1000)
+    total = info["depth"] + 3
+    for name, keep, extra in [("default", 2048, []),
+                              ("one-over", total - 1, ["--max-depth", total - 1])]:
+        out = str(tmp_path / f"deep-remote-{name}.perf")
+        rec = Recorder(procs, tmp_path, p.pid, ["-F", hz, "-d", secs, "-o", out, "-v",
+                                                "--backend", "remote"] + extra,
+                       name=f"deep-remote-{name}").wait_started()
+        rec.wait(secs + RECORD_SLACK).check_ok()
+        samples = parse_perf(read_file(out))
+        what = f"sid-3.15 1,000 deep, remote, --max-depth {keep}"
+        assert len(samples) >= hz * secs / 4, f"{what}: only {len(samples)} samples\n{rec.stderr}"
+        check_summary(rec, samples, duration=secs)
+        check_deep(samples, script, info, keep, what)
+        m = re.search(r"frame cache: (\d+) samples spliced, (\d+) walked whole, .*; "
+                      r"(\d+) frames walked, (\d+) reused", rec.stderr)
+        assert m, rec.stderr
+        spliced, whole, walked, reused = map(int, m.groups())
+        print(f"{what}: {len(samples)} samples, {spliced} spliced, {whole} whole, "
+              f"{walked} frames walked, {reused} reused")
+        if name == "default":
+            assert spliced >= 0.9 * len(samples) and walked <= 50 * len(samples), rec.stderr
+        else:
+            assert spliced == 0 and walked >= (total - 1) * len(samples), rec.stderr
+
+
 @pytest.mark.parametrize("label", ["pyenv-3.11.7", "pyenv-3.12.1", "sid-3.13", "sid-3.14",
                                    "sid-3.15"])
 def test_deep_through_c(label, procs, tmp_path):

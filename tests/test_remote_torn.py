@@ -23,11 +23,24 @@ test_frame_cache.check_alternating but counted instead of refused:
   interpreters, 14-23% on pyenv's 3.12.1 and Debian's PGO-built 3.11);
 - at most MIXED_MAX of them with frames of both chains (measured: none in
   ~60,000 since the newest chunk is copied twice; 0.2% before);
-- every other stack one chain, in order, whole, rooted at worker().
+- every other stack one chain, in order, whole, rooted at worker(), but
+  for those marked [truncated].
+
+On 3.15 the remote backend uses the frame cache (issue #26 item 2: the
+walk stops at the thread's anchor, last_profiled_frame, when the copy
+shows it with last time's sequence, and the callers are spliced from the
+cache, user/symbols/frame_cache.h); -v counts what it did:
+- test_alternating_chains_remote on 3.15: most samples spliced (measured
+  ~90%), and a sample [truncated] only when the cache refused to splice
+  (mismatched: none measured here);
+- test_alternating_hostile_remote: the target also writes its own anchor
+  as a racy profiler would (alternating.py --hostile), SECS_HOSTILE s:
+  still no mixed stack, and every [truncated] one a refused splice.
 
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_remote_torn.py </dev/null
 """
+import re
 import subprocess
 
 import pytest
@@ -40,11 +53,13 @@ SECS = 2
 UNREAD_MAX = 0.5
 MIXED_MAX = 0.01
 LABELS = [i.label for i in pyenvs.supported() if i.version >= (3, 11)]
+SECS_HOSTILE = 4
 
 
 def tally(path, period_ns):
-    """(samples, unread, mixed, other bad stacks) of a collapsed file."""
-    total = unread = mixed = 0
+    """(samples, unread, mixed, other bad stacks, truncated) of a collapsed
+    file."""
+    total = unread = mixed = truncated = 0
     bad = []
     with open(path) as f:
         for line in f:
@@ -61,29 +76,71 @@ def tally(path, period_ns):
                 continue
             nums = [k for _, k in chains]
             what = ";".join(names)
+            if "[truncated]" in names:
+                truncated += n
+                if nums and nums != list(range(nums[0], nums[0] + len(nums))):
+                    bad.append(f"chain out of order: {what}")
+                continue
             if nums and nums != list(range(1, len(nums) + 1)):
                 bad.append(f"chain out of order or not whole: {what}")
             if nums and "worker" not in names:
                 bad.append(f"stack without its root: {what}")
-    return total, unread, mixed, bad
+    return total, unread, mixed, bad, truncated
+
+
+def cache_counts(err):
+    """The frame cache's -v counters: {} when it printed none."""
+    m = re.search(r"frame cache: (\d+) samples spliced, (\d+) walked whole, (\d+) mismatched",
+                  err)
+    return dict(zip(("spliced", "whole", "mismatched"), map(int, m.groups()))) if m else {}
+
+
+def record_remote(t, secs):
+    out = f"{t.dir}/out.folded"
+    cmd = [binary(), "record", "-p", str(t.pid), "--backend", "remote", "-F", str(HZ),
+           "-d", str(secs), "--format", "collapsed", "-o", out, "-v"]
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=secs + 60)
+    assert p.returncode == 0, f"{cmd} exited {p.returncode}: {p.stderr}"
+    return out, p.stderr
+
+
+def recorded(t, secs, what):
+    """Record @t for @secs s; the tally, checked: enough samples, no bad
+    stack, unread and mixed within bounds. Returns (samples, unread,
+    truncated, frame cache counters)."""
+    out, err = record_remote(t, secs)
+    total, unread, mixed, bad, truncated = tally(out, 10**9 // HZ)
+    fc = cache_counts(err)
+    print(f"{what}: {total} samples, {unread} unread, {mixed} mixed, {truncated} truncated, "
+          f"frame cache {fc}")
+    # two threads, one GIL: about one running at a time (less on a busy
+    # machine)
+    assert total >= secs * HZ / 4, f"{total} samples: {err}"
+    assert not bad, f"{len(bad)} bad stacks, first: " + "\n".join(bad[:5])
+    assert unread <= total * UNREAD_MAX, f"{unread} of {total} samples unread on {what}: {err}"
+    assert mixed <= total * MIXED_MAX, (f"{mixed} of {total} samples hold both chains on "
+                                        f"{what}: torn stacks kept")
+    return total, unread, truncated, fc
 
 
 @pytest.mark.parametrize("label", LABELS)
 def test_alternating_chains_remote(label, target):  # noqa: F811
-    t = target(interp(label), "alternating.py", "--threads", "2", "--depth", "30")
-    out = f"{t.dir}/out.folded"
-    cmd = [binary(), "record", "-p", str(t.pid), "--backend", "remote", "-F", str(HZ),
-           "-d", str(SECS), "--format", "collapsed", "-o", out]
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=SECS + 60)
-    assert p.returncode == 0, f"{cmd} exited {p.returncode}: {p.stderr}"
-    total, unread, mixed, bad = tally(out, 10**9 // HZ)
-    print(f"{label}: {total} samples, {unread} unread, {mixed} mixed")
-    # two threads, one GIL: about one running at a time (less on a busy
-    # machine)
-    assert total >= SECS * HZ / 4, f"{total} samples: {p.stderr}"
-    assert not bad, f"{len(bad)} bad stacks, first: " + "\n".join(bad[:5])
-    assert unread <= total * UNREAD_MAX, (f"{unread} of {total} samples unread on {label}: "
-                                          f"{p.stderr}")
-    assert mixed <= total * MIXED_MAX, (f"{mixed} of {total} samples hold both chains on "
-                                        f"{label}: torn stacks kept")
+    py = interp(label)
+    t = target(py, "alternating.py", "--threads", "2", "--depth", "30")
+    total, unread, truncated, fc = recorded(t, SECS, label)
+    if py.version < (3, 15):
+        assert not fc and not truncated, fc
+        return
+    # The cache did the work; nothing truncated but a refused splice.
+    assert fc["spliced"] >= 0.5 * (total - unread), fc
+    assert truncated <= fc["mismatched"] <= total * 0.01, (truncated, fc)
+
+
+def test_alternating_hostile_remote(target):  # noqa: F811
+    t = target(interp("sid-3.15"), "alternating.py", "--threads", "2", "--depth", "30",
+               "--hostile")
+    assert t.info["hostile"], "the target could not check the 3.15 anchor protocol"
+    _, _, truncated, fc = recorded(t, SECS_HOSTILE, "hostile")
+    # Never a guess: every stack whole and right, or truncated.
+    assert truncated <= fc["mismatched"], (truncated, fc)

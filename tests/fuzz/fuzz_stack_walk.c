@@ -52,20 +52,49 @@ static void resolve(struct symbolizer *sym, const struct py_rawframe *f, size_t 
 	}
 }
 
+/* The Python frames of a walk that kept the interpreter's links. */
+static size_t python_only(struct py_rawframe *f, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!(f[i].reserved & PY_RAWFRAME_LINK))
+			f[k++] = f[i];
+	return k;
+}
+
+/*
+ * Two walks as the remote sampler makes them without the frame cache, then
+ * one as it makes them with it (3.15): the links kept, stopping at the
+ * anchor the last walk read (the copy then goes no further down), or at a
+ * frame that is not the anchor (the walk then goes whole).
+ */
 static void walk_thread(struct pyproc *p, struct symbolizer *sym, uint64_t tstate)
 {
 	struct py_walk_cache c = { 0 };
 	struct py_rawframe f[MAX_FRAMES];
+	uint64_t second = 0;
 
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 3; pass++) {
 		uint64_t r0 = fake_mem_reads();
 		size_t n = MAX_FRAMES + 1;
 		int truncated;
 
 		c.copy_budget = 4;	/* copies of the stack chunks this walk may make */
+		if (pass == 2) {
+			c.keep_links = true;
+			c.stop_at = c.anchor_read && c.anchor ? c.anchor : second;
+			c.stop_seq = c.seq;
+		}
 		pyproc__walk_cached(p, tstate, &c, f, MAX_FRAMES, &n, &truncated);
 		CHECK(n <= MAX_FRAMES);
 		CHECK(fake_mem_reads() - r0 <= WALK_READS);
+		if (c.at_anchor)
+			CHECK(pass == 2 && n && f[n - 1].frame == c.stop_at && !f[n - 1].reserved);
+		if (pass == 2)
+			n = python_only(f, n);
+		else if (n > 1)
+			second = f[1].frame;
 		resolve(sym, f, n);
 	}
 	py_walk_cache__free(&c);

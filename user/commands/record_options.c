@@ -113,8 +113,8 @@ const struct argp_option record_options[] = {
 	  "a command started runs on)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
 	  "to remote when BPF cannot be used)", 0 },
-	{ "no-frame-cache", OPT_NO_FRAME_CACHE, NULL, 0, "CPython 3.15, BPF: walk every stack "
-	  "whole, and never write the frame-cache anchor (last_profiled_frame) into the target "
+	{ "no-frame-cache", OPT_NO_FRAME_CACHE, NULL, 0, "CPython 3.15, both backends: walk every "
+	  "stack whole, and never write the frame-cache anchor (last_profiled_frame) into the target "
 	  "(by default a rare 16-byte write, without stopping it, makes deep stacks cost about "
 	  "what shallow ones do)", 0 },
 	{ "events", OPT_EVENTS, "KIND", 0, "BPF: thread: one cpu-clock event per thread of "

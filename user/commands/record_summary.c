@@ -22,24 +22,13 @@ static void print_bpf_detail(const struct recording *rec)
 	if (!rec->bs || !rec->env->verbose)
 		return;
 	bpf_sampler__detail(rec->bs, &d);
-	if (d.frame_cache)
-		fprintf(stderr, "pyprof-bpf: frame cache: %llu samples spliced, %llu walked whole, "
-			"%llu mismatched (delivered truncated); %llu frames sent by the kernel, "
-			"%llu reused; %llu anchors written (%llu failed)\n",
-			(unsigned long long)d.cache.spliced, (unsigned long long)d.cache.whole,
-			(unsigned long long)d.cache.mismatches, (unsigned long long)d.cache.frames_sent,
-			(unsigned long long)d.cache.frames_reused, (unsigned long long)d.cache.reanchors,
-			(unsigned long long)d.cache.reanchor_failures);
 	if (d.offcpu)
 		fprintf(stderr, "pyprof-bpf: off-CPU: %llu switch-outs stood on their thread's last "
 			"walk, %llu intervals closed by inference, %llu lost\n",
 			(unsigned long long)d.reused, (unsigned long long)d.inferred,
 			(unsigned long long)d.lost_intervals);
 	if (d.frame_cache)
-		fprintf(stderr, "pyprof-bpf: frame cache: %llu anchors cleared on exit, %llu left "
-			"(written since by someone else)\n",
-			(unsigned long long)d.cache.anchors_cleared,
-			(unsigned long long)d.cache.anchors_left);
+		frame_cache_stats__print(&d.cache, "sent by the kernel", stderr);
 }
 
 static void print_native(const struct recording *rec)

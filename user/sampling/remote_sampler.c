@@ -14,6 +14,7 @@
 #include "target/stack_read.h"
 #include "target/thread_stop.h"
 #include "sampling/remote_sampler.h"
+#include "symbols/frame_cache.h"
 #include "util/clock.h"
 
 #define MAX_THREADS 4096
@@ -28,7 +29,15 @@ struct thread_cache {
 	struct py_walk_cache walk;
 	int stat_fd;		/* -1: none */
 	pid_t stat_tid;		/* the thread stat_fd reads */
+	/* 3.15 frame cache: walk whole until the cache says otherwise; the
+	 * anchor and sequence the last walk met in a chain the cache holds
+	 * (0: none), where the next walk may stop. */
+	bool walk_whole;
+	uint64_t last_anchor, last_seq;
 };
+
+/* Anchors to move at the end of a tick, at most. */
+#define REANCHOR_PER_TICK 16
 
 /*
  * Where the GIL's state and the collector's flag are in the target; 0 when
@@ -60,6 +69,12 @@ struct remote_sampler {
 	/* --blocking: the target's threads, stopped for each tick's reads
 	 * (threads NULL: not blocking). */
 	struct thread_stop stop;
+	/* 3.15: the frame cache (NULL: none); the threads whose anchor it
+	 * asked to move this tick; anchors released. */
+	struct frame_cache *fc;
+	struct py_thread reanchor[REANCHOR_PER_TICK];
+	size_t nreanchor;
+	bool released;
 };
 
 /*
@@ -108,6 +123,52 @@ static int open_blocking(struct remote_sampler *s)
 	return rc;
 }
 
+/*
+ * 3.15 (the anchor with its sequence after it, and the base frame): the
+ * frame cache, as the BPF backend has it, unless --no-frame-cache.
+ */
+static int open_frame_cache(struct remote_sampler *s)
+{
+	const struct py_offsets *o = pyproc__offsets(s->proc);
+	int rc;
+
+	if (s->opts.no_frame_cache || !o->tstate_base_frame || !o->tstate_last_profiled_frame ||
+	    o->tstate_last_profiled_frame_seq != o->tstate_last_profiled_frame + 8)
+		return 0;
+	rc = frame_cache__new(pyproc__pid(s->proc), o, s->opts.max_frames, true, &s->fc);
+	if (rc)
+		return rc;
+	frame_cache__set_reanchor(s->fc, true);
+	return 0;
+}
+
+/*
+ * The anchors this sampler wrote and still owns, zeroed (the sequence
+ * kept), in thread states found linked by a fresh read of the lists; -v:
+ * what the cache did.
+ */
+static void release_anchors(struct remote_sampler *s)
+{
+	struct frame_cache_stats st;
+	size_t n = 0;
+
+	if (!s->fc || s->released)
+		return;
+	s->released = true;
+	frame_cache__set_reanchor(s->fc, false);
+	if (s->threads && !pyproc__threads(s->proc, s->threads, MAX_THREADS, &n))
+		frame_cache__release(s->fc, s->threads, n);
+	if (!s->opts.verbose)
+		return;
+	frame_cache__stats(s->fc, &st);
+	frame_cache_stats__print(&st, "walked", stderr);
+}
+
+void remote_sampler__finish(struct remote_sampler *s)
+{
+	release_anchors(s);
+}
+
 int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 			 struct remote_sampler **out)
 {
@@ -139,6 +200,10 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
 		remote_sampler__free(s);
 		return -ENOMEM;
 	}
+	if (open_frame_cache(s)) {
+		remote_sampler__free(s);
+		return -ENOMEM;
+	}
 	s->max_stat_fds = stat_fd_budget();
 	s->gil_rc = -EAGAIN;	/* asked on the first tick */
 	if (o->blocking) {
@@ -157,6 +222,8 @@ void remote_sampler__free(struct remote_sampler *s)
 {
 	if (!s)
 		return;
+	release_anchors(s);
+	frame_cache__free(s->fc);
 	for (size_t i = 0; s->caches && i < MAX_THREADS; i++) {
 		py_walk_cache__free(&s->caches[i].walk);
 		if (s->caches[i].stat_fd >= 0)
@@ -193,6 +260,8 @@ static struct py_walk_cache *cache_for(struct remote_sampler *s, size_t i, uint6
 	/* a new thread: whatever this slot predicted is of no use */
 	c->tstate = tstate;
 	py_walk_cache__forget(&c->walk);
+	c->walk_whole = false;
+	c->last_anchor = c->last_seq = 0;
 	return &c->walk;
 }
 
@@ -318,6 +387,82 @@ static int thread_wanted(struct remote_sampler *s, struct thread_cache *c, pid_t
 	return thread_running(s, c, tid);
 }
 
+/* 3.15: where the walk of @c may stop, and what it keeps for the cache. */
+static void walk_plan(const struct remote_sampler *s, struct thread_cache *c)
+{
+	c->walk.keep_links = s->fc != NULL;
+	c->walk.stop_at = s->fc && !c->walk_whole ? c->last_anchor : 0;
+	c->walk.stop_seq = c->last_seq;
+}
+
+/*
+ * 3.15: sample @r (its thread @t, cache @c) made whole by the frame cache
+ * (the callers below the anchor spliced from it) and its frames cut to
+ * Python's; what the cache asks done next for the thread.
+ */
+static void through_frame_cache(struct remote_sampler *s, struct thread_cache *c,
+				const struct py_thread *t, struct raw_sample *r)
+{
+	const struct py_walk_cache *w = &c->walk;
+	struct frame_cache_out fo;
+	struct frame_cache_rec fr = {
+		.tid = r->tid, .ts_ns = r->ts_ns, .tstate = t->tstate, .status = r->status,
+		.nframes = r->nframes, .frames = r->frames,
+	};
+
+	if (r->nframes) {
+		fr.flags = (w->anchor_read ? FC_REC_ANCHOR_READ : 0) |
+			   (w->at_anchor ? FC_REC_AT_ANCHOR : 0) | (w->at_base ? FC_REC_BASE : 0);
+		fr.anchor = w->anchor;
+		fr.seq = w->seq;
+		fr.anchor_prev = w->anchor_prev;
+	}
+	/* What the next walk compares with: an anchor met in a chain the
+	 * cache can hold (stopped at, or whole to the base frame). */
+	c->last_anchor = r->nframes && w->seen && (w->at_anchor || w->at_base) ? w->anchor : 0;
+	c->last_seq = w->seq;
+	/* On -ENOMEM the record is passed on as it is, marked truncated. */
+	frame_cache__process(s->fc, &fr, &fo);
+	r->status = fo.status;
+	r->nframes = fo.nframes;
+	r->frames = fo.frames;
+	r->unchanged = fo.unchanged;
+	if (fo.set_walk_whole)
+		c->walk_whole = fo.walk_whole;
+	if (fo.reanchor && s->nreanchor < REANCHOR_PER_TICK) {
+		c->walk_whole = true;	/* before the write: frame_cache.h */
+		s->reanchor[s->nreanchor++] = *t;
+	}
+}
+
+/*
+ * The anchors the frame cache asked to move this tick: one write each, no
+ * stop, in thread states found again, linked in their interpreter's list,
+ * by a fresh read of the lists (a write into one freed meanwhile would land
+ * in whatever the target put there).
+ */
+static void reanchor(struct remote_sampler *s)
+{
+	size_t n = 0;
+
+	if (!s->nreanchor)
+		return;
+	if (pyproc__threads(s->proc, s->threads, MAX_THREADS, &n))
+		n = 0;
+	for (size_t i = 0; i < s->nreanchor; i++) {
+		const struct py_thread *want = &s->reanchor[i];
+
+		for (size_t k = 0; k < n; k++) {
+			if (s->threads[k].tstate == want->tstate &&
+			    s->threads[k].host_tid == want->host_tid) {
+				frame_cache__reanchor(s->fc, want->host_tid, want->tstate);
+				break;
+			}
+		}
+	}
+	s->nreanchor = 0;
+}
+
 /* Sample thread @i of the list, when the mode wants it. 0, or -errno. */
 static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_view *gil,
 			 sample_fn fn, void *ctx)
@@ -345,6 +490,7 @@ static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_vi
 	if (s->opts.mode == SAMPLER_MODE_EXCEPTION &&
 	    (exceptions__type(s->proc, t->tstate, &r.exc_type) || !r.exc_type))
 		return 0;
+	walk_plan(s, c);
 	rc = stack_read__thread(sr, s->proc, t->tstate, &c->walk, stopped);
 	if (rc == -ESRCH)
 		return rc;
@@ -359,6 +505,8 @@ static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_vi
 	r.nframes = rc || sr->torn ? 0 : (uint32_t)sr->n;
 	r.frames = sr->frames;
 	r.kind = SAMPLE_KIND_CPU;
+	if (s->fc)
+		through_frame_cache(s, c, t, &r);
 	if (s->opts.opcodes)
 		r.opcode = innermost_opcode(s, sr->frames, r.nframes);
 	if (gil->known && (!s->gil.interp || t->interp == s->gil.interp)) {
@@ -405,6 +553,7 @@ static int sample_threads(struct remote_sampler *s, sample_fn fn, void *ctx)
 		if (rc)
 			return rc;
 	}
+	reanchor(s);
 	return 0;
 }
 

@@ -32,6 +32,10 @@ int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,
  * target is gone. */
 int remote_sampler__tick(struct remote_sampler *s, sample_fn fn, void *ctx);
 void remote_sampler__stats(const struct remote_sampler *s, struct sampler_stats *st);
+/* Recording over: the frame-cache anchors this sampler wrote and still
+ * owns are zeroed in the target (3.15), as CPython's profiler does on exit;
+ * -v says what the cache did. remote_sampler__free() does it too. */
+void remote_sampler__finish(struct remote_sampler *s);
 void remote_sampler__free(struct remote_sampler *s);
 
 #endif

@@ -261,6 +261,21 @@ void frame_cache__stats(const struct frame_cache *fc, struct frame_cache_stats *
 	*st = fc->st;
 }
 
+void frame_cache_stats__print(const struct frame_cache_stats *st, const char *frames_from,
+			      FILE *out)
+{
+	fprintf(out, "pyprof-bpf: frame cache: %llu samples spliced, %llu walked whole, "
+		"%llu mismatched (delivered truncated); %llu frames %s, %llu reused; "
+		"%llu anchors written (%llu failed)\n"
+		"pyprof-bpf: frame cache: %llu anchors cleared on exit, %llu left "
+		"(written since by someone else)\n",
+		(unsigned long long)st->spliced, (unsigned long long)st->whole,
+		(unsigned long long)st->mismatches, (unsigned long long)st->frames_sent, frames_from,
+		(unsigned long long)st->frames_reused, (unsigned long long)st->reanchors,
+		(unsigned long long)st->reanchor_failures, (unsigned long long)st->anchors_cleared,
+		(unsigned long long)st->anchors_left);
+}
+
 static bool is_interp(const struct py_rawframe *f)
 {
 	return f->reserved & FC_FRAME_INTERP;

@@ -67,6 +67,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "target/py_offsets.h"
 #include "target/pyproc.h"
@@ -176,5 +177,9 @@ int frame_cache__release(struct frame_cache *fc, const struct py_thread *linked,
 void frame_cache__forget(struct frame_cache *fc, pid_t tid);
 
 void frame_cache__stats(const struct frame_cache *fc, struct frame_cache_stats *st);
+/* -v: what the cache did, two lines to @out; @frames_from says where the
+ * walked frames came from ("sent by the kernel", "walked"). */
+void frame_cache_stats__print(const struct frame_cache_stats *st, const char *frames_from,
+			      FILE *out);
 
 #endif

@@ -226,6 +226,27 @@ static size_t prefetch(struct pyproc *p, uint64_t tstate, struct py_walk_cache *
 
 #define SNAPSHOT_TRIES 32
 
+/* 3.15: where the copy reads base frame, anchor and sequence (the frame
+ * cache's protocol needs the sequence right after the anchor). */
+static void anchor_fields(const struct py_offsets *o, uint64_t tstate,
+			  struct stack_anchor_fields *f)
+{
+	*f = (struct stack_anchor_fields){ 0 };
+	if (o->tstate_base_frame && o->tstate_last_profiled_frame &&
+	    o->tstate_last_profiled_frame_seq == o->tstate_last_profiled_frame + 8) {
+		f->base = tstate + o->tstate_base_frame;
+		f->anchor = tstate + o->tstate_last_profiled_frame;
+	}
+}
+
+/* The copy shows the anchor the walk is to stop at, with its sequence. */
+static bool anchor_holds(const struct py_walk_cache *c)
+{
+	const struct stack_chunks *s = c->chunks;
+
+	return s->anchor_read && s->anchor == c->stop_at && s->seq == c->stop_seq;
+}
+
 /*
  * 3.11+: the current frame and the thread's stack chunks read at one instant
  * (stack_chunks.h). 1 with *frame set when the copy is whole; 0 when no copy
@@ -246,6 +267,7 @@ static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, 
 		if (!c->chunks)
 			return 0;
 	}
+	anchor_fields(o, tstate, &c->chunks->fields);
 	/* A thread that calls and returns every microsecond often moves while
 	 * its chunks are copied (3 us): rarely many times running. */
 	for (int try = 0; try < SNAPSHOT_TRIES && c->copy_budget; try++) {
@@ -253,6 +275,7 @@ static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, 
 		size_t k = 0;
 
 		c->copy_budget--;
+		c->chunks->floor = c->stop_at;
 		if (o->tstate_cframe) {
 			/* 3.11/3.12: through the C frame record the thread was
 			 * last seen in (it changes as C code calls Python) */
@@ -277,6 +300,11 @@ static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, 
 			continue;
 		}
 		moving = c->chunks->moved || c->chunks->relearned;
+		if (!moving && c->stop_at && !anchor_holds(c)) {
+			/* not the anchor of last time: walk whole, copy whole */
+			c->stop_at = 0;
+			moving = c->chunks->floored;
+		}
 		if (!moving)
 			break;
 	}
@@ -484,9 +512,19 @@ static int walk_start(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c
 	if (!c)
 		return 0;
 	c->bad_link = 0;
+	c->anchor_read = c->at_anchor = c->seen = c->at_base = false;
+	c->anchor = c->seq = c->anchor_prev = 0;
 	snap = snapshot(p, tstate, c, frame);
 	if (snap < 0)
 		return snap;
+	if (snap && c->chunks->anchor_read) {
+		c->anchor_read = true;
+		c->anchor = c->chunks->anchor;
+		c->seq = c->chunks->seq;
+	}
+	/* Stop at the anchor only in a copy that shows it as last time. */
+	if (!snap || !anchor_holds(c))
+		c->stop_at = 0;
 	/* A stopped thread's copy is of one instant: nothing to check (and
 	 * a frame being pushed or popped would look torn). */
 	if (snap && !c->stopped)
@@ -496,61 +534,137 @@ static int walk_start(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c
 	return snap;
 }
 
-int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
-			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
-{
-	const struct py_offsets *o = pyproc__offsets(p);
-	unsigned char fb[PY_MAX_STRUCT_COPY];
-	size_t count = 0, visited = 0, budget = WALK_BUDGET(max), ready = 0, missing = 0;
-	size_t lam = 0, power = 1;
-	uint64_t frame = 0, cframe = 0, mark = 0;
-	struct chain_shape shape = { 0 };
-	int rc, snap = 0;
+/*
+ * A chain that comes back to a frame loops (the target wrote it so): stop
+ * there rather than go round it max times, which a slow reader (dump) would
+ * do until the target changed it and then show as one long, made-up stack.
+ * Brent's check: one comparison a frame, any loop found within twice its
+ * length past its start.
+ */
+struct loop_check {
+	uint64_t mark;
+	size_t lam, power;
+};
 
-	*n = 0;
-	*truncated = 0;
-	snap = walk_start(p, tstate, c, &shape, &frame);
+static bool loop_check__loops(struct loop_check *l, uint64_t frame)
+{
+	if (frame == l->mark)
+		return true;
+	if (++l->lam == l->power) {
+		l->mark = frame;
+		l->power <<= 1;
+		l->lam = 0;
+	}
+	return false;
+}
+
+/*
+ * Where the walk starts: the current frame (*frame; 0: no Python frame),
+ * from a copy of the chunks (1), or read the usual way, with what the last
+ * walk saw read ahead (*ready frames of it; 0). -errno when it cannot.
+ */
+static int walk_head(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+		     struct chain_shape *shape, uint64_t *frame, uint64_t *cframe, size_t *ready)
+{
+	int snap = walk_start(p, tstate, c, shape, frame);
+	int rc;
+
+	*ready = 0;
+	*cframe = 0;
 	if (snap < 0)
 		return snap;
 	/* Else a thread whose innermost frame is where it was last time most
 	 * likely has the same chain under it: read it all at once. */
 	if (!snap && c && c->n)
-		ready = prefetch(p, tstate, c, &frame);
-	if (frame) {
-		cframe = c->cframe;
-	} else {
-		rc = current_frame(p, tstate, &frame, &cframe);
-		if (rc || !frame) {
-			if (c)
-				c->n = 0;
-			return rc;
-		}
+		*ready = prefetch(p, tstate, c, frame);
+	if (*frame) {
+		*cframe = c->cframe;
+		return snap;
 	}
+	rc = current_frame(p, tstate, frame, cframe);
+	if (rc || !*frame) {
+		if (c)
+			c->n = 0;
+		*frame = 0;
+		return rc;
+	}
+	return snap;
+}
+
+/* What a walk puts out, as it goes. */
+struct walk_out {
+	struct py_rawframe *f;
+	size_t count, npy;
+	size_t missing;		/* Python frames without their co_version */
+};
+
+/*
+ * Frame @frame (@b its bytes, of @code and @owner; @visited: its place in
+ * the prediction, or SIZE_MAX) into @w: a Python frame, or with
+ * c->keep_links an interpreter's link. Notes the anchor met.
+ */
+static void keep_frame(const struct py_offsets *o, struct py_walk_cache *c, struct walk_out *w,
+		       const unsigned char *b, uint64_t frame, uint64_t code, uint8_t owner,
+		       size_t visited)
+{
+	if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min) {
+		w->missing += !put_frame(o, c, b, frame, code, visited, &w->f[w->count++]);
+		w->npy++;
+		if (c && c->anchor_read && frame == c->anchor)
+			c->seen = true;
+	} else if (c && c->keep_links) {
+		/* a link of the chain the 3.15 anchor moves along */
+		w->f[w->count++] = (struct py_rawframe){ .frame = frame,
+							 .reserved = PY_RAWFRAME_LINK };
+	}
+}
+
+/* The walk kept Python frame @frame last, whose caller is @prev: when it is
+ * the anchor to stop at, it stops (its callers are the frame cache's). */
+static bool stops_at_anchor(struct py_walk_cache *c, const struct walk_out *w, uint64_t frame,
+			    uint64_t prev)
+{
+	if (!c || !c->stop_at || frame != c->stop_at || !w->count ||
+	    w->f[w->count - 1].frame != frame || w->f[w->count - 1].reserved)
+		return false;
+	c->at_anchor = true;
+	c->anchor_prev = prev;
+	return true;
+}
+
+int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
+			struct py_rawframe *out, size_t max, size_t *n, int *truncated)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	unsigned char fb[PY_MAX_STRUCT_COPY];
+	size_t visited = 0, budget = WALK_BUDGET(max), ready = 0;
+	size_t max_py = c && c->max_py ? c->max_py : max;
+	uint64_t frame = 0, cframe = 0, last = 0;
+	struct walk_out w = { .f = out };
+	struct loop_check loop = { .power = 1 };
+	struct chain_shape shape = { 0 };
+	int rc = 0, snap;
+
+	*n = 0;
+	*truncated = 0;
+	snap = walk_head(p, tstate, c, &shape, &frame, &cframe, &ready);
+	if (snap < 0 || !frame)
+		return snap < 0 ? snap : 0;
 	while (frame) {
-		const unsigned char *b = fb;
+		const unsigned char *b;
+		size_t at = visited < ready ? visited : SIZE_MAX;
 		uint64_t code;
 		uint8_t owner;
 
-		if (budget-- == 0 || count == max) {
+		if (budget-- == 0 || w.count == max || w.npy == max_py) {
 			*truncated = 1;
 			break;
 		}
-		/* A chain that comes back to a frame loops (the target wrote
-		 * it so): stop there rather than go round it max times, which
-		 * a slow reader (dump) would do until the target changed it
-		 * and then show as one long, made-up stack. Brent's check:
-		 * one comparison a frame, any loop found within twice its
-		 * length past its start. */
-		if (frame == mark) {
+		if (loop_check__loops(&loop, frame)) {
 			*truncated = PY_WALK_LOOPED;
 			break;
 		}
-		if (++lam == power) {
-			mark = frame;
-			power <<= 1;
-			lam = 0;
-		}
-		b = frame_bytes(p, c, snap, frame, visited < ready ? visited : SIZE_MAX, fb, &rc);
+		b = frame_bytes(p, c, snap, frame, at, fb, &rc);
 		if (!b)
 			goto out;
 		if (b == fb)
@@ -562,9 +676,8 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			c->bad_link = frame;
 			goto out;
 		}
-		if (!o->frame_owner_interp_min || owner < o->frame_owner_interp_min)
-			missing += !put_frame(o, c, b, frame, code, visited < ready ? visited : SIZE_MAX,
-					      &out[count++]);
+		keep_frame(o, c, &w, b, frame, code, owner, at);
+		last = frame;
 		/* What this walk saw is the next one's prediction; the buffers
 		 * are only read above, before this overwrite moves past them. */
 		if (c && cache_reserve(c, visited + 1) == 0) {
@@ -573,10 +686,14 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 		}
 		visited++;
 		frame = get_u64(b, o->frame_previous);
+		if (stops_at_anchor(c, &w, last, frame))
+			break;
 	}
-	rc = snap ? chain_shape__end(&shape, c->chunks, *truncated) : 0;
+	rc = snap ? chain_shape__end(&shape, c->chunks, *truncated || c->at_anchor) : 0;
 	if (rc)
 		c->bad_link = 1;	/* the chain's end */
+	else if (snap && !frame && !*truncated && last && last == c->chunks->base)
+		c->at_base = true;
 out:
 	if (c) {
 		c->n = rc ? 0 : (visited <= c->cap ? visited : c->cap);
@@ -584,10 +701,10 @@ out:
 		if (c->chunks)
 			stack_chunks__walked(c->chunks);
 	}
-	*n = count;
+	*n = w.count;
 	if (rc)
 		return rc;
-	return missing ? read_versions(p, out, count) : 0;
+	return w.missing ? read_versions(p, out, w.count) : 0;
 }
 
 int pyproc__walk(struct pyproc *p, uint64_t tstate, struct py_rawframe *out, size_t max,

@@ -169,7 +169,27 @@ struct py_walk_cache {
 	 * did not hold (1: at its end; 0: it held): the same twice running,
 	 * with the thread holding still, is a corrupt chain, not a torn one. */
 	uint64_t top_frame, bad_link;
+	/*
+	 * 3.15 frame cache (the remote sampler's; user/symbols/frame_cache.h).
+	 * In: keep_links puts the interpreter's links in the output too
+	 * (.reserved PY_RAWFRAME_LINK); stop_at, stop_seq: the walk ends at
+	 * this Python frame when the thread state still shows it as the
+	 * anchor with this sequence, and the copy goes no further down (0:
+	 * whole); max_py: Python frames at most (0: the room given).
+	 */
+	bool keep_links;
+	uint64_t stop_at, stop_seq;
+	size_t max_py;
+	/* Out, of the last walk: the anchor, sequence and base frame were read
+	 * with a copy of one instant (anchor_read); the walk stopped at the
+	 * anchor (at_anchor; anchor_prev: its caller); it met the anchor as a
+	 * Python frame (seen); it ended at the base frame (at_base). */
+	bool anchor_read, at_anchor, seen, at_base;
+	uint64_t anchor, seq, anchor_prev;
 };
+
+/* py_rawframe.reserved of an interpreter's link (keep_links). */
+#define PY_RAWFRAME_LINK 1u
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
 			struct py_rawframe *out, size_t max, size_t *n, int *truncated);

@@ -18,6 +18,13 @@
  * current frame pointer and the data stack's top (datastack_top) were the
  * same before and after. Every size read
  * from the target is bounded.
+ *
+ * 3.15 frame cache: with a floor (the thread's anchor, a frame of a chunk
+ * copied last time), only the chunks from the newest down to the floor's
+ * are copied, that one from the floor up (its header read apart): the
+ * frames below are the frame cache's (user/symbols/frame_cache.h). The
+ * anchor and its sequence are read in each of the three readings of the
+ * thread state, and must agree too.
  */
 #ifndef PYPROF_STACK_CHUNKS_H
 #define PYPROF_STACK_CHUNKS_H
@@ -40,8 +47,17 @@ struct stack_chunk {
 				 * newest chunk: up to its top and some) */
 	size_t len;		/* bytes of it in buf from the last copy */
 	size_t size;		/* its size, as the last copy said */
+	size_t from;		/* buf holds its bytes from here (0, or a floor's) */
+	unsigned char hdr[STACK_CHUNK_HEADER];	/* read apart when from > 0 */
 	unsigned char *buf;
 	size_t cap;
+};
+
+/* The thread state's fields a copy reads with the current frame (3.15; 0:
+ * none): base_frame, and last_profiled_frame with its sequence after it. */
+struct stack_anchor_fields {
+	uint64_t base;
+	uint64_t anchor;
 };
 
 /* Frames outside the chunks (3.12+ evaluation loops' entry frames live on
@@ -67,6 +83,16 @@ struct stack_chunks {
 	int moved;		/* ... but the current frame or the top moved */
 	int relearned;		/* not whole, as the chunks were not as predicted:
 				 * the next copy is as they are now */
+	/* In: where to read the anchor (3.15), and the floor: copy no
+	 * further down than this frame (0: whole). */
+	struct stack_anchor_fields fields;
+	uint64_t floor;
+	/* Out: the floor was used (the oldest chunk copied is the floor's),
+	 * and the anchor, sequence and base frame read with the copy
+	 * (anchor_read: in all three readings, the same). */
+	int floored;
+	int anchor_read;
+	uint64_t anchor, seq, base;
 };
 
 /*

@@ -5,9 +5,9 @@
 
 int stack_read__init(struct stack_read *r, size_t max)
 {
-	*r = (struct stack_read){ .max = max };
-	r->frames = calloc(max ? max : 1, sizeof(*r->frames));
-	r->check = calloc(max ? max : 1, sizeof(*r->check));
+	*r = (struct stack_read){ .max = max, .room = 2 * max + 16 };
+	r->frames = calloc(r->room, sizeof(*r->frames));
+	r->check = calloc(r->room, sizeof(*r->check));
 	if (!r->frames || !r->check) {
 		stack_read__free(r);
 		return -ENOMEM;
@@ -45,9 +45,10 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 	if (c) {
 		c->copy_budget = STACK_READ_COPIES;
 		c->stopped = stopped;
+		c->max_py = r->max;
 	}
 	for (int try = 0; try < STACK_READ_TRIES; try++) {
-		rc = pyproc__walk_cached(p, tstate, c, r->frames, r->max, &r->n, &r->truncated);
+		rc = pyproc__walk_cached(p, tstate, c, r->frames, r->room, &r->n, &r->truncated);
 		/* A copy whose chain did not hold together (frame_sizes.h):
 		 * torn, unless STACK_READ_CORRUPT copies running broke at the
 		 * same link of the same chain, which is then the target's own
@@ -76,7 +77,7 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		 * [no-python-frames] on a thread that always runs Python
 		 * (0.3-0.8% of sympy's samples) until the second walk had to
 		 * agree with it. */
-		rc = pyproc__walk_cached(p, tstate, c, r->check, r->max, &n2, &t2);
+		rc = pyproc__walk_cached(p, tstate, c, r->check, r->room, &n2, &t2);
 		r->torn = rc == -EAGAIN || (!rc && !(n2 == r->n && same_stack(r->frames, r->check, n2)));
 		if (rc && rc != -EAGAIN)
 			break;

@@ -34,7 +34,9 @@
 struct stack_read {
 	struct py_rawframe *frames;	/* the stack read, innermost first */
 	struct py_rawframe *check;	/* the second walk */
-	size_t max;			/* room in each */
+	size_t max;			/* Python frames at most */
+	size_t room;			/* room in each (the interpreter's links
+					 * too, when the walk cache keeps them) */
 	size_t n;			/* frames in @frames */
 	int truncated;			/* pyproc__walk_cached()'s */
 	bool torn;			/* no copy held still and in shape, or the walks
