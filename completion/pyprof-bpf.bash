@@ -87,11 +87,11 @@ _pyprof_bpf()
 			local last=${cur##*,}
 			mapfile -t COMPREPLY < <(compgen -P "${cur%"$last"}" -W "$(_pyprof_bpf_pids)" -- "$last")
 			;;
-		-o|--output|--raw|-i|--input|--auth-file)
+		-o|--output|--raw|-i|--input|--auth-file|--core|--exe)
 			compopt -o filenames 2>/dev/null
 			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 			;;
-		--output-dir|--spool-dir)
+		--output-dir|--spool-dir|--root)
 			compopt -o filenames 2>/dev/null
 			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 			;;

@@ -26,6 +26,8 @@ PKGS=(
 	libbz2-dev liblzma-dev binutils dpkg-dev man-db groff-base libcap2-bin
 	# another tracer holding a target (tests/test_blocking.py)
 	strace
+	# gcore: core files of live targets for `dump --core` (tests/test_dump_core.py)
+	gdb
 	# `agent --push`: libcurl's headers (the library itself is opened at run time)
 	libcurl4-openssl-dev
 )

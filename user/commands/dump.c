@@ -8,11 +8,14 @@
 #include <unistd.h>
 #include "asyncio/asyncio.h"
 #include "commands/dump.h"
+#include "commands/dump_core.h"
 #include "commands/dump_source.h"
 #include "output/json_writer.h"
 #include "target/opcodes/opcode_read.h"
 #include "target/opcodes/opnames.h"
+#include "target/core_file.h"
 #include "target/procfs.h"
+#include "target/remote_mem.h"
 #include "target/pyproc.h"
 #include "target/thread_names.h"
 #include "target/thread_state.h"
@@ -29,6 +32,8 @@
 #define DUMP_MAX_FRAMES 65536
 /* dump_thread.truncated beside 1 and PY_WALK_LOOPED: cut at a read fault */
 #define DUMP_CUT_FAULT 3
+/* dump --core: the core holds zeros where the next frame is */
+#define DUMP_CUT_CORE 4
 /* --locals: names shown in one dump at most (LOCALS_MAX_PER_FRAME a frame) */
 #define DUMP_MAX_LOCALS 4096
 /* -a: processes looked at at most */
@@ -162,9 +167,10 @@ static void json_kstack(FILE *out, const char *ks)
 	fputc(']', out);
 }
 
-static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n)
+static void print_text(FILE *out, struct pyproc *p, pid_t pid, const struct dump_thread *th,
+		       size_t n)
 {
-	fprintf(out, "Process %d: Python %s\n", (int)pyproc__pid(p), pyproc__version(p));
+	fprintf(out, "Process %d: Python %s\n", (int)pid, pyproc__version(p));
 	for (size_t i = 0; i < n; i++) {
 		const struct dump_thread *t = &th[i];
 
@@ -172,9 +178,13 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 		if (t->pyname) {
 			fputs(" \"", out);
 			put_clean(out, t->pyname);
-			fputs("\" (comm \"", out);
-			put_clean(out, t->name);
-			fputs("\")", out);
+			fputs("\"", out);
+			/* (a core keeps no thread's comm) */
+			if (t->name[0]) {
+				fputs(" (comm \"", out);
+				put_clean(out, t->name);
+				fputs("\")", out);
+			}
 		} else if (t->name[0]) {
 			fputs(" \"", out);
 			put_clean(out, t->name);
@@ -187,7 +197,8 @@ static void print_text(FILE *out, struct pyproc *p, const struct dump_thread *th
 		fprintf(out, "%s (most recent call last):%s\n",
 			t->st.main_thread ? " [main thread]" : "",
 			t->truncated == PY_WALK_LOOPED ? " [truncated: its frame chain loops]" :
-			t->truncated == DUMP_CUT_FAULT ? " [read-fault]" :
+			t->truncated == DUMP_CUT_FAULT || t->truncated == DUMP_CUT_CORE ?
+			" [read-fault]" :
 			t->truncated ? " [truncated]" : "");
 		print_state(out, &t->st);
 		if (t->nframes == 0)
@@ -265,10 +276,10 @@ static void json_dump_frame(FILE *out, const struct py_sym *s, const struct dump
 	fputc('}', out);
 }
 
-static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th, size_t n,
+static void print_json(FILE *out, struct pyproc *p, pid_t pid, const struct dump_thread *th, size_t n,
 		       int with_locals)
 {
-	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pyproc__pid(p));
+	fprintf(out, "{\"pid\": %d, \"python\": ", (int)pid);
 	json_write_string(out, pyproc__version(p));
 	fputs(", \"threads\": [", out);
 	for (size_t i = 0; i < n; i++) {
@@ -288,7 +299,7 @@ static void print_json(FILE *out, struct pyproc *p, const struct dump_thread *th
 		if (t->truncated)
 			fprintf(out, ", \"truncated\": \"%s\"",
 				t->truncated == PY_WALK_LOOPED ? "loop" :
-				t->truncated == DUMP_CUT_FAULT ? "read-fault" : "depth");
+				t->truncated == DUMP_CUT_FAULT || t->truncated == DUMP_CUT_CORE ? "read-fault" : "depth");
 		if (t->op[0]) {
 			fputs(", \"opcode\": ", out);
 			json_write_string(out, t->op + 5);	/* after "[op] " */
@@ -322,6 +333,17 @@ static void thread_opcode(struct pyproc *p, struct dump_thread *t, const struct 
  * instant, as the remote backend does: two walks that agree, from a copy of
  * its stack chunks. 0 or -errno; *@nf frames in sr->frames.
  */
+/* A core (dump --core) is never gone. */
+static bool target_alive(const struct pyproc *p)
+{
+	return pyproc__pid(p) == REMOTE_MEM_CORE || procfs__alive(pyproc__pid(p));
+}
+
+static bool thread_alive(const struct pyproc *p, pid_t tid)
+{
+	return pyproc__pid(p) == REMOTE_MEM_CORE || procfs__thread_alive(pyproc__pid(p), tid);
+}
+
 static int walk_thread(struct pyproc *p, struct dump_thread *t, struct stack_read *sr,
 		       bool stopped, size_t *nf)
 {
@@ -348,7 +370,7 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 		if (rc == -ESRCH)
 			return rc;
 		if (rc || (t->torn && attempt + 1 < DUMP_ATTEMPTS)) {
-			if (!procfs__alive(pyproc__pid(p)))
+			if (!target_alive(p))
 				return -ESRCH;
 			continue;
 		}
@@ -372,10 +394,10 @@ static int dump_thread(struct pyproc *p, struct symbolizer *sym, struct dump_thr
 			break;
 		}
 		last = h;
-		if (!procfs__alive(pyproc__pid(p)))
+		if (!target_alive(p))
 			return -ESRCH;
 	}
-	if (rc == -EFAULT && nf && procfs__thread_alive(pyproc__pid(p), t->t.host_tid)) {
+	if (rc == -EFAULT && nf && thread_alive(p, t->t.host_tid)) {
 		/* Every walk of a live thread faulted at the same kind of place
 		 * after nf frames: a link into unmapped memory (a corrupt
 		 * chain). Its frames up to there, marked, rather than no dump
@@ -521,6 +543,10 @@ static void print_notes(const struct dump_thread *th, size_t n)
 		if (t->truncated == DUMP_CUT_FAULT)
 			fprintf(stderr, "pyprof-bpf: thread %d: a frame could not be read "
 				"(corrupt chain): shown up to it\n", tid);
+		else if (t->truncated == DUMP_CUT_CORE)
+			fprintf(stderr, "pyprof-bpf: thread %d: the core holds zeros where its next "
+				"frame is (memory its dumper could not read: gcore cannot read the "
+				"stacks of threads that glibc 2.42+ guards): shown up to there\n", tid);
 		else if (t->truncated == PY_WALK_LOOPED)
 			fprintf(stderr, "pyprof-bpf: thread %d: its frame chain loops (corrupt): "
 				"shown up to the repeat\n", tid);
@@ -535,15 +561,15 @@ static void print_notes(const struct dump_thread *th, size_t n)
 }
 
 static int write_dump(const struct dump_opts *o, FILE *out, const char *before,
-		      struct pyproc *p, const struct dump_thread *th, size_t n, char *err,
-		      size_t errlen)
+		      struct pyproc *p, pid_t pid, const struct dump_thread *th, size_t n,
+		      char *err, size_t errlen)
 {
 	print_notes(th, n);
 	fputs(before, out);
 	if (o->json)
-		print_json(out, p, th, n, o->locals);
+		print_json(out, p, pid, th, n, o->locals);
 	else
-		print_text(out, p, th, n);
+		print_text(out, p, pid, th, n);
 	if (fflush(out) || ferror(out)) {
 		snprintf(err, errlen, "writing the dump: %s", strerror(errno));
 		return -EIO;
@@ -570,37 +596,39 @@ static int still_listed(struct pyproc *p, uint64_t tstate)
 
 /* The one line of a thread's dump that failed for want of memory or of a
  * stack that held still. */
-static void thread_error(const struct dump_opts *o, const struct dump_thread *t, int rc,
-			 char *err, size_t errlen)
+static void thread_error(pid_t pid, const struct dump_thread *t, int rc, char *err,
+			 size_t errlen)
 {
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	else
 		snprintf(err, errlen, "process %d: thread %d's stack kept changing while it was "
-			 "read (%d tries); try again", (int)o->pid, (int)t->t.host_tid,
+			 "read (%d tries); try again", (int)pid, (int)t->t.host_tid,
 			 DUMP_ATTEMPTS);
 }
 
 /* Each shown frame's whole location and, unless --no-source, its line of
  * source, for the walk in @raw that gave t->syms. */
-static int locate_frames(const struct dump_opts *o, struct pyproc *p, struct symbolizer *sym,
-			 struct dump_thread *t, const struct py_rawframe *raw, size_t *locals_left)
+static int locate_frames(const struct dump_opts *o, const struct dump_core *core,
+			 struct pyproc *p, struct symbolizer *sym, struct dump_thread *t,
+			 const struct py_rawframe *raw, size_t *locals_left)
 {
-	int64_t start_ns = 0;
+	int rootfd = core->cf ? core_file__root(core->cf) : -1;
+	int64_t start_ns = core->mtime_ns;
 
 	t->locs = calloc(t->nframes ? t->nframes : 1, sizeof(*t->locs));
 	if (!t->locs)
 		return -ENOMEM;
 	dump_source__locate(sym, raw, t->nraw, t->locs, t->nframes);
-	if (procfs__start_ns(o->pid, &start_ns))
+	if (!core->cf && procfs__start_ns(o->pid, &start_ns))
 		start_ns = 0;	/* unknown: no file can be told newer */
 	for (size_t k = 0; k < t->nframes; k++) {
 		struct dump_loc *l = &t->locs[k];
 
 		if (l->line != t->syms[k].line)	/* the code moved on meanwhile */
-			*l = (struct dump_loc){ t->syms[k].line, -1, -1, -1, NULL, false };
+			*l = (struct dump_loc){ t->syms[k].line, -1, -1, -1, NULL, false, l->raw };
 		if (!o->no_source)
-			dump_source__read(o->pid, start_ns, t->syms[k].file, l);
+			dump_source__read(o->pid, rootfd, start_ns, t->syms[k].file, l);
 		if (!o->locals || !*locals_left)
 			continue;
 		l->locals = calloc(LOCALS_MAX_PER_FRAME, sizeof(*l->locals));
@@ -620,11 +648,12 @@ static int locate_frames(const struct dump_opts *o, struct pyproc *p, struct sym
  * Each thread's state, in one look, into @st; with --only-active only the
  * thread holding the GIL stays in @threads (none while no thread holds it).
  */
-static int look_at_threads(const struct dump_opts *o, struct pyproc *p,
-			   struct py_thread *threads, struct py_thread_state *st, size_t *n)
+static int look_at_threads(const struct dump_opts *o, const struct dump_core *core,
+			   struct pyproc *p, struct py_thread *threads, struct py_thread_state *st,
+			   size_t *n)
 {
 	size_t k = 0;
-	int rc = thread_state__look(p, threads, *n, st);
+	int rc = thread_state__look_core(p, core->cf, threads, *n, st);
 
 	if (rc || !o->only_active)
 		return rc;
@@ -642,9 +671,9 @@ static int look_at_threads(const struct dump_opts *o, struct pyproc *p,
  * The threads (*@n into @threads), their states (@st) in one look, and
  * their Python names into @names. 0, -ENOMEM, or a read error.
  */
-static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symbolizer *sym,
-			struct thread_names *names, struct py_thread *threads,
-			struct py_thread_state *st, size_t *n)
+static int list_threads(const struct dump_opts *o, const struct dump_core *core,
+			struct pyproc *p, struct symbolizer *sym, struct thread_names *names,
+			struct py_thread *threads, struct py_thread_state *st, size_t *n)
 {
 	int rc = 0;
 
@@ -661,7 +690,7 @@ static int list_threads(const struct dump_opts *o, struct pyproc *p, struct symb
 		rc = 0;
 	}
 	if (!rc)
-		rc = look_at_threads(o, p, threads, st, n);
+		rc = look_at_threads(o, core, p, threads, st, n);
 	/* threading's own names: a record that does not read names no thread */
 	if (!rc && threading_names__read(p, sym, threads, *n, names) == -ENOMEM)
 		rc = -ENOMEM;
@@ -724,9 +753,26 @@ struct dump_ctx {
 	char *kst;			/* --kernel: DUMP_KSTACK_LEN a thread */
 	struct stack_read sr;
 	struct thread_stop stop;	/* --blocking */
+	struct dump_core core;		/* --core */
+	pid_t pid;			/* the process (a core's, as it was) */
 	size_t n;
 	size_t locals_left;
 };
+
+/*
+ * dump --core: an outermost frame that is all zeros is no frame but memory
+ * the core did not get (gcore writes zeros where it cannot read): the
+ * stack is cut there, and said so.
+ */
+static void cut_at_core_hole(struct dump_thread *t, const struct py_rawframe *raw)
+{
+	if (!t->nraw || !t->nframes || raw[t->nraw - 1].code ||
+	    strcmp(t->syms[t->nframes - 1].function, "<unknown>") != 0)
+		return;
+	t->nraw--;
+	t->nframes--;
+	t->truncated = DUMP_CUT_CORE;
+}
 
 /* Thread @i left the list: it ended while we read it (not part of "now"). */
 static void drop_thread(struct dump_ctx *c, size_t i)
@@ -760,22 +806,26 @@ static int read_stacks(const struct dump_opts *o, struct dump_ctx *c, char *err,
 			t->interp_id = c->th[i - 1].interp_id;	/* listed by interpreter */
 		else
 			pyproc__interp_id(c->p, t->t.interp, &t->interp_id);
-		procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		if (!c->core.cf)
+			procfs__comm(o->pid, t->t.host_tid, t->name, sizeof(t->name));
+		else if (t->t.host_tid == c->pid)	/* a core names the process only */
+			snprintf(t->name, sizeof(t->name), "%s", core_file__comm(c->core.cf));
 		t->pyname = thread_names__python(c->names, t->t.host_tid);
 		t->st = c->st[i];
 		t->kstack = c->kst ? c->kst + i * DUMP_KSTACK_LEN : NULL;
-		rc = dump_thread(c->p, c->sym, t, &c->sr, c->stop.threads != NULL, o->opcodes);
+		rc = dump_thread(c->p, c->sym, t, &c->sr, c->stop.threads || c->core.cf, o->opcodes);
 		if (rc == -ESTALE)
 			rc = still_listed(c->p, t->t.tstate) ? 0 : -ENOENT;
-		if (rc && rc != -ESRCH && (rc == -ENOENT ||
-					   !procfs__thread_alive(o->pid, t->t.host_tid))) {
+		if (rc && rc != -ESRCH && (rc == -ENOENT || !thread_alive(c->p, t->t.host_tid))) {
 			drop_thread(c, i--);
 			continue;
 		}
+		if (!rc && c->core.cf)
+			cut_at_core_hole(t, c->sr.frames);
 		if (!rc)
-			rc = locate_frames(o, c->p, c->sym, t, c->sr.frames, &c->locals_left);
+			rc = locate_frames(o, &c->core, c->p, c->sym, t, c->sr.frames, &c->locals_left);
 		if (rc == -ENOMEM || rc == -EAGAIN) {
-			thread_error(o, t, rc, err, errlen);
+			thread_error(c->pid, t, rc, err, errlen);
 			*said = true;
 		}
 		if (rc)
@@ -788,10 +838,12 @@ static int read_stacks(const struct dump_opts *o, struct dump_ctx *c, char *err,
 static int dump_ctx__open(const struct dump_opts *o, struct dump_ctx *c, char *err,
 			  size_t errlen)
 {
-	int rc = pyproc__open(o->pid, &c->p, err, errlen);
+	int rc = o->core ? dump_core__open(o, &c->core, &c->p, err, errlen) :
+			   pyproc__open(o->pid, &c->p, err, errlen);
 
 	if (rc)
 		return rc;
+	c->pid = c->core.cf ? core_file__pid(c->core.cf) : o->pid;
 	c->locals_left = DUMP_MAX_LOCALS;
 	c->threads = calloc(DUMP_MAX_THREADS, sizeof(*c->threads));
 	c->th = calloc(DUMP_MAX_THREADS, sizeof(*c->th));
@@ -823,6 +875,7 @@ static void dump_ctx__free(struct dump_ctx *c)
 	thread_names__free(c->names);
 	symbolizer__free(c->sym);
 	pyproc__free(c->p);
+	dump_core__close(&c->core);
 }
 
 static int dump_one(const struct dump_opts *o, FILE *out, const char *before, char *err,
@@ -837,7 +890,7 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 	rc = dump_ctx__open(o, &c, err, errlen);
 	if (rc)
 		goto out;
-	rc = list_threads(o, c.p, c.sym, c.names, c.threads, c.st, &c.n);
+	rc = list_threads(o, &c.core, c.p, c.sym, c.names, c.threads, c.st, &c.n);
 	if (!rc && o->kernel)
 		rc = kernel_stacks(o->pid, c.threads, c.st, c.n, &c.kst);
 	if (rc == -ENOMEM) {
@@ -855,11 +908,14 @@ static int dump_one(const struct dump_opts *o, FILE *out, const char *before, ch
 		goto fail_read;
 	/* Running again before the output, which may wait on its reader. */
 	thread_stop__free(&c.stop);
-	rc = write_dump(o, out, before, c.p, c.th, c.n, err, errlen);
+	rc = write_dump(o, out, before, c.p, c.pid, c.th, c.n, err, errlen);
 	goto out;
 
 fail_read:
-	if (rc == -ESRCH || !procfs__alive(o->pid)) {
+	if (c.core.cf) {
+		snprintf(err, errlen, "core %s: reading its stacks failed: %s", o->core,
+			 rc == -EPROTO ? "its thread list is inconsistent" : strerror(-rc));
+	} else if (rc == -ESRCH || !procfs__alive(o->pid)) {
 		snprintf(err, errlen, "process %d exited during the dump", (int)o->pid);
 		rc = -ESRCH;
 	} else {

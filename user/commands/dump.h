@@ -21,6 +21,9 @@ struct dump_opts {
 	int locals;		/* --locals: each frame's arguments and locals */
 	int blocking;		/* --blocking: the threads stopped while read */
 	int kernel;		/* --kernel: each thread's kernel stack */
+	const char *core;	/* --core: a core file instead of a process */
+	const char *exe;	/* --exe: its executable, where it is now */
+	const char *root;	/* --root: the file system it ran in */
 };
 
 /* 0, or -errno with one line in @err. */

@@ -36,7 +36,8 @@ void dump_source__locate(struct symbolizer *sym, const struct py_rawframe *raw, 
 
 		if (rc == -ENOENT)
 			continue;	/* as resolve_stack: not a frame shown */
-		locs[k] = (struct dump_loc){ s.line, -1, -1, -1, NULL, false, i, NULL, 0 };
+		/* an unreadable frame is shown <unknown>, at no line */
+		locs[k] = (struct dump_loc){ rc ? -1 : s.line, -1, -1, -1, NULL, false, i, NULL, 0 };
 		if (!rc && symbolizer__location(sym, &raw[i], &r) == 0 && r.line == s.line) {
 			locs[k].end_line = r.end_line;
 			locs[k].col = r.col;
@@ -68,7 +69,8 @@ static char *line_of(FILE *f, int want)
 	return NULL;
 }
 
-void dump_source__read(pid_t pid, int64_t start_ns, const char *file, struct dump_loc *l)
+void dump_source__read(pid_t pid, int rootfd, int64_t start_ns, const char *file,
+		       struct dump_loc *l)
 {
 	struct stat st;
 	FILE *f;
@@ -76,7 +78,8 @@ void dump_source__read(pid_t pid, int64_t start_ns, const char *file, struct dum
 
 	if (l->line <= 0 || file[0] != '/')
 		return;		/* "<string>", "<frozen ...>": no file */
-	fd = rootfs__open(pid, file, SOURCE_MAX_FILE, &st);
+	fd = rootfd >= 0 ? rootfs__open_at(rootfd, file, SOURCE_MAX_FILE, &st) :
+			   rootfs__open(pid, file, SOURCE_MAX_FILE, &st);
 	if (fd < 0)
 		return;
 	/* newer than the process (by more than the start time's tick): what

@@ -32,10 +32,12 @@ struct frame_local;
 void dump_source__locate(struct symbolizer *sym, const struct py_rawframe *raw, size_t nraw,
 			 struct dump_loc *locs, size_t nlocs);
 /*
- * Read @file's line @l->line from @pid's root into @l->source, unless the
- * file changed after @start_ns (then @l->changed). Quiet on failure.
+ * Read @file's line @l->line from @pid's root (@rootfd >= 0: from that
+ * root, a core's) into @l->source, unless the file changed after @start_ns
+ * (then @l->changed; 0: unknown). Quiet on failure.
  */
-void dump_source__read(pid_t pid, int64_t start_ns, const char *file, struct dump_loc *l);
+void dump_source__read(pid_t pid, int rootfd, int64_t start_ns, const char *file,
+		       struct dump_loc *l);
 /* The line, stripped as a traceback shows it, and under it the executing
  * expression marked ^^^ (when it is not the whole line), at @indent. */
 void dump_source__print(FILE *out, const struct dump_loc *l, const char *indent);

@@ -29,6 +29,7 @@ static const char dump_doc[] =
 "\n"
 "USAGE: pyprof-bpf dump [--async] -p PID[,PID...] | -a [--json] [--only-active] [--no-source]\n"
 "                       [--locals] [--opcodes] [--blocking] [--kernel]\n"
+"       pyprof-bpf dump --core CORE [--exe PYTHON] [--root DIR] [--json] [--locals] ...\n"
 "\v"
 "EXAMPLES:\n"
 "    pyprof-bpf dump -p 1234           # tracebacks of every thread, with its state\n"
@@ -42,10 +43,12 @@ static const char dump_doc[] =
 "    pyprof-bpf dump -p 1234 --json    # the same as JSON, innermost frame first\n"
 "    pyprof-bpf dump -p 1234 --opcodes # and the instruction each thread is at\n"
 "    pyprof-bpf dump --async -p 1234   # asyncio tasks (3.14+) as a tree\n"
-"    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n";
+"    pyprof-bpf dump --async -p 1234 --json   # each task, its frames, awaiters\n"
+"    gcore -o core 1234 && pyprof-bpf dump --core core.1234   # from a core file\n"
+"    pyprof-bpf dump --core core.1234 --exe /opt/py/bin/python3.13 --locals\n";
 
 enum { OPT_JSON = 1000, OPT_ASYNC, OPT_OPCODES, OPT_ONLY_ACTIVE, OPT_NO_SOURCE, OPT_LOCALS,
-       OPT_BLOCKING, OPT_KERNEL };
+       OPT_BLOCKING, OPT_KERNEL, OPT_CORE, OPT_EXE, OPT_ROOT };
 
 static const struct argp_option dump_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Process(es) to read", 0 },
@@ -66,6 +69,12 @@ static const struct argp_option dump_options[] = {
 	{ "async", OPT_ASYNC, NULL, 0, "The asyncio tasks (3.14+): an await tree like `python -m "
 	  "asyncio pstree`; with --json {pid, python, tasks: [{id, name, tid, running, frames, "
 	  "awaited_by}]}", 0 },
+	{ "core", OPT_CORE, "CORE", 0, "Read a core file (gcore, systemd-coredump) instead of a "
+	  "process: every thread's stack, state as its registers tell it, names, locals", 0 },
+	{ "exe", OPT_EXE, "PYTHON", 0, "--core: the executable the process ran, when it is no "
+	  "longer where the core says", 0 },
+	{ "root", OPT_ROOT, "DIR", 0, "--core: the file system the process ran in (a container's "
+	  "root; default /): its libraries and sources are read there", 0 },
 	{ "opcodes", OPT_OPCODES, NULL, 0, "The instruction each thread's innermost frame is at, "
 	  "specialised form included ([op] NAME after it; JSON: \"opcode\"), read just after "
 	  "its stack", 0 },
@@ -122,12 +131,28 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	case OPT_KERNEL:
 		o->kernel = 1;
 		break;
+	case OPT_CORE:
+		o->core = arg;
+		break;
+	case OPT_EXE:
+		o->exe = arg;
+		break;
+	case OPT_ROOT:
+		o->root = arg;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument: %s", arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid && !o->all)
-			argp_error(state, "a target is needed: -p PID[,PID...] or -a");
+		if (o->core && (o->pid || o->all))
+			argp_error(state, "--core reads a core file: not with -p or -a");
+		if (o->core && (o->async || o->kernel || o->blocking))
+			argp_error(state, "--core: --async, --kernel and --blocking need a live "
+				   "process");
+		if ((o->exe || o->root) && !o->core)
+			argp_error(state, "--exe and --root are for --core");
+		if (!o->pid && !o->all && !o->core)
+			argp_error(state, "a target is needed: -p PID[,PID...], -a or --core CORE");
 		if (o->pid && o->all)
 			argp_error(state, "-a takes every Python process: not with -p");
 		if (o->async && (o->all || o->npids > 1))

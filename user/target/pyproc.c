@@ -148,16 +148,14 @@ struct runtime_loc {
 	uint64_t bias;
 };
 
-/* Find the executable or libpython that holds _PyRuntime. */
-static int find_runtime(pid_t pid, const struct procmaps *maps, struct runtime_loc *loc,
-			char *err, size_t errlen)
+/* Find the executable (@exe) or libpython that holds _PyRuntime. */
+static int find_runtime(const struct pyproc_files *fs, const char *exe, const struct procmaps *maps,
+			struct runtime_loc *loc, char *err, size_t errlen)
 {
-	char exe[PATH_MAX] = "";
 	const char *seen[64];
 	size_t nseen = 0;
 	int err_open = 0;
 
-	exe_path(pid, exe, sizeof(exe));
 	/* The executable first, then every libpython*.so mapping. */
 	for (size_t i = 0; i <= maps->n; i++) {
 		const char *path = i == 0 ? exe : maps->maps[i - 1].path;
@@ -174,7 +172,7 @@ static int find_runtime(pid_t pid, const struct procmaps *maps, struct runtime_l
 		first = procmaps__first(maps, path);
 		if (!first)
 			continue;
-		fd = procmaps__open_file(pid, first);
+		fd = fs->open(fs->ctx, first);
 		if (fd < 0) {
 			err_open = fd;
 			continue;
@@ -189,11 +187,12 @@ static int find_runtime(pid_t pid, const struct procmaps *maps, struct runtime_l
 next:;
 	}
 	if (err_open == -EACCES || err_open == -EPERM) {
-		snprintf(err, errlen, "process %d: permission denied opening its executable", (int)pid);
+		snprintf(err, errlen, "%s: permission denied opening its executable", fs->what);
 		return -EPERM;
 	}
-	snprintf(err, errlen, "process %d (%s) is not a Python process: no _PyRuntime in it or "
-		 "any libpython it maps", (int)pid, exe[0] ? exe : "?");
+	snprintf(err, errlen, "%s (%s) is not a Python process: no _PyRuntime in it or "
+		 "any libpython it maps%s", fs->what, exe[0] ? exe : "?",
+		 err_open ? " (some of its files could not be opened)" : "");
 	return -ENOEXEC;
 }
 
@@ -600,10 +599,83 @@ static int check_readable(pid_t pid, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The runtime found among @maps (the files opened through @fs), its
+ * version read and its offsets loaded into @p: what every target needs
+ * before its threads can be read. 0, or -errno with @err said when it is
+ * something but a failed read.
+ */
+static int attach(struct pyproc *p, const struct pyproc_files *fs, const char *exe,
+		  const struct procmaps *maps, char *err, size_t errlen)
+{
+	struct runtime_loc loc = { 0 };
+	int rc;
+
+	rc = find_runtime(fs, exe, maps, &loc, err, errlen);
+	if (rc)
+		return rc;
+	p->runtime = loc.bias + loc.info.runtime;
+	p->code_type = loc.info.code_type ? loc.bias + loc.info.code_type : 0;
+	p->coro_type = loc.info.coro_type ? loc.bias + loc.info.coro_type : 0;
+	p->asyncgen_type = loc.info.asyncgen_type ? loc.bias + loc.info.asyncgen_type : 0;
+	rc = read_version(p, &loc, err, errlen);
+	if (!rc)
+		rc = load_offsets(p, err, errlen);
+	if (!rc)
+		format_version(p->off.version_hex, p->version, sizeof(p->version));
+	return rc;
+}
+
+int pyproc__open_files(const struct pyproc_files *fs, const char *exe,
+		       const struct procmaps *maps, const pid_t *tids, size_t ntids,
+		       struct pyproc **out, char *err, size_t errlen)
+{
+	struct pyproc *p = calloc(1, sizeof(*p));
+	struct py_thread first;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->pid = fs->pid;
+	p->tids = calloc(ntids ? ntids : 1, sizeof(*p->tids));
+	if (!p->tids) {
+		pyproc__free(p);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ntids; i++)
+		p->tids[i] = (struct tid_pair){ tids[i], tids[i] };
+	p->ntids = ntids;
+	err[0] = '\0';
+	rc = attach(p, fs, exe, maps, err, errlen);
+	if (!rc) {
+		rc = pyproc__threads(p, &first, 1, &n);
+		rc = rc == -E2BIG ? 0 : rc;
+		if (rc == -EPROTO)
+			snprintf(err, errlen, "%s: Python %s's thread list does not match its offsets",
+				 fs->what, p->version);
+	}
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s: reading its runtime: %s", fs->what, strerror(-rc));
+	if (rc) {
+		pyproc__free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+static int open_in_process(void *ctx, const struct mapping *m)
+{
+	return procmaps__open_file(*(const pid_t *)ctx, m);
+}
+
 int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
 {
 	struct procmaps maps = { 0 };
-	struct runtime_loc loc = { 0 };
+	char exe[PATH_MAX] = "", what[32];
+	struct pyproc_files fs = { pid, what, open_in_process, &pid };
 	struct pyproc *p;
 	struct py_thread first;
 	size_t n;
@@ -638,20 +710,13 @@ int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen)
 		snprintf(err, errlen, "reading /proc/%d/maps: %s", (int)pid, strerror(-rc));
 		goto fail;
 	}
-	rc = find_runtime(pid, &maps, &loc, err, errlen);
-	if (rc)
+	snprintf(what, sizeof(what), "process %d", (int)pid);
+	exe_path(pid, exe, sizeof(exe));
+	rc = attach(p, &fs, exe, &maps, err, errlen);
+	if (rc == -ENOEXEC || (rc == -EPERM && err[0]))
 		goto fail;
-	p->runtime = loc.bias + loc.info.runtime;
-	p->code_type = loc.info.code_type ? loc.bias + loc.info.code_type : 0;
-	p->coro_type = loc.info.coro_type ? loc.bias + loc.info.coro_type : 0;
-	p->asyncgen_type = loc.info.asyncgen_type ? loc.bias + loc.info.asyncgen_type : 0;
-	rc = read_version(p, &loc, err, errlen);
 	if (rc)
 		goto fail_read;
-	rc = load_offsets(p, err, errlen);
-	if (rc)
-		goto fail_read;
-	format_version(p->off.version_hex, p->version, sizeof(p->version));
 	rc = load_tids(p);
 	if (rc)
 		goto fail_read;

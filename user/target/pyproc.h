@@ -32,6 +32,28 @@ int pyproc__open(pid_t pid, struct pyproc **out, char *err, size_t errlen);
 void pyproc__free(struct pyproc *p);
 
 /*
+ * How a target's files are opened: a process's through /proc, a core's
+ * under the root it ran in (core_file.h).
+ */
+struct procmaps;
+struct mapping;
+struct pyproc_files {
+	pid_t pid;		/* what its memory is read as (REMOTE_MEM_CORE: a core) */
+	const char *what;	/* "process 123", "core FILE": for error lines */
+	int (*open)(void *ctx, const struct mapping *m);	/* an fd or -errno */
+	void *ctx;
+};
+
+/*
+ * Attach to a target that is not a live process (a core file): its file
+ * mappings @maps, executable @exe, thread ids @tids; its memory is read
+ * as pid fs->pid. Errors as pyproc__open()'s.
+ */
+int pyproc__open_files(const struct pyproc_files *fs, const char *exe,
+		       const struct procmaps *maps, const pid_t *tids, size_t ntids,
+		       struct pyproc **out, char *err, size_t errlen);
+
+/*
  * What pyproc__open() learns from a process's files and tables before it
  * walks anything: where the runtime and the types are, and the offsets.
  */

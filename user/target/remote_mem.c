@@ -2,10 +2,32 @@
 #include <errno.h>
 #include <limits.h>
 #include <sys/uio.h>
+#include "target/core_file.h"
 #include "target/remote_mem.h"
 
 /* The kernel takes at most IOV_MAX iovecs per call on each side. */
 #define BATCH 1024
+
+/* The core file REMOTE_MEM_CORE reads (dump --core, one per run). */
+static struct core_file *core;
+
+void remote_mem__set_core(struct core_file *cf)
+{
+	core = cf;
+}
+
+static int read_core(const struct remote_iov *iov, size_t n, size_t *whole)
+{
+	*whole = 0;
+	if (!core)
+		return -ESRCH;
+	for (size_t i = 0; i < n; i++) {
+		if (core_file__read(core, iov[i].addr, iov[i].buf, iov[i].len))
+			return -EFAULT;
+		(*whole)++;
+	}
+	return 0;
+}
 
 static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n, size_t *whole)
 {
@@ -13,6 +35,8 @@ static int read_batch(pid_t pid, const struct remote_iov *iov, size_t n, size_t 
 	size_t want = 0;
 	ssize_t got;
 
+	if (pid == REMOTE_MEM_CORE)
+		return read_core(iov, n, whole);
 	for (size_t i = 0; i < n; i++) {
 		local[i].iov_base = iov[i].buf;
 		local[i].iov_len = iov[i].len;

@@ -29,4 +29,13 @@ int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *val);
  */
 int remote_readv_prefix(pid_t pid, const struct remote_iov *iov, size_t n, size_t *done);
 
+/*
+ * dump --core: reads of pid REMOTE_MEM_CORE are served from @cf
+ * (core_file.h) instead of a process, so that every reader of a target
+ * reads a core the same way. NULL: none (reads of it fail, -ESRCH).
+ */
+#define REMOTE_MEM_CORE ((pid_t)-2)
+struct core_file;
+void remote_mem__set_core(struct core_file *cf);
+
 #endif

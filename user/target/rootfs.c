@@ -121,6 +121,18 @@ static int open_with(pid_t pid, const char *path, uint64_t max_size, struct stat
 	return rootfs__reopen(pathfd, max_size, st);
 }
 
+int rootfs__open_at(int rootfd, const char *path, uint64_t max_size, struct stat *st)
+{
+	int pathfd;
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	pathfd = open_in_root(rootfd, path);
+	if (pathfd < 0)
+		return pathfd;
+	return rootfs__reopen(pathfd, max_size, st);
+}
+
 int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st)
 {
 	return open_with(pid, path, max_size, st, open_in_root);

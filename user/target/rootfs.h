@@ -28,6 +28,9 @@
  */
 int rootfs__open(pid_t pid, const char *path, uint64_t max_size, struct stat *st);
 
+/* The same inside the root directory @rootfd (a core's: dump --core). */
+int rootfs__open_at(int rootfd, const char *path, uint64_t max_size, struct stat *st);
+
 /* What rootfs__open() does where the kernel lacks openat2: no symlink and
  * no ".." followed at all (-ELOOP, -EXDEV, -ENOTDIR). */
 int rootfs__open_nofollow(pid_t pid, const char *path, uint64_t max_size, struct stat *st);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "target/core_file.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
 #include "target/remote_mem.h"
@@ -22,11 +23,37 @@
 #define TYPE_NAME 24
 #define SYS_FUTEX 202
 
-/* The kernel's view of every thread: its state letter and system call. */
-static void kernel_look(pid_t pid, const struct py_thread *th, size_t n,
-			struct py_thread_state *out, uint64_t *futex)
+/* A core's view of @t (its registers): in a system call (asleep, as far
+ * as a core can tell; on futex, the word's address), else running. */
+static void core_look(const struct core_file *cf, const struct py_thread *t,
+		      struct py_thread_state *out, uint64_t *futex)
+{
+	size_t n;
+	const struct core_thread *ct = core_file__threads(cf, &n);
+
+	for (size_t k = 0; k < n; k++) {
+		if (ct[k].tid != t->host_tid)
+			continue;
+		out->kstate = ct[k].orig_rax >= 0 ? 'S' : 'R';
+		out->syscall = ct[k].orig_rax >= 0 ? (long)ct[k].orig_rax : -1;
+		*futex = out->syscall == SYS_FUTEX ? ct[k].rdi : 0;
+		return;
+	}
+}
+
+/* The kernel's view of every thread: its state letter and system call
+ * (@cf: as the core kept it). */
+static void kernel_look(pid_t pid, const struct core_file *cf, const struct py_thread *th,
+			size_t n, struct py_thread_state *out, uint64_t *futex)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (cf) {
+			out[i].kstate = 0;
+			out[i].syscall = -1;
+			futex[i] = 0;
+			core_look(cf, &th[i], &out[i], &futex[i]);
+			continue;
+		}
 		int fd = procfs__task_stat_open(pid, th[i].host_tid);
 
 		out[i].kstate = 0;
@@ -106,7 +133,7 @@ static int kernel_moved(const struct py_thread_state *a, const struct py_thread_
 
 /* Its interpreter's main thread (each subinterpreter has one), as CPython's
  * _remote_debugging says; where the offsets do not tell, the process's. */
-static bool is_main(struct pyproc *p, const struct py_thread *t)
+static bool is_main(struct pyproc *p, pid_t pid, const struct py_thread *t)
 {
 	const struct py_offsets *o = pyproc__offsets(p);
 	uint64_t main_ts;
@@ -114,18 +141,18 @@ static bool is_main(struct pyproc *p, const struct py_thread *t)
 	if (o->interp_threads_main && t->interp &&
 	    !remote_read_u64(pyproc__pid(p), t->interp + o->interp_threads_main, &main_ts))
 		return main_ts == t->tstate;
-	return t->host_tid == pyproc__pid(p);
+	return t->host_tid == pid;
 }
 
-static void judge(struct pyproc *p, const struct py_thread *t, const struct py_gil_gc *g,
-		  int gil_known, const struct gil_words *w, uint64_t futex,
-		  struct py_thread_state *s)
+static void judge(struct pyproc *p, pid_t pid, const struct py_thread *t,
+		  const struct py_gil_gc *g, int gil_known, const struct gil_words *w,
+		  uint64_t futex, struct py_thread_state *s)
 {
 	const struct py_offsets *o = pyproc__offsets(p);
 	int same_interp = gil_known && (!g->interp || t->interp == g->interp);
 
 	s->on_cpu = s->kstate == 'R';
-	s->main_thread = is_main(p, t);
+	s->main_thread = is_main(p, pid, t);
 	/* The GIL's words are read once for all threads, each thread's int
 	 * apart: where both are known both must say so, or a hand-over
 	 * between two reads shows two holders. */
@@ -142,6 +169,12 @@ static void judge(struct pyproc *p, const struct py_thread *t, const struct py_g
 int thread_state__look(struct pyproc *p, const struct py_thread *threads, size_t n,
 		       struct py_thread_state *out)
 {
+	return thread_state__look_core(p, NULL, threads, n, out);
+}
+
+int thread_state__look_core(struct pyproc *p, const struct core_file *cf,
+			    const struct py_thread *threads, size_t n, struct py_thread_state *out)
+{
 	uint64_t futex[256], futex2[256];
 	struct py_thread_state again[256];
 	struct gil_words w;
@@ -153,19 +186,20 @@ int thread_state__look(struct pyproc *p, const struct py_thread *threads, size_t
 
 		for (int attempt = 0; attempt < LOOK_TRIES; attempt++) {
 			memset(out + base, 0, k * sizeof(*out));
-			kernel_look(pyproc__pid(p), threads + base, k, out + base, futex);
+			kernel_look(pyproc__pid(p), cf, threads + base, k, out + base, futex);
 			gil_known = pyproc__gil_gc(p, &g) == 0 && gil_look(p, &g, &w) == 0;
 			for (size_t i = 0; i < k; i++)
 				python_look(p, &threads[base + i], &out[base + i]);
-			kernel_look(pyproc__pid(p), threads + base, k, again, futex2);
-			if (!procfs__alive(pyproc__pid(p)))
+			kernel_look(pyproc__pid(p), cf, threads + base, k, again, futex2);
+			if (!cf && !procfs__alive(pyproc__pid(p)))
 				return -ESRCH;
 			if (memcmp(futex, futex2, k * sizeof(*futex)) == 0 &&
 			    !kernel_moved(out + base, again, k))
 				break;
 		}
 		for (size_t i = 0; i < k; i++)
-			judge(p, &threads[base + i], &g, gil_known, &w, futex[i], &out[base + i]);
+			judge(p, cf ? core_file__pid(cf) : pyproc__pid(p), &threads[base + i], &g,
+			      gil_known, &w, futex[i], &out[base + i]);
 	}
 	return 0;
 }

@@ -36,5 +36,10 @@ struct py_thread_state {
  */
 int thread_state__look(struct pyproc *p, const struct py_thread *threads, size_t n,
 		       struct py_thread_state *out);
+/* The same of a core (dump --core, @cf): the kernel's view is what the
+ * core's registers say (in a system call: 'S', else 'R'). */
+struct core_file;
+int thread_state__look_core(struct pyproc *p, const struct core_file *cf,
+			    const struct py_thread *threads, size_t n, struct py_thread_state *out);
 
 #endif
