@@ -16,6 +16,7 @@
 #include "target/core_file.h"
 #include "target/procfs.h"
 #include "target/remote_mem.h"
+#include "target/rootfs.h"
 #include "target/pyproc.h"
 #include "target/thread_names.h"
 #include "target/thread_state.h"
@@ -615,6 +616,7 @@ static int locate_frames(const struct dump_opts *o, const struct dump_core *core
 {
 	int rootfd = core->cf ? core_file__root(core->cf) : -1;
 	int64_t start_ns = core->mtime_ns;
+	uid_t owner = core->cf ? core_file__uid(core->cf) : (uid_t)-1;
 
 	t->locs = calloc(t->nframes ? t->nframes : 1, sizeof(*t->locs));
 	if (!t->locs)
@@ -622,13 +624,15 @@ static int locate_frames(const struct dump_opts *o, const struct dump_core *core
 	dump_source__locate(sym, raw, t->nraw, t->locs, t->nframes);
 	if (!core->cf && procfs__start_ns(o->pid, &start_ns))
 		start_ns = 0;	/* unknown: no file can be told newer */
+	if (!core->cf && rootfs__owner(o->pid, &owner))
+		owner = (uid_t)-1;	/* unknown: world-readable files only */
 	for (size_t k = 0; k < t->nframes; k++) {
 		struct dump_loc *l = &t->locs[k];
 
 		if (l->line != t->syms[k].line)	/* the code moved on meanwhile */
 			*l = (struct dump_loc){ t->syms[k].line, -1, -1, -1, NULL, false, l->raw };
 		if (!o->no_source)
-			dump_source__read(o->pid, rootfd, start_ns, t->syms[k].file, l);
+			dump_source__read(o->pid, rootfd, owner, start_ns, t->syms[k].file, l);
 		if (!o->locals || !*locals_left)
 			continue;
 		l->locals = calloc(LOCALS_MAX_PER_FRAME, sizeof(*l->locals));

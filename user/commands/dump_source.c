@@ -69,7 +69,7 @@ static char *line_of(FILE *f, int want)
 	return NULL;
 }
 
-void dump_source__read(pid_t pid, int rootfd, int64_t start_ns, const char *file,
+void dump_source__read(pid_t pid, int rootfd, uid_t owner, int64_t start_ns, const char *file,
 		       struct dump_loc *l)
 {
 	struct stat st;
@@ -82,6 +82,13 @@ void dump_source__read(pid_t pid, int rootfd, int64_t start_ns, const char *file
 			   rootfs__open(pid, file, SOURCE_MAX_FILE, &st);
 	if (fd < 0)
 		return;
+	/* Only what the target's user may read itself: a process could name
+	 * a root-only file as its code's (compile(src, "/etc/shadow", ...))
+	 * and have a line of it printed. */
+	if (st.st_uid != owner && !(st.st_mode & S_IROTH)) {
+		close(fd);
+		return;
+	}
 	/* newer than the process (by more than the start time's tick): what
 	 * it says may not be the code running */
 	if (start_ns && (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec >

@@ -34,9 +34,10 @@ void dump_source__locate(struct symbolizer *sym, const struct py_rawframe *raw, 
 /*
  * Read @file's line @l->line from @pid's root (@rootfd >= 0: from that
  * root, a core's) into @l->source, unless the file changed after @start_ns
- * (then @l->changed; 0: unknown). Quiet on failure.
+ * (then @l->changed; 0: unknown); only a file @owner (the target's user)
+ * owns or everyone may read. Quiet on failure.
  */
-void dump_source__read(pid_t pid, int rootfd, int64_t start_ns, const char *file,
+void dump_source__read(pid_t pid, int rootfd, uid_t owner, int64_t start_ns, const char *file,
 		       struct dump_loc *l);
 /* The line, stripped as a traceback shows it, and under it the executing
  * expression marked ^^^ (when it is not the whole line), at @indent. */

@@ -29,6 +29,7 @@
 #define REG_RSP 19
 #define REG_FS_BASE 21
 /* struct elf_prpsinfo: pr_pid, pr_fname[16]. */
+#define PRPSINFO_UID 16
 #define PRPSINFO_PID 24
 #define PRPSINFO_FNAME 40
 #define PRPSINFO_SIZE 136
@@ -58,6 +59,7 @@ struct core_file {
 	size_t nthreads;
 	struct procmaps maps;
 	pid_t pid;
+	uid_t uid;
 	char comm[16];
 	uint64_t phdr;		/* AT_PHDR */
 	int rootfd;
@@ -113,6 +115,7 @@ static int note_process(struct core_file *cf, const unsigned char *d, size_t len
 	if (len < PRPSINFO_SIZE)
 		return -EPROTO;
 	cf->pid = (pid_t)get32(d + PRPSINFO_PID);
+	cf->uid = (uid_t)get32(d + PRPSINFO_UID);
 	memcpy(cf->comm, d + PRPSINFO_FNAME, sizeof(cf->comm) - 1);
 	cf->comm[sizeof(cf->comm) - 1] = '\0';
 	return 0;
@@ -269,6 +272,7 @@ int core_file__open_fd(int fd, const char *root, struct core_file **out, char *e
 	}
 	cf->fd = fd;
 	cf->rootfd = cf->hostfd = -1;
+	cf->uid = (uid_t)-1;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		rc = fail(err, errlen, -ENOSYS, "libelf is too old");
 		goto out;
@@ -450,6 +454,11 @@ int core_file__read(struct core_file *cf, uint64_t addr, void *buf, size_t len)
 pid_t core_file__pid(const struct core_file *cf)
 {
 	return cf->pid ? cf->pid : cf->threads[0].tid;
+}
+
+uid_t core_file__uid(const struct core_file *cf)
+{
+	return cf->uid;
 }
 
 const char *core_file__comm(const struct core_file *cf)

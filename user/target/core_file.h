@@ -59,6 +59,8 @@ void core_file__free(struct core_file *cf);
 int core_file__read(struct core_file *cf, uint64_t addr, void *buf, size_t len);
 
 pid_t core_file__pid(const struct core_file *cf);
+/* The process's user (NT_PRPSINFO), (uid_t)-1 if the core does not say. */
+uid_t core_file__uid(const struct core_file *cf);
 /* The command name (NT_PRPSINFO's, 15 characters at most); "" if none. */
 const char *core_file__comm(const struct core_file *cf);
 /* The executable's path as the process saw it (the file mapping that holds
