@@ -23,6 +23,10 @@ known states, long Python names, locals of every simple type), then:
   cut there, "truncated": "read-fault" and a note on stderr, and what is
   shown is the innermost part of the live stack, never a made-up frame; the
   main thread is whole everywhere.
+The same from a core the kernel wrote (test_kernel_core_as_the_process:
+sid-3.15's incident.py killed by SIGABRT under RLIMIT_CORE unlimited, the
+kernel's default core_pattern "core" writing it at the root of its chroot):
+every thread whole, none cut, compared as above.
 And cores that are not whole: one cut to half its size says "truncated",
 garbage says "not a core file", both exit 1 with nothing on stdout.
 
@@ -31,8 +35,11 @@ Run as root from the repository root:
 """
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -85,6 +92,53 @@ def test_core_as_the_process(interp, procs, tmp_path):  # noqa: F811
     target = start_incident(interp, procs, tmp_path)
     live = dump_json(target, "--locals")
     core, err = dump_core(gcore(target, tmp_path), interp, "--locals")
+    compare(interp, target, live, core, err)
+
+
+def kernel_core(interp, procs, tmp_path):  # noqa: F811
+    """incident.py killed by SIGABRT, the kernel writing its core (the
+    kernel's default core_pattern, "core" in the process's directory: the
+    root of its chroot); (target, its live dump a moment before, the core's
+    path)."""
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    assert pattern in ("core", "core.%p"), (
+        f"kernel.core_pattern is {pattern!r}: this test needs the kernel's own cores "
+        f"(\"core\")")
+    with open("/proc/sys/kernel/core_uses_pid") as f:
+        name = "core" + (".%d" if f.read().strip() == "1" else "")
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    try:
+        target = start_incident(interp, procs, tmp_path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    path = os.path.join(interp.root, name % target.pid if "%" in name else name)
+    procs.cleanup_file(path)
+    if os.path.exists(path):
+        os.unlink(path)
+    live = dump_json(target, "--locals")
+    os.kill(target.pid, signal.SIGABRT)
+    target.popen.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), f"no core at {path} after SIGABRT"
+    return target, live, path
+
+
+def test_kernel_core_as_the_process(procs, tmp_path):  # noqa: F811
+    """A core the kernel wrote (SIGABRT) holds every thread's stack: nothing
+    cut, on the interpreter whose threads gcore cannot read."""
+    interp = next(i for i in SUPPORTED if i.label == "sid-3.15")
+    target, live, path = kernel_core(interp, procs, tmp_path)
+    core, err = dump_core(path, interp, "--locals")
+    assert not any(t.get("truncated") for t in core["threads"]), err
+    compare(interp, target, live, core, err)
+
+
+def compare(interp, target, live, core, err):
+    """The core's dump against the live one (see the module's text)."""
     assert core["pid"] == live["pid"] == target.pid
     assert core["python"] == live["python"]
     by_tid = {t["tid"]: t for t in live["threads"]}
