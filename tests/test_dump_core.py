@@ -78,13 +78,14 @@ def frames_of(t):
 
 
 # One of each kind (the test budget): Debian's 3.15 under sid's glibc (gcore
-# cuts its threads' C stacks), pyenv's 3.12 (entry frames on the C stack)
-# and the system's 3.11 under the host's glibc. All eight passed here.
-CORE_INTERPS = [i for i in SUPPORTED if i.label in ("sid-3.15", "pyenv-3.12.1", "system-3.11")]
+# cuts its threads' C stacks) and pyenv's 3.12 under the host's (entry
+# frames on the C stack); test_bad_cores reads the system's 3.11. All eight
+# passed here.
+CORE_INTERPS = [i for i in SUPPORTED if i.label in ("sid-3.15", "pyenv-3.12.1")]
 
 
 def test_core_interpreters():
-    assert len(CORE_INTERPS) == 3, [i.label for i in SUPPORTED]
+    assert len(CORE_INTERPS) == 2, [i.label for i in SUPPORTED]
 
 
 @pytest.mark.parametrize("interp", CORE_INTERPS, ids=str)

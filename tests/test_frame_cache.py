@@ -335,6 +335,12 @@ def watch_run(target, extra=()):
     t = target(py, "anchor_watch.py", "LOG", str(WATCH_DEPTH), files=("LOG",))
     assert t.info["chain"] >= WATCH_DEPTH + 3, t.info
     out = os.path.join(t.dir, "out.folded")
+    # Its first line logged before the recording starts (CI of 35e54e5: the
+    # recording began 44 us before it).
+    deadline = time.monotonic() + 10
+    while not watch_log(t.host("LOG")):
+        assert time.monotonic() < deadline, "the target never logged"
+        time.sleep(0.01)
     t0 = time.monotonic_ns()
     n, fc, err = record(t.pid, WATCH_S, WATCH_HZ, "collapsed", out, extra)
     t1 = time.monotonic_ns()

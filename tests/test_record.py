@@ -767,7 +767,7 @@ def test_deep_recursion_remote(procs, tmp_path):
     exactly --max-depth one under its depth (a walk that stops at the limit
     is never cached)."""
     interp = by_label("sid-3.15")
-    hz, secs = 499, 2
+    hz, secs = 499, 1
     p, script, info = start_deep(interp, procs, tmp_path, 1000)
     total = info["depth"] + 3
     for name, keep, extra in [("default", 2048, []),
