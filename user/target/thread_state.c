@@ -190,8 +190,10 @@ int thread_state__look_core(struct pyproc *p, const struct core_file *cf,
 			gil_known = pyproc__gil_gc(p, &g) == 0 && gil_look(p, &g, &w) == 0;
 			for (size_t i = 0; i < k; i++)
 				python_look(p, &threads[base + i], &out[base + i]);
+			if (cf)
+				break;	/* a core holds still: one look is the look */
 			kernel_look(pyproc__pid(p), cf, threads + base, k, again, futex2);
-			if (!cf && !procfs__alive(pyproc__pid(p)))
+			if (!procfs__alive(pyproc__pid(p)))
 				return -ESRCH;
 			if (memcmp(futex, futex2, k * sizeof(*futex)) == 0 &&
 			    !kernel_moved(out + base, again, k))
