@@ -192,6 +192,14 @@ def frame_name(text):
     return urllib.parse.unquote(text[4:].split(":", 1)[0])
 
 
+def collapsed_stacks(path, period_ns):
+    """(frame texts, root first, samples) of each line of a collapsed file."""
+    with open(path) as f:
+        for line in f:
+            stack, weight = line.rstrip("\n").rsplit(" ", 1)
+            yield stack.split(";"), int(weight) // period_ns
+
+
 CHAIN = re.compile(r"([ab])(\d+)")
 
 

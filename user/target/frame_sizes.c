@@ -19,22 +19,26 @@ static size_t slot_of(uint64_t code)
 }
 
 int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets *o,
-		     uint64_t code_type, uint64_t code, int fresh, uint32_t *bytes)
+		     uint64_t code_type, uint64_t code, int fresh, uint32_t *bytes,
+		     uint32_t *flags)
 {
 	size_t i = slot_of(code), len;
 	unsigned char head[FRAME_SIZES_HEAD];
 	int32_t v[3];	/* co_stacksize, co_firstlineno, co_nlocalsplus */
+	uint32_t f;
 	uint64_t type;
 	int rc;
 
 	if (!fresh && fs->code[i] == code && code) {
 		*bytes = fs->bytes[i];
+		if (flags)
+			*flags = fs->flags[i];
 		return 0;
 	}
 	if (!frame_sizes__known(o))
 		return -EOPNOTSUPP;
 	len = o->code_nlocalsplus + 4;
-	if (len > sizeof(head) || o->ob_type + 8 > len)
+	if (len > sizeof(head) || o->ob_type + 8 > len || o->code_nlocalsplus < 24)
 		return -EOPNOTSUPP;
 	rc = remote_read(pid, code, head, len);
 	if (rc)
@@ -46,8 +50,12 @@ int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets 
 	if (v[0] < 0 || v[2] < 0 || (uint32_t)v[0] > FRAME_SIZES_MAX_WORDS ||
 	    (uint32_t)v[2] > FRAME_SIZES_MAX_WORDS)
 		return -EPROTO;
+	memcpy(&f, head + o->code_nlocalsplus - 24, sizeof(f));
 	*bytes = (uint32_t)(o->frame_localsplus + 8 * ((uint64_t)v[0] + (uint64_t)v[2]));
+	if (flags)
+		*flags = f;
 	fs->code[i] = code;
 	fs->bytes[i] = *bytes;
+	fs->flags[i] = f;
 	return 0;
 }

@@ -11,7 +11,7 @@
  * equality unless the two frames' code happens to take the same room.
  * Sizes are read once per code object, from the two ints around
  * co_firstlineno (co_stacksize before it, co_nlocalsplus after it, in every
- * version from 3.11 to 3.15), and checked against bounds: the target is
+ * version from 3.11 to 3.15; co_flags four ints before co_stacksize), and checked against bounds: the target is
  * untrusted. A code object freed and another one allocated at its address
  * is why a lookup can ask for a fresh read.
  */
@@ -26,21 +26,28 @@
 #define FRAME_SIZES_MAX_WORDS (1u << 20)	/* co_nlocalsplus, co_stacksize */
 #define FRAME_SIZES_HEAD 128		/* bytes of a code object read */
 
+/* co_flags: the 3.13+ trampoline (the __init__ shim), which calls from its
+ * first instruction; no function's code has it. */
+#define FRAME_SIZES_CO_NO_MONITORING 0x2000000u
+
 struct frame_sizes {
 	uint64_t code[FRAME_SIZES_SLOTS];
 	uint32_t bytes[FRAME_SIZES_SLOTS];
+	uint32_t flags[FRAME_SIZES_SLOTS];	/* co_flags */
 };
 
 /* Whether @o has what a size needs (frame_localsplus, code_nlocalsplus). */
 int frame_sizes__known(const struct py_offsets *o);
 
 /*
- * *bytes = the frame size of code object @code of process @pid: from the
- * table unless @fresh, else read (and kept). -EFAULT when unreadable,
- * -ENOENT when its type is not @code_type (0: not checked), -EPROTO when
- * out of bounds.
+ * *bytes = the frame size of code object @code of process @pid, and
+ * *flags (when not NULL) its co_flags (the int 24 bytes before
+ * co_nlocalsplus): from the table unless @fresh, else read (and kept).
+ * -EFAULT when unreadable, -ENOENT when its type is not @code_type (0: not
+ * checked), -EPROTO when out of bounds.
  */
 int frame_sizes__get(struct frame_sizes *fs, pid_t pid, const struct py_offsets *o,
-		     uint64_t code_type, uint64_t code, int fresh, uint32_t *bytes);
+		     uint64_t code_type, uint64_t code, int fresh, uint32_t *bytes,
+		     uint32_t *flags);
 
 #endif

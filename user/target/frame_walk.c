@@ -329,6 +329,7 @@ static int snapshot(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c, 
  */
 struct chain_shape {
 	struct frame_sizes *sizes;	/* NULL: not checked */
+	uint64_t current;		/* the innermost frame (the only one running) */
 	uint64_t newer;			/* the last frame met in a chunk; 0: none yet */
 	int newer_chunk;
 };
@@ -360,7 +361,7 @@ static int frame_reaches(struct pyproc *p, struct frame_sizes *fs, const struct 
 			code = get_u64(b, o->frame_executable) & ~o->executable_tag_mask;
 		}
 		rc = code ? frame_sizes__get(fs, pyproc__pid(p), o, pyproc__code_type(p), code,
-					     fresh, &bytes) : -ENOENT;
+					     fresh, &bytes, NULL) : -ENOENT;
 		/* A chain frame whose code is unreadable or no code object
 		 * (the target wrote it so, or a torn frame): its end cannot
 		 * be checked, and it is shown <unknown>, not as someone's. */
@@ -383,15 +384,44 @@ static int frame_ends_at(struct pyproc *p, struct frame_sizes *fs, const struct 
 	       frame_reaches(p, fs, s, frame, code, end, 1);
 }
 
-/* A frame of the newest chunk, @b its bytes in the first copy: the second
- * copy has the same code and parent (its instruction moves, if it runs). */
+/*
+ * A frame of the newest chunk, @b its bytes in the first copy: the second
+ * copy has the same code and parent, and, for a caller (@caller), the same
+ * instruction (only the innermost frame runs). A thread that went back to
+ * the same current frame and top during the copy (a loop calling the same
+ * chain again) shows callers whose instruction moved.
+ */
 static int same_in_both_copies(const struct py_offsets *o, const struct stack_chunks *s,
-			       uint64_t frame, const unsigned char *b)
+			       uint64_t frame, const unsigned char *b, int caller)
 {
 	const unsigned char *b2 = stack_chunks__again(s, frame, o->frame_size);
 
 	return b2 && get_u64(b, o->frame_executable) == get_u64(b2, o->frame_executable) &&
-	       get_u64(b, o->frame_previous) == get_u64(b2, o->frame_previous);
+	       get_u64(b, o->frame_previous) == get_u64(b2, o->frame_previous) &&
+	       (!caller || get_u64(b, o->frame_instr_ptr) == get_u64(b2, o->frame_instr_ptr));
+}
+
+/*
+ * A caller (@b its bytes, of @code) that has not gone past its first
+ * instruction is a frame of another instant: the copy caught it being
+ * pushed again. No function calls from there (its first instruction is
+ * RESUME, or one that makes its cells); only the 3.13+ __init__ shim (a
+ * trampoline) does. 3.11/3.12 point at the last instruction run (the one
+ * before the first, for a frame just pushed), 3.13+ at the current one.
+ */
+static int never_started(struct pyproc *p, struct frame_sizes *fs, const unsigned char *b,
+			 uint64_t code)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	uint64_t instr = get_u64(b, o->frame_instr_ptr);
+	uint32_t bytes, flags;
+
+	if (o->frame_instr_is_prev)
+		return instr == code + o->code_adaptive - 2 || instr == code + o->code_adaptive;
+	return instr == code + o->code_adaptive &&
+	       !frame_sizes__get(fs, pyproc__pid(p), o, pyproc__code_type(p), code, 0, &bytes,
+				 &flags) &&
+	       !(flags & FRAME_SIZES_CO_NO_MONITORING);
 }
 
 /*
@@ -421,7 +451,9 @@ static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
 	}
 	if (!copied)
 		return -EAGAIN;	/* on the data stack, past what was copied */
-	if (i == 0 && !same_in_both_copies(o, s, frame, b))
+	if (i == 0 && !same_in_both_copies(o, s, frame, b, frame != k->current))
+		return -EAGAIN;
+	if (frame != k->current && !interp && never_started(p, k->sizes, b, code))
 		return -EAGAIN;
 	if (owner != PY_FRAME_OWNED_BY_THREAD && !interp)
 		return -EAGAIN;
@@ -529,6 +561,7 @@ static int walk_start(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c
 	 * a frame being pushed or popped would look torn). */
 	if (snap && !c->stopped)
 		shape->sizes = pyproc__frame_sizes(p);
+	shape->current = *frame;
 	c->exact = snap && (shape->sizes || c->stopped);
 	c->top_frame = *frame;
 	return snap;
