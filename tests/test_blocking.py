@@ -263,5 +263,8 @@ def test_remote_split(label, procs, tmp_path):  # noqa: F811
     got = {f: leaves.get(f, 0) / period for f in ("hot", "warm", "cold")}
     timed = {"hot": hot_a + hot_b + recns, "warm": warm, "cold": cold}
     for f in ("hot", "warm"):
-        check_share(f"{f}'s share of hot+warm+cold on {label}, remote ({err.strip()})",
-                    got[f], sum(got.values()), timed[f], sum(timed.values()))
+        share, own_share = check_share(f"{f}'s share of hot+warm+cold on {label}, remote "
+                                       f"({err.strip()})", got[f], sum(got.values()),
+                                       timed[f], sum(timed.values()))
+        print(f"{label} remote: {f} {100 * share:.1f}% sampled, {100 * own_share:.1f}% timed, "
+              f"{unread:.2%} unread")
