@@ -71,7 +71,7 @@ MIXED_MAX = 0.01
 LABELS = [i.label for i in pyenvs.supported()
           if i.label in ("sid-3.13", "sid-3.15", "pyenv-3.11.7", "pyenv-3.12.1")]
 SECS_HOSTILE = 3
-SECS_RECALL = 3
+SECS_RECALL = 2
 RECALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "recall_chain.py")
 
 
