@@ -988,9 +988,11 @@ class ThreadCheck:
         pytest.fail("\n".join(msg), pytrace=False)
 
 
-# sid-3.15: the frame cache writes anchors into threads that come and go.
+# sid-3.15: the frame cache writes anchors into threads that come and go;
+# pyenv-3.12.1: the C frame record. (sid-3.14 also passed; left out for the
+# test budget.)
 @pytest.mark.parametrize("events", EVENTS)
-@pytest.mark.parametrize("label", ["sid-3.14", "sid-3.15", "pyenv-3.12.1"])
+@pytest.mark.parametrize("label", ["sid-3.15", "pyenv-3.12.1"])
 def test_threads_churn(label, events, procs, tmp_path):
     interp = by_label(label)
     target = start_churn(interp, procs, tmp_path, 50, churn=True)
@@ -1379,7 +1381,7 @@ def test_remote_backend_deadline_mid_tick(procs, tmp_path):
     interp = by_label("sid-3.15")
     target = start_churn(interp, procs, tmp_path, 50, churn=False)
     hz, secs = 1000, 1
-    for i in range(4):
+    for i in range(3):
         out = str(tmp_path / f"remote-deadline-{i}.perf")
         rec = Recorder(procs, tmp_path, target.pid, ["-F", hz, "-d", secs, "-o", out,
                                                      "--backend", "remote"],
