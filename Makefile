@@ -201,7 +201,7 @@ test:
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) san fuzz-replay
-	/usr/bin/python3 -m pytest -v -p no:cacheprovider --durations=40 tests
+	/usr/bin/python3 -m pytest -v -p no:cacheprovider --durations=100 tests
 
 bench: pyprof-bpf
 	scripts/bench
