@@ -202,3 +202,59 @@ def test_bad_cores(procs, tmp_path):  # noqa: F811
     for extra in (["--kernel"], ["--blocking"], ["--async"], ["-p", str(target.pid)]):
         proc = run_tool(["dump", "--core", path, *extra])
         assert proc.returncode == 64 or proc.returncode == 2, (extra, proc.returncode)
+
+
+SYMPY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "real_sympy.py")
+
+
+def test_kernel_core_of_sympy(procs, tmp_path):  # noqa: F811
+    """A program no one here wrote: Debian's sympy (tests/targets/
+    real_sympy.py) on sid-3.15, killed by SIGABRT mid-computation. Its core
+    names the main thread's whole stack: from the script's <module> down
+    into sympy, every frame a function at a line of a file in the root."""
+    interp = next(i for i in SUPPORTED if i.label == "sid-3.15")
+    with open("/proc/sys/kernel/core_pattern") as f:
+        assert f.read().strip() in ("core", "core.%p"), "this test needs the kernel's cores"
+    with open("/proc/sys/kernel/core_uses_pid") as f:
+        uses_pid = f.read().strip() == "1"
+    script = interp.stage(SYMPY)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    try:
+        p = subprocess.Popen(interp.argv([script, "120"]), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    procs.items.append(p)
+    assert p.stdout.readline().strip() == b"ready", "real_sympy.py did not start"
+    path = os.path.join(interp.root, f"core.{p.pid}" if uses_pid else "core")
+    procs.cleanup_file(path)
+    if os.path.exists(path):
+        os.unlink(path)
+    time.sleep(1)                   # into the loop's work
+    os.kill(p.pid, signal.SIGABRT)
+    p.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), f"no core at {path} after SIGABRT"
+    core, err = dump_core(path, interp, "--locals")
+    assert core["pid"] == p.pid and core["python"].startswith("3.15"), core
+    main = [t for t in core["threads"] if t["status"]["main_thread"]]
+    assert len(main) == 1, core["threads"]
+    t = main[0]
+    assert "truncated" not in t, err
+    frames = t["frames"]            # innermost first
+    what = "\n".join(f"{f['function']} {f['file']}:{f['line']}" for f in frames)
+    assert len(frames) >= 5, what
+    assert (frames[-1]["function"], frames[-1]["file"]) == ("<module>", script), what
+    assert any("/sympy/" in f["file"] for f in frames[:-3]), what
+    for f in frames:
+        assert f["function"] != "<unknown>" and f["line"] and f["line"] > 0, what
+        host = os.path.join(interp.root, f["file"].lstrip("/"))
+        if not f["file"].startswith("<"):
+            with open(host, "rb") as src:
+                assert f["line"] <= src.read().count(b"\n") + 1, what
+    print(f"\nSYMPY CORE: {len(frames)} frames, innermost {frames[0]['function']} "
+          f"({frames[0]['file']}:{frames[0]['line']})")
