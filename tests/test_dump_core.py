@@ -33,6 +33,7 @@ garbage says "not a core file", both exit 1 with nothing on stdout.
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_dump_core.py </dev/null
 """
+import contextlib
 import json
 import os
 import resource
@@ -96,36 +97,53 @@ def test_core_as_the_process(interp, procs, tmp_path):  # noqa: F811
     compare(interp, target, live, core, err)
 
 
-def kernel_core(interp, procs, tmp_path):  # noqa: F811
-    """incident.py killed by SIGABRT, the kernel writing its core (the
-    kernel's default core_pattern, "core" in the process's directory: the
-    root of its chroot); (target, its live dump a moment before, the core's
-    path)."""
+@contextlib.contextmanager
+def unlimited_cores():
+    """RLIMIT_CORE unlimited for the processes started inside."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+
+
+def core_path(interp, pid):
+    """Where the kernel writes pid's core: its default core_pattern, "core"
+    in the process's directory (the root of its chroot)."""
     with open("/proc/sys/kernel/core_pattern") as f:
         pattern = f.read().strip()
     assert pattern in ("core", "core.%p"), (
         f"kernel.core_pattern is {pattern!r}: this test needs the kernel's own cores "
         f"(\"core\")")
     with open("/proc/sys/kernel/core_uses_pid") as f:
-        name = "core" + (".%d" if f.read().strip() == "1" else "")
-    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    try:
-        target = start_incident(interp, procs, tmp_path)
-    finally:
-        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
-    path = os.path.join(interp.root, name % target.pid if "%" in name else name)
+        uses_pid = f.read().strip() == "1"
+    return os.path.join(interp.root, f"core.{pid}" if uses_pid or "%" in pattern else "core")
+
+
+def abort_for_core(interp, procs, popen):
+    """Kill popen (started under unlimited_cores()) by SIGABRT; the path of
+    the core the kernel wrote."""
+    path = core_path(interp, popen.pid)
     procs.cleanup_file(path)
     if os.path.exists(path):
         os.unlink(path)
-    live = dump_json(target, "--locals")
-    os.kill(target.pid, signal.SIGABRT)
-    target.popen.wait(timeout=60)
+    os.kill(popen.pid, signal.SIGABRT)
+    popen.wait(timeout=60)
     deadline = time.monotonic() + 30
     while not os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert os.path.exists(path), f"no core at {path} after SIGABRT"
-    return target, live, path
+    return path
+
+
+def kernel_core(interp, procs, tmp_path):  # noqa: F811
+    """incident.py killed by SIGABRT, the kernel writing its core; (target,
+    its live dump a moment before, the core's path)."""
+    with unlimited_cores():
+        target = start_incident(interp, procs, tmp_path)
+    live = dump_json(target, "--locals")
+    return target, live, abort_for_core(interp, procs, target.popen)
 
 
 def test_kernel_core_as_the_process(procs, tmp_path):  # noqa: F811
@@ -213,32 +231,15 @@ def test_kernel_core_of_sympy(procs, tmp_path):  # noqa: F811
     names the main thread's whole stack: from the script's <module> down
     into sympy, every frame a function at a line of a file in the root."""
     interp = next(i for i in SUPPORTED if i.label == "sid-3.15")
-    with open("/proc/sys/kernel/core_pattern") as f:
-        assert f.read().strip() in ("core", "core.%p"), "this test needs the kernel's cores"
-    with open("/proc/sys/kernel/core_uses_pid") as f:
-        uses_pid = f.read().strip() == "1"
     script = interp.stage(SYMPY)
-    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    try:
+    with unlimited_cores():
         p = subprocess.Popen(interp.argv([script, "120"]), stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              start_new_session=True)
-    finally:
-        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
     procs.items.append(p)
     assert p.stdout.readline().strip() == b"ready", "real_sympy.py did not start"
-    path = os.path.join(interp.root, f"core.{p.pid}" if uses_pid else "core")
-    procs.cleanup_file(path)
-    if os.path.exists(path):
-        os.unlink(path)
     time.sleep(1)                   # into the loop's work
-    os.kill(p.pid, signal.SIGABRT)
-    p.wait(timeout=60)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert os.path.exists(path), f"no core at {path} after SIGABRT"
+    path = abort_for_core(interp, procs, p)
     core, err = dump_core(path, interp, "--locals")
     assert core["pid"] == p.pid and core["python"].startswith("3.15"), core
     main = [t for t in core["threads"] if t["status"]["main_thread"]]

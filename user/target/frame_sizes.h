@@ -11,9 +11,10 @@
  * equality unless the two frames' code happens to take the same room.
  * Sizes are read once per code object, from the two ints around
  * co_firstlineno (co_stacksize before it, co_nlocalsplus after it, in every
- * version from 3.11 to 3.15; co_flags four ints before co_stacksize), and checked against bounds: the target is
- * untrusted. A code object freed and another one allocated at its address
- * is why a lookup can ask for a fresh read.
+ * version from 3.11 to 3.15; co_flags four ints before co_stacksize), and
+ * checked against bounds: the target is untrusted. A code object freed and
+ * another one allocated at its address is why a lookup can ask for a fresh
+ * read.
  */
 #ifndef PYPROF_FRAME_SIZES_H
 #define PYPROF_FRAME_SIZES_H
