@@ -3,6 +3,7 @@
 #   make setup   install the Debian packages and test interpreters (root)
 #   make         build .output/*.bpf.o, their skeletons and ./pyprof-bpf
 #   make test    run every test (unit tests under ASan/UBSan, then pytest)
+#   make check   the edit-build-check loop: build, unit tests, the quick end-to-end tests
 #   make bench   side-by-side benchmark against the peers
 #   make install uninstall release deb   see "Installing and shipping" below
 #   make V=1     show full commands
@@ -41,7 +42,9 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean setup test unit bench san fuzz fuzz-build fuzz-replay
+.PHONY: all clean setup test check unit unit-build bench san fuzz fuzz-build fuzz-replay
+# The builds of make test and make check run side by side, one job a CPU.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 all: pyprof-bpf
 
 $(OUTPUT):
@@ -109,6 +112,8 @@ $(SAN_DIR)/test_%: tests/unit/test_%.c $(SAN_LIB)
 $(SAN_DIR)/test_stack_memo: tests/unit/test_stack_memo.c $(SAN_DIR)/symbols/stack_memo.o
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ -lcmocka -o $@
+
+unit-build: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
@@ -198,10 +203,19 @@ test:
 	scripts/provision-pythons.sh
 	scripts/install-consumers.sh
 	scripts/provision-minbase.sh
-	$(MAKE) all
+	$(MAKE) -j$(NPROC) all unit-build san fuzz-build
 	$(MAKE) unit
-	$(MAKE) san fuzz-replay
+	$(MAKE) fuzz-replay
 	/usr/bin/python3 -m pytest -v -p no:cacheprovider --durations=100 tests
+
+# The edit-build-check loop (under 5 minutes here): the build, the unit tests, and the
+# end-to-end tests not marked slow, each on one interpreter of each kind (pyenv, system,
+# sid: PYPROF_CHECK in tests/conftest.py). `make test` runs everything.
+check:
+	$(MAKE) -j$(NPROC) all unit-build
+	$(MAKE) unit
+	PYPROF_CHECK=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=20 \
+		-m 'not slow' tests
 
 bench: pyprof-bpf
 	scripts/bench

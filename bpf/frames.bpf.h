@@ -54,6 +54,11 @@ static __always_inline const __u8 *frame_bytes(struct scratch *sc, __u64 fp)
 		count(PYPROF_CNT_WINDOW_FAULTS);
 	}
 	count(PYPROF_CNT_FRAME_READS);
+	/* Clamped again where it is used: a 6.1 verifier keeps no bounds for
+	 * a value the compiler spilled before the clamp above. */
+	barrier_var(fsize);
+	if (fsize > PYPROF_FRAME_READ_MAX)
+		fsize = PYPROF_FRAME_READ_MAX;
 	if (bpf_probe_read_user(sc->win, fsize, (const void *)fp))
 		return NULL;
 	w->wbase = fp;

@@ -29,7 +29,7 @@
  *
  * CPython 3.15 (config.frame_cache): the walk also reads the thread's
  * anchor, tstate->last_profiled_frame, and its sequence, and stops at the
- * anchor when it is a Python frame: userspace (user/symbols/frame_cache.c)
+ * anchor when it is a Python frame: userspace (user/sampling/frame_cache.c)
  * splices the callers it cached. It walks whole while userspace asks
  * (walk_whole), and whenever anchor or sequence changed since the thread's
  * last sample (moved, or written by anyone). In this mode (and with

@@ -90,7 +90,7 @@ enum {
 	 * chain read mid-update or a corrupt target does that. */
 	PYPROF_SF_CYCLE = 1 << 2,
 	/*
-	 * 3.15 frame cache (config.frame_cache != 0); see user/symbols/frame_cache.h
+	 * 3.15 frame cache (config.frame_cache != 0); see user/sampling/frame_cache.h
 	 * for the protocol.
 	 *
 	 * SF_ANCHOR_READ: cache_frame and cache_seq hold the thread state's

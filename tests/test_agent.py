@@ -87,10 +87,13 @@ import urllib.parse
 
 import pytest
 
-import pyenvs
-from test_dump import binary, by_label, out_path, procs, run_tool, stage_unique  # noqa: F401
-from test_dump import wait_file
-from test_formats import CONSUMERS, node_env, run  # noqa: F401  (node_env: a fixture)
+from lib import pyenvs
+from lib.tool import binary, run_tool
+from lib.interps import by_label
+from lib.procs import out_path, stage_unique, wait_file
+from lib.formats import CONSUMERS, run
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 BURN = os.path.join(TARGETS, "agent_burn.py")
@@ -904,6 +907,7 @@ def expected_service(b, env):
     return re.sub(r"[^A-Za-z0-9._/:-]", "_", name)
 
 
+@pytest.mark.slow
 def test_three_versions(rx, procs, tmp_path, node_env, docker_cgroup):
     spool, outdir = str(tmp_path / "spool"), str(tmp_path / "out")
     setups = [("system-3.11", {}),
@@ -966,6 +970,7 @@ def test_three_versions(rx, procs, tmp_path, node_env, docker_cgroup):
 # --------------------------------------------------------------------------
 # 2. the store goes away
 
+@pytest.mark.slow
 def test_outage(rx, procs, tmp_path, node_env):
     spool = str(tmp_path / "spool")
     burners = [Burner(by_label(label), procs, tmp_path, f"burn-{label}",
@@ -1025,6 +1030,7 @@ def test_outage(rx, procs, tmp_path, node_env):
     agent.check_log()
 
 
+@pytest.mark.slow
 def test_spool_across_restart(rx, procs, tmp_path, node_env):
     spool = str(tmp_path / "spool")
     burners = [Burner(by_label(label), procs, tmp_path, f"burn-{label}",
@@ -1075,6 +1081,7 @@ def test_spool_across_restart(rx, procs, tmp_path, node_env):
     a2.check_log()
 
 
+@pytest.mark.slow
 def test_spool_age(rx, procs, tmp_path, node_env):
     """--spool-age 3s and a store down for four windows: the windows that
     were older than that while it was down are dropped (and said so), the
@@ -1120,6 +1127,7 @@ def test_spool_age(rx, procs, tmp_path, node_env):
 # --------------------------------------------------------------------------
 # 3. processes that start and exit during the run
 
+@pytest.mark.slow
 def test_start_and_exit(rx, procs, tmp_path, node_env):
     spool, outdir = str(tmp_path / "spool"), str(tmp_path / "out")
     retain = 5

@@ -28,8 +28,11 @@ import urllib.parse
 
 import pytest
 
-import pyenvs
-from test_dump import SUPPORTED, procs, stage_unique  # noqa: F401
+from lib import pyenvs
+from lib.interps import SUPPORTED
+from lib.procs import stage_unique
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 TARGET = os.path.join(os.path.dirname(__file__), "targets", "all_spin.py")
 MODULE_LINE, SPIN_LINES = 19, (13, 14, 15, 16)

@@ -78,6 +78,7 @@ Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_async_chains.py </dev/null
 """
 import collections
+import functools
 import os
 import re
 import subprocess
@@ -86,10 +87,13 @@ import urllib.parse
 
 import pytest
 
-import pyenvs
-from test_async_record import ASYNC
-from test_dump import out_path, procs, wait_file  # noqa: F401
-from test_short_lived import TARGETS, Rec, binary, start
+from lib import pyenvs
+from lib.tool import binary
+from lib.interps import ASYNC
+from lib.procs import TARGETS, out_path, start, wait_file
+from lib.recorder import Recorder
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 HZ = 999
 PERIOD = 1000000000 // HZ       # ns: a CPU sample's weight in collapsed stacks
@@ -236,10 +240,16 @@ def whole_chain(fs, kind):
     return None
 
 
+@functools.cache
+def aiohttp_probe(interp):
+    """Whether interp imports aiohttp (asked once per interpreter, not per test)."""
+    return subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True,
+                          text=True, timeout=60)
+
+
 def serve(interp, procs, tmp_path, kind, block_ms=0):
     """The application of kind with its clients: (server, count file)."""
-    probe = subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True,
-                           text=True, timeout=60)
+    probe = aiohttp_probe(interp)
     assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
                                    f"python3-aiohttp in the sid root): {probe.stderr}")
     seen, host = out_path(interp, procs, tmp_path, "chains.port")
@@ -277,8 +287,8 @@ def record_app(interp, procs, tmp_path, kind, how):
         args += {"cpu": [], "native": ["--native"], "wall": ["--mode", "wall"],
                  "off-cpu": ["--mode", "off-cpu"]}[how]
     n0 = answered(count)
-    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
-              ["-F", HZ, "-d", SECS, "--async"] + args).wait_started()
+    rec = Recorder(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+              ["-F", HZ, "-d", SECS, "--async"] + args, retry_torn=True).wait_started()
     rec.finish(SECS)
     n1 = answered(count)
     assert p.poll() is None, "the server exited"
@@ -373,9 +383,9 @@ def record_static(interp, procs, tmp_path, target, secs=2):
     p, _ = start(interp, procs, tmp_path, target, [seen], "static")
     wait_file(p, host, f"{target} on {interp.label}")
     folded = str(tmp_path / "static.folded")
-    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+    rec = Recorder(procs, tmp_path, pyenvs.leaf_pid(p.pid),
               ["-F", HZ, "-d", secs, "--async", "--format", "collapsed", "-o", folded]
-              ).wait_started()
+              , retry_torn=True).wait_started()
     rec.finish(secs)
     return rec, parse(folded)
 
@@ -475,9 +485,9 @@ def test_several_processes(procs, tmp_path):
         pids[pyenvs.leaf_pid(p.pid)] = interp
     assert len(pids) >= 2, f"3.14 and 3.15 needed: {pids}"
     folded = str(tmp_path / "several.folded")
-    rec = Rec(procs, tmp_path, ",".join(str(p) for p in pids),
+    rec = Recorder(procs, tmp_path, ",".join(str(p) for p in pids),
               ["-F", HZ, "-d", 2, "--async", "--format", "collapsed", "-o", folded]
-              ).wait_started()
+              , retry_torn=True).wait_started()
     rec.finish(2)
     by_pid = collections.defaultdict(list)
     for frames, w in parse(folded):

@@ -47,12 +47,13 @@ import urllib.parse
 
 import pytest
 
-import pyenvs
-from test_dump import SUPPORTED, out_path, procs, stderr_of, wait_file  # noqa: F401
-from test_short_lived import Rec, start
+from lib import pyenvs
+from lib.interps import ASYNC, SUPPORTED
+from lib.procs import out_path, start, wait_file
+from lib.recorder import Recorder
 
-ASYNC = [pytest.param(i, id=i.label) for i in SUPPORTED
-         if i.version[:2] >= (3, 14) and not i.label.endswith("d")]
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
+
 OLD = {}
 for _i in SUPPORTED:
     if _i.version[:2] < (3, 14) and not _i.label.endswith("d"):
@@ -88,8 +89,8 @@ def parse(path):
 
 def record(procs, tmp_path, pid, secs=3, extra=()):
     out = str(tmp_path / "async.folded")
-    rec = Rec(procs, tmp_path, pid, ["-F", 999, "-d", secs, "--async", "--format",
-                                     "collapsed", "-o", out] + list(extra)).wait_started()
+    rec = Recorder(procs, tmp_path, pid, ["-F", 999, "-d", secs, "--async", "--format",
+                                     "collapsed", "-o", out] + list(extra), retry_torn=True).wait_started()
     rec.finish(secs)
     return rec, parse(out)
 
@@ -288,12 +289,12 @@ def test_pending_tasks(interp, mode, procs, tmp_path):
     p, script = start(interp, procs, tmp_path, "async_rec_sleepers.py", [seen], "sleepers")
     wait_file(p, host, f"async_rec_sleepers.py on {interp.label}")
     out = str(tmp_path / "all.folded")
-    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+    rec = Recorder(procs, tmp_path, pyenvs.leaf_pid(p.pid),
               ["-F", 99, "-d", 3, "--async=all", "--mode", mode, "--format", "collapsed",
                "-o", out]
-              ).wait_started()
+              , retry_torn=True).wait_started()
     rec.finish(3)
-    secs = rec.summary["secs"]
+    secs = rec.summary(exact=False)["secs"]
     assert "stacks of pending tasks" in rec.stderr, rec.stderr
     stacks = parse(out)
     total, exact = collections.Counter(), collections.Counter()
@@ -333,8 +334,8 @@ def test_asyncio_imported_late(procs, tmp_path):
     p, script = start(interp, procs, tmp_path, "async_rec_late.py", [seen, go_seen], "late")
     wait_file(p, host, "async_rec_late.py")
     out = str(tmp_path / "late.folded")
-    rec = Rec(procs, tmp_path, pyenvs.leaf_pid(p.pid),
-              ["-F", 999, "-d", 3, "--async", "--format", "collapsed", "-o", out]).wait_started()
+    rec = Recorder(procs, tmp_path, pyenvs.leaf_pid(p.pid),
+              ["-F", 999, "-d", 3, "--async", "--format", "collapsed", "-o", out], retry_torn=True).wait_started()
     deadline = time.monotonic() + 10
     while "asyncio is not imported yet" not in rec.stderr:
         assert time.monotonic() < deadline, rec.stderr

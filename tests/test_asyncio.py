@@ -32,9 +32,12 @@ import time
 
 import pytest
 
-import pyenvs
-from test_dump import (by_label, procs, run_tool, stage_unique, stderr_of,  # noqa: F401
-                       wait_file, out_path)
+from lib import pyenvs
+from lib.tool import run_tool
+from lib.interps import by_label
+from lib.procs import out_path, stage_unique, wait_file
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 ASYNC_LABELS = ["sid-3.14", "sid-3.15", "sid-3.14d"]

@@ -31,11 +31,15 @@ import time
 
 import pytest
 
-from test_dump import SUPPORTED, TARGETS, binary, by_label, procs, stage_unique  # noqa: F401
-from test_views_callgraph import check_share, record, start
+from lib.tool import binary
+from lib.interps import SUPPORTED, by_label
+from lib.procs import TARGETS
+from lib.callgraph import check_share, record, start
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 HZ = 999
-SECS = 3
+SECS = 2
 INTERP = "sid-3.15"
 SIGNALS = os.path.join(TARGETS, "signal_count.py")
 
@@ -71,6 +75,7 @@ def test_blocking_exact_and_split(label, procs, tmp_path):  # noqa: F811
     leaves, total = folded(out)
     period = 10**9 // HZ
     n = total / period
+    print(f"{label} blocking: {n:.0f} samples")
     assert n >= 500, f"{n:.0f} samples in {SECS} s at {HZ} Hz: {err}"
     assert "[read-fault]" not in leaves, (leaves, err)
     # The split as test_views_callgraph checks it: the leaves' samples
@@ -266,5 +271,6 @@ def test_remote_split(label, procs, tmp_path):  # noqa: F811
         share, own_share = check_share(f"{f}'s share of hot+warm+cold on {label}, remote "
                                        f"({err.strip()})", got[f], sum(got.values()),
                                        timed[f], sum(timed.values()))
-        print(f"{label} remote: {f} {100 * share:.1f}% sampled, {100 * own_share:.1f}% timed, "
+        print(f"{label} remote: {n:.0f} samples, {f} {100 * share:.1f}% sampled, "
+              f"{100 * own_share:.1f}% timed, "
               f"{unread:.2%} unread")

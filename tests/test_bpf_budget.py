@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 
-import pyenvs
+from lib import pyenvs
 
 OBJ = os.path.join(pyenvs.REPO, ".output", "pyprof.bpf.o")
 LIMIT = 512             # MAX_BPF_STACK

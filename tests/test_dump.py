@@ -15,21 +15,21 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
 import uuid
 
 import pytest
 
-import pyenvs
+from lib.tool import run_tool
+from lib.interps import SUPPORTED, by_label
+from lib.procs import (
+    TARGETS, Procs, comm, host_pid_of, ns_to_host_tids, out_path, stage_unique, stderr_of,
+    wait_file)
 
-TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
+pytestmark = pytest.mark.root
+
 PARKED = os.path.join(TARGETS, "parked.py")
-DUMP_TIMEOUT = 60
-START_TIMEOUT = 90
 
-SUPPORTED = pyenvs.supported()
 # The documented --json shape (docs/usage.md): a thread's and a frame's keys.
 THREAD_KEYS = {"tid", "name", "comm", "interpreter", "state", "syscall", "status", "in_gc",
                "frames"}
@@ -39,179 +39,6 @@ FRAME_KEYS = {"function", "file", "line", "end_line", "column", "end_column", "s
 
 # --------------------------------------------------------------------------
 # helpers shared with test_errors.py
-
-
-_binary_missing = [False]
-
-
-def binary():
-    """The pyprof-bpf binary; a failure (not a skip) when it is missing. It
-    may be briefly absent while `make` relinks it: wait once for up to a
-    minute."""
-    deadline = time.monotonic() + (0 if _binary_missing[0] else 60)
-    while not os.access(pyenvs.BINARY, os.X_OK):
-        if time.monotonic() > deadline:
-            _binary_missing[0] = True
-            pytest.fail(f"{pyenvs.BINARY} is missing: build it with `make`")
-        time.sleep(0.5)
-    return pyenvs.BINARY
-
-
-def run_tool(args, timeout=DUMP_TIMEOUT, user_prefix=()):
-    """Runs pyprof-bpf with no standard input; a hang is a failure."""
-    cmd = list(user_prefix) + [binary()] + list(args)
-    try:
-        for attempt in range(10):
-            try:
-                return subprocess.run(cmd, stdin=subprocess.DEVNULL,
-                                      capture_output=True, timeout=timeout)
-            except OSError:
-                # `make` is relinking it right now (missing, not yet
-                # executable, text busy or half written): wait and retry.
-                if attempt == 9:
-                    raise
-                time.sleep(1)
-                binary()
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"`{' '.join(cmd)}` hung for more than {timeout}s; "
-                    f"stderr so far: {e.stderr!r}")
-
-
-def by_label(label):
-    for i in pyenvs.load():
-        if i.label == label:
-            return i
-    pytest.fail(f"interpreter {label!r} is not in {pyenvs.LIST}: run "
-                f"scripts/provision-pythons.sh")
-
-
-def pick(pred, what):
-    for i in SUPPORTED:
-        if pred(i):
-            return i
-    raise RuntimeError(f"no test interpreter for {what} in {pyenvs.LIST}")
-
-
-class Procs:
-    """Processes started by a test; all killed (whole process group, so the
-    unshare/chroot wrappers and their children too) when the test ends."""
-
-    def __init__(self):
-        self.items = []
-        self.files = []
-
-    def start(self, argv, stderr_path):
-        err = open(stderr_path, "wb")
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=err, start_new_session=True)
-        err.close()
-        p.stderr_path = stderr_path
-        self.items.append(p)
-        return p
-
-    def cleanup_file(self, path):
-        self.files.append(path)
-
-    def close(self):
-        for p in self.items:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        for f in self.files:
-            try:
-                os.unlink(f)
-            except FileNotFoundError:
-                pass
-
-
-@pytest.fixture
-def procs():
-    ps = Procs()
-    yield ps
-    ps.close()
-
-
-def stderr_of(p):
-    try:
-        with open(p.stderr_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError as e:
-        return f"(no stderr: {e})"
-
-
-def stage_unique(interp, path, procs):
-    """Stages a script for interp under a unique name (chroot roots are
-    shared with other test runs); returns the path the interpreter sees."""
-    if not interp.root:
-        return os.path.abspath(path)
-    base, ext = os.path.splitext(os.path.basename(path))
-    tmp = os.path.join("/tmp", f"{base}_{uuid.uuid4().hex[:8]}{ext}")
-    shutil.copyfile(path, tmp)
-    try:
-        seen = interp.stage(tmp)
-    finally:
-        os.unlink(tmp)
-    procs.cleanup_file(interp.host_path(seen))
-    return seen
-
-
-def out_path(interp, procs, tmp_path, name):
-    """A path the target can write (seen, host)."""
-    if interp.root:
-        d = interp.host_path("/tmp/pyprof-tests")
-        os.makedirs(d, exist_ok=True)
-        seen = f"/tmp/pyprof-tests/{name}_{uuid.uuid4().hex[:8]}"
-    else:
-        seen = str(tmp_path / name)
-    host = interp.host_path(seen)
-    procs.cleanup_file(host)
-    procs.cleanup_file(host + ".tmp")
-    return seen, host
-
-
-def wait_file(p, host_path, what, timeout=START_TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(host_path):
-        if p.poll() is not None:
-            pytest.fail(f"{what} exited with {p.returncode} before writing "
-                        f"{host_path}; stderr:\n{stderr_of(p)}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not write {host_path} within {timeout}s; "
-                        f"stderr:\n{stderr_of(p)}")
-        time.sleep(0.02)
-
-
-def host_pid_of(p, pidns):
-    """The host pid of the Python process (below unshare with pidns)."""
-    if not pidns:
-        return p.pid
-    pid = pyenvs.leaf_pid(p.pid)
-    assert pid != p.pid, f"no Python process below unshare {p.pid}"
-    return pid
-
-
-def ns_to_host_tids(pid):
-    """{tid as the process sees it: host tid} for every task of pid."""
-    out = {}
-    for t in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{t}/status") as f:
-                for line in f:
-                    if line.startswith("NSpid:"):
-                        out[int(line.split()[-1])] = int(t)
-        except FileNotFoundError:
-            pass
-    return out
-
-
-def comm(pid, tid):
-    with open(f"/proc/{pid}/task/{tid}/comm", "rb") as f:
-        return f.read().rstrip(b"\n")
 
 
 class Target:
@@ -542,10 +369,28 @@ def check_stable(target):
     assert sorted(m.values()) == sorted(t["tid"] for t in target.expected["threads"])
 
 
+@pytest.fixture(scope="module")
+def parked(tmp_path_factory):
+    """parked(interp, pidns=False): start_parked() once per interpreter and namespace
+    for the tests that only look at the target (its own record, then a dump: the
+    same target the two used to start each), kept until the module ends (parked.py's
+    threads sleep)."""
+    ps, started = Procs(), {}
+
+    def get(interp, pidns=False):
+        key = (interp.label, pidns)
+        if key not in started:
+            started[key] = start_parked(interp, ps, tmp_path_factory.mktemp("parked"),
+                                        pidns=pidns)
+        return started[key]
+    yield get
+    ps.close()
+
+
 @pytest.mark.parametrize("interp", SUPPORTED, ids=str)
 @pytest.mark.parametrize("pidns", [False, True], ids=["host", "pidns"])
-def test_target_records_its_stacks(interp, pidns, procs, tmp_path):
-    target = start_parked(interp, procs, tmp_path, pidns=pidns)
+def test_target_records_its_stacks(interp, pidns, parked):
+    target = parked(interp, pidns)
     check_expectations(target)
     time.sleep(0.5)
     check_stable(target)
@@ -556,15 +401,15 @@ def test_target_records_its_stacks(interp, pidns, procs, tmp_path):
 
 
 @pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_dump_matches_current_frames(interp, procs, tmp_path):
-    target = start_parked(interp, procs, tmp_path)
+def test_dump_matches_current_frames(interp, parked):
+    target = parked(interp)
     dump_and_check(target)
     check_stable(target)
 
 
 @pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_dump_in_pid_namespace(interp, procs, tmp_path):
-    target = start_parked(interp, procs, tmp_path, pidns=True)
+def test_dump_in_pid_namespace(interp, parked):
+    target = parked(interp, pidns=True)
     assert target.expected["ns_pid"] == 1
     dump_and_check(target)
     check_stable(target)

@@ -1,6 +1,6 @@
 """Issue #25 item 6: `dump --core CORE` reads a core file as dump reads a
 process (user/target/core_file.c through libelf; its memory served to every
-reader as the live target's is, user/commands/dump_core.c).
+reader as the live target's is, user/commands/dump/core.c).
 
 On every supported interpreter, tests/targets/incident.py (threads parked in
 known states, long Python names, locals of every simple type), then:
@@ -44,8 +44,11 @@ import time
 
 import pytest
 
-from test_dump import SUPPORTED, procs, run_tool  # noqa: F401
-from test_dump_incident import dump_json, role_of, start_incident
+from lib.tool import run_tool
+from lib.interps import SUPPORTED
+from lib.incident import dump_json, role_of, start_incident
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 PARKED = ("sleeper", "lock", "except", "main")
 FRAME_KEYS = ("function", "file", "line", "end_line", "column", "end_column", "source",

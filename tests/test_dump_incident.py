@@ -15,80 +15,21 @@ Run as root from the repository root:
 import json
 import os
 import re
-import shlex
-import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
-from test_dump import (SUPPORTED, TARGETS, out_path, procs, run_tool,  # noqa: F401
-                       stage_unique, stderr_of, wait_file, comm)
+from lib.tool import run_tool
+from lib.interps import SUPPORTED
+from lib.procs import TARGETS, Procs, out_path, stage_unique, wait_file
+from lib.incident import dump_json, role_of, start_incident, with_own_proc
 
-INCIDENT = os.path.join(TARGETS, "incident.py")
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
 UNWINDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools",
                         "remote_unwinder.py")
-
-
-class Incident:
-    def __init__(self, interp, popen, rec):
-        self.interp, self.popen, self.rec = interp, popen, rec
-        self.pid = popen.pid
-        self.by_role = {}
-        for t in rec["threads"]:
-            self.by_role.setdefault(t["role"], []).append(t)
-        self.by_tid = {t["native_id"]: t for t in rec["threads"]}
-
-    def describe(self):
-        return f"incident.py on {self.interp.label} (pid {self.pid})"
-
-
-def with_own_proc(interp, cmd):
-    """@cmd with /proc mounted inside the interpreter's root, in a mount
-    namespace of its own: CPython's own reader run beside it (nsenter)
-    needs one. As it is for an interpreter without a root."""
-    if not interp.root:
-        return cmd
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
-            f"exec {shlex.join(cmd)}"]
-
-
-def start_incident(interp, procs, tmp_path, private=False):
-    """@private: from a copy of its own (a test that edits the file must
-    not edit the repository's)."""
-    src = INCIDENT
-    if private:
-        src = str(tmp_path / "incident.py")
-        shutil.copyfile(INCIDENT, src)
-    script = stage_unique(interp, src, procs)
-    seen, host = out_path(interp, procs, tmp_path, "incident.json")
-    cmd = with_own_proc(interp, interp.argv([script, seen]))
-    p = procs.start(cmd, str(tmp_path / "incident.stderr"))
-    wait_file(p, host, f"incident.py on {interp.label}")
-    with open(host, encoding="utf-8") as f:
-        rec = json.load(f)
-    assert rec["pid"] == p.pid, f"the target is pid {rec['pid']}, started {p.pid}"
-    assert rec["python"] == interp.version_str
-    # the publisher thread ends once it has written the record
-    want = {t["native_id"] for t in rec["threads"]}
-    deadline = time.monotonic() + 30
-    while {int(t) for t in os.listdir(f"/proc/{p.pid}/task")} != want:
-        assert time.monotonic() < deadline and p.poll() is None, (
-            f"tasks never became the recorded threads; stderr:\n{stderr_of(p)}")
-        time.sleep(0.02)
-    for t in rec["threads"]:
-        t["comm"] = comm(p.pid, t["native_id"]).decode("utf-8", "replace")
-    return Incident(interp, p, rec)
-
-
-def dump_json(target, *extra):
-    proc = run_tool(["dump", "-p", str(target.pid), "--json", *extra])
-    assert proc.returncode == 0, (
-        f"{target.describe()}: dump --json exited {proc.returncode}: "
-        f"{proc.stderr.decode('utf-8', 'replace')}")
-    return json.loads(proc.stdout.decode("utf-8"))
 
 
 def dump_text(target, *extra):
@@ -117,11 +58,22 @@ def text_headers(text):
 # 1. whole names
 
 
-@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_whole_thread_names(interp, procs, tmp_path):
+@pytest.fixture(scope="module", params=SUPPORTED, ids=str)
+def incident(request, tmp_path_factory):
+    """One incident.py per interpreter, shared by the tests that only dump it (they
+    write nothing into it): pytest groups them by interpreter, so one target runs
+    at a time, and each test no longer waits for a target of its own to start."""
+    ps = Procs()
+    try:
+        yield start_incident(request.param, ps, tmp_path_factory.mktemp("incident"))
+    finally:
+        ps.close()
+
+
+def test_whole_thread_names(incident, procs, tmp_path):
     """Every thread's threading name, whole (> 15 bytes), and its comm beside
     it, in --json and in text."""
-    target = start_incident(interp, procs, tmp_path)
+    target, interp = incident, incident.interp
     where = target.describe()
     doc = dump_json(target)
     got = {t["tid"]: t for t in doc["threads"]}
@@ -140,10 +92,6 @@ def test_whole_thread_names(interp, procs, tmp_path):
 
 # --------------------------------------------------------------------------
 # 2. each thread's state
-
-
-def role_of(target, t):
-    return target.by_tid[t["tid"]]["role"]
 
 
 def check_parked_states(target, doc):
@@ -199,13 +147,12 @@ def collecting_look(target, doc):
 LOOK_DUMPS = 80
 
 
-@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_thread_states(interp, procs, tmp_path):
+def test_thread_states(incident, procs, tmp_path):
     """Each state named: asleep in [syscall] clock_nanosleep (time.sleep),
     in futex (a Lock, Event.wait: the main thread marked), an exception being
     handled, and, in one look, the collector in <GC> holding the GIL while
     both spinners wait for it."""
-    target = start_incident(interp, procs, tmp_path)
+    target, interp = incident, incident.interp
     seen = False
     for _ in range(LOOK_DUMPS):
         doc = dump_json(target)
@@ -239,8 +186,7 @@ def test_thread_states(interp, procs, tmp_path):
 KERNEL_SLEEP = {"sleeper": "nanosleep", "except": "nanosleep", "lock": "futex", "main": "futex"}
 
 
-@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_kernel_stacks_and_blocking(interp, procs, tmp_path):
+def test_kernel_stacks_and_blocking(incident, procs, tmp_path):
     """dump --kernel: each parked thread's kernel stack (JSON kernel_stack,
     innermost first; text [kernel] lines after its frames, outermost first)
     goes through its system call's entry to a function of its wait
@@ -248,7 +194,8 @@ def test_kernel_stacks_and_blocking(interp, procs, tmp_path):
     same states and kernel stacks (read before the threads are stopped), and
     the parked threads' stacks equal a dump's without it; the target is not
     traced afterwards. Without --kernel, no kernel_stack key."""
-    target = start_incident(interp, procs, tmp_path)
+    target, interp = incident, incident.interp
+    target.wait_parked()
     assert all("kernel_stack" not in t for t in dump_json(target)["threads"])
     plain = dump_json(target)
     for extra in ((), ("--blocking",)):
@@ -269,6 +216,7 @@ def test_kernel_stacks_and_blocking(interp, procs, tmp_path):
                 assert t["frames"] == parked[t["tid"]], (extra, t["name"])
         with open(f"/proc/{target.pid}/status") as f:
             assert "TracerPid:\t0\n" in f.read()
+        target.wait_parked()
     text = dump_text(target, "--kernel", "--no-source")
     for block in text.split("\nThread ")[1:]:
         lines = block.splitlines()
@@ -279,10 +227,9 @@ def test_kernel_stacks_and_blocking(interp, procs, tmp_path):
             assert "syscall" in kernel[0].lower() or "entry" in kernel[0].lower(), kernel
 
 
-@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_only_active(interp, procs, tmp_path):
+def test_only_active(incident, procs, tmp_path):
     """--only-active: the one thread holding the GIL, or none."""
-    target = start_incident(interp, procs, tmp_path)
+    target, interp = incident, incident.interp
     held = 0
     for _ in range(LOOK_DUMPS):
         doc = dump_json(target, "--only-active")
@@ -355,14 +302,13 @@ def text_blocks(text):
     return blocks
 
 
-@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_source_lines(interp, procs, tmp_path):
+def test_source_lines(incident, procs, tmp_path):
     """Each parked frame's line of source and its marker equal the target's
     own traceback of that frame; --json's line, end_line, column, end_column
     its code's positions. A traceback also draws a marker over a whole line
     where its parser finds anchors (3.13+): we draw none there, which is the
     one difference allowed."""
-    target = start_incident(interp, procs, tmp_path)
+    target, interp = incident, incident.interp
     where = target.describe()
     blocks = text_blocks(dump_text(target))
     doc = dump_json(target)
@@ -438,13 +384,12 @@ def local_problem(name, ours, theirs):
     return None
 
 
-@pytest.mark.parametrize("interp", SUPPORTED, ids=str)
-def test_locals(interp, procs, tmp_path):
+def test_locals(incident, procs, tmp_path):
     """--locals: the sleeper's arguments and locals (a cell among them) equal
     what the target prints of its own frame: None, bool, small and big ints,
     float, str (one cut), bytes exactly, the others <TYPE at 0xADDR>; --json
     and text the same."""
-    target = start_incident(interp, procs, tmp_path)
+    target, interp = incident, incident.interp
     where = target.describe()
     t = target.by_role["sleeper"][0]
     doc = dump_json(target, "--locals")

@@ -15,9 +15,12 @@ import time
 
 import pytest
 
-import pyenvs
-from test_dump import (Procs, binary, by_label, out_path, procs,  # noqa: F401
-                       run_tool, stage_unique, stderr_of, wait_file)
+from lib import pyenvs
+from lib.tool import binary, one_error_line, run_tool, show
+from lib.interps import by_label
+from lib.procs import Procs, out_path, stage_unique, stderr_of, wait_file
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 SLEEPER = os.path.join(TARGETS, "sleeper.py")
@@ -25,26 +28,6 @@ CHURN = os.path.join(TARGETS, "churn.py")
 ERR_TIMEOUT = 30
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
           "--inh-caps=-all"]
-
-
-def show(proc):
-    return (f"exit {proc.returncode}\n--- stderr ---\n"
-            f"{proc.stderr.decode('utf-8', 'replace')}--- stdout ---\n"
-            f"{proc.stdout.decode('utf-8', 'replace')[:2000]}")
-
-
-def one_error_line(proc, what):
-    """Asserts a clean failure: positive exit status (a signal gives a
-    negative one), nothing on stdout, exactly one non-empty line on stderr.
-    Returns that line."""
-    assert proc.returncode != 0, f"{what}: expected a failure, got {show(proc)}"
-    assert proc.returncode > 0, f"{what}: killed by signal {-proc.returncode}: {show(proc)}"
-    assert proc.stdout == b"", f"{what}: printed on stdout: {show(proc)}"
-    err = proc.stderr.decode("utf-8", "replace")
-    lines = err.rstrip("\n").split("\n")
-    assert err.strip() and len(lines) == 1, (
-        f"{what}: expected exactly one line on stderr, got {len(lines)}: {show(proc)}")
-    return lines[0]
 
 
 def start_sleeper(interp, procs, tmp_path, name="sleeper"):
@@ -254,6 +237,7 @@ def popen_tool(args):
 CHURN_INTERPS = ["sid-3.14", "sid-3.15", "sid-3.13", "system-3.11", "pyenv-3.12.1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", CHURN_INTERPS)
 def test_target_exits_during_dump(label, tmp_path):
     """Dumps back to back against a target whose threads come and go and
@@ -293,6 +277,7 @@ def test_target_exits_during_dump(label, tmp_path):
     assert outcomes["error"] > 0, f"no dump saw the exit: {outcomes}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", CHURN_INTERPS)
 def test_target_killed_during_dump(label, tmp_path):
     """SIGKILL the target at random moments while a dump runs."""

@@ -39,8 +39,10 @@ import urllib.parse
 
 import pytest
 
-import pyenvs
-from test_modes import PARAMS, VERSIONS
+from lib import pyenvs
+from lib.interps import PARAMS, VERSIONS
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 BINARY = pyenvs.BINARY
 TARGETS = os.path.join(pyenvs.REPO, "tests", "targets")

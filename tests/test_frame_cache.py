@@ -44,112 +44,28 @@ Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_frame_cache.py
 Nothing is skipped: a missing binary or interpreter is a failure.
 """
-import json
 import os
 import re
-import shutil
 import signal
 import struct
 import subprocess
-import tempfile
 import time
 import urllib.parse
 
 import pytest
 
-import pyenvs
+from lib.tool import binary
+from lib.interps import by_label
+from lib.frame_cache import CHAIN, frame_name
 
-TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
-START_TIMEOUT = 90
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
+
 ALT_DEPTH = 30
 ALT_SAMPLES = 100_000
 ALT_BUDGET_S = 100          # recording time allowed to reach ALT_SAMPLES
 WATCH_DEPTH = 300
 WATCH_S = 4
 WATCH_HZ = 2000
-# The targets' shared helper, staged next to each of them.
-HELPERS = ("tstate_anchor.py",)
-
-
-def binary():
-    if not os.access(pyenvs.BINARY, os.X_OK):
-        pytest.fail(f"{pyenvs.BINARY} is missing: build it with `make`")
-    return pyenvs.BINARY
-
-
-def interp(label):
-    for i in pyenvs.load():
-        if i.label == label:
-            return i
-    pytest.fail(f"interpreter {label!r} is not in {pyenvs.LIST}: run "
-                f"scripts/provision-pythons.sh")
-
-
-class Target:
-    """A target script started on an interpreter; it writes READY (JSON
-    with its pid, as the host sees it: no PID namespace here)."""
-
-    def __init__(self, py, script, *args, files=()):
-        self.py = py
-        self.dir = tempfile.mkdtemp(prefix="pyprof-fc-")
-        self.seen_dir = None
-        stage = os.path.join(py.root, "tmp", "pyprof-tests") if py.root else self.dir
-        os.makedirs(stage, exist_ok=True)
-        tag = f"{os.getpid()}-{time.monotonic_ns()}"
-        self.ready_seen = os.path.join("/tmp/pyprof-tests" if py.root else self.dir,
-                                       f"ready-{tag}")
-        self.ready = py.host_path(self.ready_seen)
-        self.files = {}
-        for name in files:
-            seen = os.path.join("/tmp/pyprof-tests" if py.root else self.dir, f"{name}-{tag}")
-            self.files[name] = (seen, py.host_path(seen))
-        for helper in HELPERS:
-            py.stage(os.path.join(TARGETS, helper))
-        path = py.stage(os.path.join(TARGETS, script))
-        argv = [path, self.ready_seen] + [self.files[a][0] if a in self.files else a
-                                          for a in args]
-        self.proc = subprocess.Popen(py.argv(argv), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while not os.path.exists(self.ready):
-            if self.proc.poll() is not None:
-                pytest.fail(f"{script} exited {self.proc.returncode}: "
-                            f"{self.proc.stderr.read().decode(errors='replace')}")
-            if time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"{script} not ready after {START_TIMEOUT}s")
-            time.sleep(0.05)
-        with open(self.ready) as f:
-            self.info = json.load(f)
-        self.pid = self.info["pid"]
-
-    def host(self, name):
-        return self.files[name][1]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        for p in [self.ready] + [h for _, h in self.files.values()]:
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-@pytest.fixture
-def target():
-    started = []
-
-    def start(py, script, *args, files=()):
-        t = Target(py, script, *args, files=files)
-        started.append(t)
-        return t
-    yield start
-    for t in started:
-        t.stop()
 
 
 def record(pid, seconds, freq, fmt, out, extra=()):
@@ -183,24 +99,6 @@ def record(pid, seconds, freq, fmt, out, extra=()):
         assert m4, err
         fc.update(zip(("cleared", "left"), map(int, m4.groups())))
     return int(m.group(1)), fc, err
-
-
-def frame_name(text):
-    """Function name of a collapsed / perf-script frame text."""
-    if not text.startswith("py::"):
-        return text
-    return urllib.parse.unquote(text[4:].split(":", 1)[0])
-
-
-def collapsed_stacks(path, period_ns):
-    """(frame texts, root first, samples) of each line of a collapsed file."""
-    with open(path) as f:
-        for line in f:
-            stack, weight = line.rstrip("\n").rsplit(" ", 1)
-            yield stack.split(";"), int(weight) // period_ns
-
-
-CHAIN = re.compile(r"([ab])(\d+)")
 
 
 def check_alternating(path, period_ns, allow_truncated):
@@ -260,7 +158,7 @@ def alternating_run(target, py, hostile, min_samples, budget_s, chunk_s):
 
 
 def test_alternating_chains_never_mixed(target):
-    py = interp("sid-3.15")
+    py = by_label("sid-3.15")
     samples, truncated, fc = alternating_run(target, py, False, ALT_SAMPLES, ALT_BUDGET_S, 15)
     assert fc["spliced"] + fc["whole"] + fc["mismatched"] == samples + fc["late"]
     # The cache did the work, and (with no one else writing the anchor)
@@ -272,7 +170,7 @@ def test_alternating_chains_never_mixed(target):
 
 
 def test_alternating_chains_hostile_anchor_writer(target):
-    py = interp("sid-3.15")
+    py = by_label("sid-3.15")
     samples, truncated, fc = alternating_run(target, py, True, 20_000, 40, 10)
     # Never a guess: every sample either whole and right or truncated.
     assert truncated == fc["mismatched"], fc
@@ -282,7 +180,7 @@ def test_alternating_chains_hostile_anchor_writer(target):
 def test_alternating_chains_without_the_protocol(target):
     # 3.14 has no anchor: every walk is whole (windowed reads of the data
     # stack), and must be just as exact.
-    py = interp("sid-3.14")
+    py = by_label("sid-3.14")
     t = target(py, "alternating.py", "--threads", "2", "--depth", str(ALT_DEPTH))
     out = os.path.join(t.dir, "out.folded")
     n, fc, _ = record(t.pid, 5, 5000, "collapsed", out)
@@ -339,7 +237,7 @@ def watch_run(target, extra=()):
     """anchor_watch.py recorded WATCH_S s at WATCH_HZ. Returns (samples,
     frame cache counters, log lines, recording start and end in
     CLOCK_MONOTONIC ns, truncated samples)."""
-    py = interp("sid-3.15")
+    py = by_label("sid-3.15")
     t = target(py, "anchor_watch.py", "LOG", str(WATCH_DEPTH), files=("LOG",))
     assert t.info["chain"] >= WATCH_DEPTH + 3, t.info
     out = os.path.join(t.dir, "out.folded")
@@ -497,7 +395,7 @@ def test_anchors_cleared_on_exit(target, ending, backend):
     """After pyprof-bpf exits (-d, Ctrl-C, SIGTERM), no thread's anchor is
     one it wrote: every one is zero, its sequence as pyprof-bpf left it.
     The remote backend (issue #26 item 2) writes and clears them alike."""
-    py = interp("sid-3.15")
+    py = by_label("sid-3.15")
     t = target(py, "anchor_threads.py", str(HOLD_THREADS), str(HOLD_DEPTH))
     out = os.path.join(t.dir, "out.folded")
     rec = Recorder(t.pid, out, seconds=4 if ending == "duration" else None, backend=backend)
@@ -531,7 +429,7 @@ def test_exit_leaves_anchors_written_by_others(target, writer):
     exit: CPython's profiler writes the anchor alone, another pyprof-bpf
     anchor and sequence with its own 2^32 jump. The other threads' anchors,
     still pyprof-bpf's, are cleared."""
-    py = interp("sid-3.15")
+    py = by_label("sid-3.15")
     t = target(py, "anchor_threads.py", str(HOLD_THREADS), str(HOLD_DEPTH))
     out = os.path.join(t.dir, "out.folded")
     rec = Recorder(t.pid, out)
@@ -591,7 +489,7 @@ def test_two_recorders_never_truncate(target, script):
     anchor over the other's: neither has an unnamed sample (a stop at an
     anchor the other wrote used to come out [truncated], with every sample
     of that thread until the next poll)."""
-    py = interp("sid-3.15")
+    py = by_label("sid-3.15")
     if script == "alternating.py":
         t = target(py, script, "--threads", "2", "--depth", str(ALT_DEPTH))
     else:
@@ -655,7 +553,7 @@ def decode(text):
 
 @pytest.mark.parametrize("label", ["sid-3.15", "sid-3.14"])
 def test_reused_code_addresses_never_show_old_names(target, label):
-    py = interp(label)
+    py = by_label(label)
     t = target(py, "exec_reuse.py", "LOG", files=("LOG",))
     out = os.path.join(t.dir, "out.perf")
     n, fc, err = record(t.pid, 8, 2000, "perf-script", out)

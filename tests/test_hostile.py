@@ -61,8 +61,10 @@ import urllib.parse
 
 import pytest
 
-import pyenvs
-from test_dump import SUPPORTED, out_path, procs, stage_unique  # noqa: F401
+from lib.interps import SUPPORTED
+from lib.procs import out_path, stage_unique
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.join(HERE, "targets")
@@ -592,7 +594,7 @@ def test_debug_offsets(interp, binary, procs, tmp_path):
 # the real programs under the sanitized binary
 
 def real_cases():
-    import test_real_programs as trp
+    from lib import programs as trp
     on = next(i for i in SUPPORTED if i.label == "sid-3.14")
     out = []
     for prog in trp.PROGRAMS:
@@ -605,7 +607,7 @@ def real_cases():
 def test_real_programs_sanitized(prog, interp, native, procs, tmp_path):
     """Each real program recorded by the ASan/UBSan build: exit 0, no
     report, named samples."""
-    import test_real_programs as trp
+    from lib import programs as trp
     need(SAN_BIN)
     p, script = trp.start(prog, interp, procs, tmp_path)
     r = Run(SAN_BIN, ["record", "-p", str(p.pid), "-F", str(HZ), "-d", str(SECONDS),

@@ -14,92 +14,19 @@ Without CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE (no /proc/PID/map_files),
 the executable is found by path inside the target's root, where the
 symlink and the FIFO are refused: a clear error, no host file opened.
 """
-import ctypes
-import os
 import re
-import shutil
-import stat
 import subprocess
 import time
 
 import pytest
 
-import pyenvs
+from lib import pyenvs
+from lib.container import Container, Inotify, SECRET_NAME, SID_INTERPS
 
-SID_INTERPS = [i for i in pyenvs.supported() if i.root]
-HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET = os.path.join(HERE, "targets", "hostile_root.py")
-SECRET_NAME = "HOSTSECRET"
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
+
 MAP_VARIANTS = ["own", "map-symlink", "map-fifo-link", "map-fifo", "map-owner"]
 EXE_VARIANTS = ["exe-symlink", "exe-fifo"]
-IN_OPEN, IN_ACCESS = 0x20, 0x01
-
-
-class Inotify:
-    """Opens of the watched host files, read without blocking."""
-
-    def __init__(self, paths):
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        assert self.fd >= 0, os.strerror(ctypes.get_errno())
-        for p in paths:
-            wd = self.libc.inotify_add_watch(self.fd, p.encode(), IN_OPEN | IN_ACCESS)
-            assert wd >= 0, f"inotify_add_watch {p}: {os.strerror(ctypes.get_errno())}"
-
-    def events(self):
-        try:
-            return os.read(self.fd, 65536)
-        except BlockingIOError:
-            return b""
-
-    def close(self):
-        os.close(self.fd)
-
-
-@pytest.fixture(scope="module")
-def host_files():
-    """A root-only host file (a perf map that would name every address) and a
-    host FIFO, the targets of the container's symlinks."""
-    d = "/root/pyprof-hostile"
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    secret, fifo = os.path.join(d, "secret.map"), os.path.join(d, "fifo")
-    with open(secret, "w") as f:
-        f.write(f"0 7fffffffffff {SECRET_NAME}\n")
-    os.chmod(secret, 0o600)
-    if not os.path.exists(fifo):
-        os.mkfifo(fifo, 0o600)
-    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
-    yield secret, fifo
-    shutil.rmtree(d, ignore_errors=True)
-
-
-class Container:
-    """interp's root as the lower layer of an overlay mounted in a new mount
-    namespace: the target may replace any file of its root (its /usr/bin
-    too) without touching the shared sid root."""
-
-    def __init__(self, interp, tmp_path, variant, secs, secret, fifo):
-        self.dir = tmp_path / "ovl"
-        for sub in ("upper/tmp", "work", "merged"):
-            (self.dir / sub).mkdir(parents=True)
-        shutil.copyfile(TARGET, self.dir / "upper/tmp/hostile_root.py")
-        d = self.dir
-        script = (f"mount -t overlay overlay -o lowerdir={interp.root},upperdir={d}/upper,"
-                  f"workdir={d}/work {d}/merged && mount -t proc proc {d}/merged/proc && "
-                  f"exec chroot {d}/merged {interp.exe} -X perf /tmp/hostile_root.py "
-                  f"{variant} {secs} {secret} {fifo}")
-        self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
-                                      "sh", "-c", script], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("ready"), f"target did not start: {line!r} {self.proc.stderr.read()}"
-        self.pid = int(line.split()[1])
-        assert self.pid == self.proc.pid    # unshare, sh and chroot exec in turn
-
-    def finish(self):
-        out, err = self.proc.communicate(timeout=60)
-        return self.proc.returncode, out, err
 
 
 def record(pid, tmp_path, caps=True, secs=2):

@@ -30,7 +30,9 @@ import time
 
 import pytest
 
-import pyenvs
+from lib import pyenvs
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 REPO = pyenvs.REPO
 BINARY = os.environ.get("PYPROF_BPF_BINARY", pyenvs.BINARY)

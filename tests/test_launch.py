@@ -49,91 +49,21 @@ import uuid
 
 import pytest
 
-import pyenvs
-import test_formats as tf
-from test_dump import SUPPORTED, binary, by_label, stage_unique  # noqa: F401
-from test_dump import procs  # noqa: F401  (a fixture)
-from test_record import SUMMARY, line_of, parse_folded, parse_perf
+from lib import pyenvs
+from lib import formats as tf
+from lib.tool import binary
+from lib.interps import SUPPORTED, by_label
+from lib.procs import argv_of, stage_unique
+from lib.recorder import TIMEOUT, launch
+from lib.perf import line_of, parse_folded, parse_perf
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 LAUNCHED = os.path.join(TARGETS, "launched.py")
 SHORT = os.path.join(TARGETS, "short.py")
 FIRST_SPIN = os.path.join(TARGETS, "first_spin.py")
-TIMEOUT = 120            # seconds a launch may take before it is a hang
 SYSTEM = "system-3.11"   # readable by nobody (pyenv's live under /root)
-
-
-def default_signals():
-    """In the child: SIGINT and SIGQUIT back to their defaults. A test suite
-    started in the background by a shell without job control inherits them
-    ignored (POSIX), so would pyprof-bpf and the command it starts (it keeps
-    the dispositions it got, as a shell does), and Python installs no
-    KeyboardInterrupt handler over an ignored SIGINT: a SIGINT test would
-    wait on a command that cannot get it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-
-
-class Run:
-    """One `pyprof-bpf record ... -- CMD` in its own session (killed with the
-    test): stdout and stderr to files, or stdout to a pipe."""
-
-    def __init__(self, procs, tmp_path, args, cmd, name="run", stdin=subprocess.DEVNULL,
-                 stdout_pipe=False, prefix=(), env=None):
-        self.err_path = str(tmp_path / f"{name}.stderr")
-        self.out_path = str(tmp_path / f"{name}.stdout")
-        self.cmd = (list(prefix) + [binary(), "record"] + [str(a) for a in args] + ["--"]
-                    + [str(c) for c in cmd])
-        with open(self.err_path, "wb") as err, open(self.out_path, "wb") as out:
-            self.p = subprocess.Popen(self.cmd, stdin=stdin,
-                                      stdout=subprocess.PIPE if stdout_pipe else out,
-                                      stderr=err, start_new_session=True, env=env,
-                                      preexec_fn=default_signals)
-        self.p.stderr_path = self.err_path
-        procs.items.append(self.p)
-
-    @property
-    def stderr(self):
-        with open(self.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    @property
-    def stdout(self):
-        with open(self.out_path, "rb") as f:
-            return f.read()
-
-    def wait(self, timeout=TIMEOUT):
-        try:
-            self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"`{' '.join(self.cmd)}` still running after {timeout}s; "
-                        f"stderr:\n{self.stderr}")
-        return self.p.returncode
-
-    def expect(self, code):
-        rc = self.wait()
-        assert rc == code, f"`{' '.join(self.cmd)}` exited {rc}, expected {code}; " \
-                           f"stderr:\n{self.stderr}"
-        return self
-
-    def readline(self, what="ready", timeout=TIMEOUT):
-        """The command's next line on stdout (stdout_pipe=True)."""
-        r, _, _ = select.select([self.p.stdout], [], [], timeout)
-        if not r:
-            pytest.fail(f"no {what!r} from the command in {timeout}s; stderr:\n{self.stderr}")
-        line = self.p.stdout.readline().decode()
-        assert line.strip() == what, f"the command said {line!r}; stderr:\n{self.stderr}"
-
-    def summary(self):
-        lines = [ln for ln in self.stderr.split("\n") if ln.startswith("pyprof-bpf: ")]
-        found = [SUMMARY.fullmatch(ln) for ln in lines]
-        found = [m for m in found if m]
-        assert len(found) == 1, f"one summary line expected:\n{self.stderr}"
-        return {k: float(v) if "." in v else int(v) for k, v in found[0].groupdict().items()}
-
-
-def argv_of(interp, script, procs, args=()):
-    return interp.argv([stage_unique(interp, script, procs)] + list(args))
 
 
 def module_stacks(folded, script_seen):
@@ -169,7 +99,7 @@ def read(path):
 def test_exit_status(label, mode, arg, code, says, procs, tmp_path):
     interp = by_label(label)
     out = tmp_path / "out.perf"
-    r = Run(procs, tmp_path, ["-F", 999, "-o", out],
+    r = launch(procs, tmp_path, ["-F", 999, "-o", out],
             argv_of(interp, LAUNCHED, procs, [mode, arg])).expect(code)
     assert f"pyprof-bpf: the command {says}" in r.stderr, r.stderr
     samples = parse_perf(read(out))
@@ -187,7 +117,7 @@ def test_stdio(label, procs, tmp_path):
     inp = tmp_path / "stdin.txt"
     inp.write_text(data, encoding="utf-8")
     with open(inp, "rb") as f:
-        r = Run(procs, tmp_path, ["-o", tmp_path / "out.folded"],
+        r = launch(procs, tmp_path, ["-o", tmp_path / "out.folded"],
                 argv_of(interp, LAUNCHED, procs, ["echo", "-v", "--format", "x", "--"]),
                 stdin=f).expect(0)
     want = json.dumps(["-v", "--format", "x", "--"]) + "\n" + data.upper()
@@ -203,7 +133,7 @@ def test_stdio(label, procs, tmp_path):
 def test_short_program(interp, procs, tmp_path):
     out = tmp_path / "out.folded"
     seen = stage_unique(interp, SHORT, procs)
-    r = Run(procs, tmp_path, ["-F", 9999, "-o", out], interp.argv([seen])).expect(0)
+    r = launch(procs, tmp_path, ["-F", 9999, "-o", out], interp.argv([seen])).expect(0)
     folded = parse_folded(read(out))
     mod = module_stacks(folded, seen)
     assert mod.get(line_of(SHORT, "spin"), 0) > 0, (
@@ -221,7 +151,7 @@ def test_short_program(interp, procs, tmp_path):
 def test_first_statement(interp, procs, tmp_path):
     out = tmp_path / "out.folded"
     seen = stage_unique(interp, FIRST_SPIN, procs)
-    r = Run(procs, tmp_path, ["-F", 999, "-o", out], interp.argv([seen]),
+    r = launch(procs, tmp_path, ["-F", 999, "-o", out], interp.argv([seen]),
             stdout_pipe=True)
     r.readline("done")
     r.expect(0)
@@ -284,6 +214,7 @@ def run_on_pty(args, timeout=TIMEOUT):
     return status, buf.decode("utf-8", "replace").replace("\r\n", "\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
 def test_ctrl_c_on_a_terminal(label, procs, tmp_path):
     interp = by_label(label)
@@ -301,7 +232,7 @@ def test_ctrl_c_on_a_terminal(label, procs, tmp_path):
 def test_sigint_to_the_process_group(label, procs, tmp_path):
     interp = by_label(label)
     out = tmp_path / "out.perf"
-    r = Run(procs, tmp_path, ["-F", 999, "-o", out],
+    r = launch(procs, tmp_path, ["-F", 999, "-o", out],
             argv_of(interp, LAUNCHED, procs, ["interrupt"]), stdout_pipe=True)
     r.readline()
     # "ready" may come before the recorder has attached (a slow BPF load on
@@ -323,7 +254,7 @@ def test_sigint_to_the_process_group(label, procs, tmp_path):
 def test_signal_forwarded(label, sig, procs, tmp_path):
     interp = by_label(label)
     out = tmp_path / "out.perf"
-    r = Run(procs, tmp_path, ["-F", 999, "-o", out],
+    r = launch(procs, tmp_path, ["-F", 999, "-o", out],
             argv_of(interp, LAUNCHED, procs, ["count"]), stdout_pipe=True)
     r.readline()
     os.kill(r.p.pid, sig)       # pyprof-bpf alone: it passes it on, once
@@ -338,11 +269,12 @@ def test_signal_forwarded(label, sig, procs, tmp_path):
 # --------------------------------------------------------------------------
 # 5. -d
 
+@pytest.mark.slow
 def test_duration(procs, tmp_path):
     interp = by_label("sid-3.14")
     out = tmp_path / "out.perf"
     t0 = time.monotonic()
-    r = Run(procs, tmp_path, ["-d", 0.5, "-o", out],
+    r = launch(procs, tmp_path, ["-d", 0.5, "-o", out],
             argv_of(interp, LAUNCHED, procs, ["spin", 2.5, 5]), stdout_pipe=True)
     deadline = time.monotonic() + TIMEOUT
     while "the recording is written" not in r.stderr:
@@ -389,13 +321,14 @@ def check_ids(r, user, env):
     return got
 
 
+@pytest.mark.slow
 def test_sudo_identity(nobody_group, procs, tmp_path):
     interp = by_label(SYSTEM)
     uid, gid, groups = expected_ids("nobody")
     assert nobody_group in groups
     env = dict(os.environ, SUDO_UID=str(uid), SUDO_GID=str(gid), SUDO_USER="nobody",
                HOME="/home/someone", USER="root", LOGNAME="root")
-    r = Run(procs, tmp_path, ["-o", tmp_path / "out.perf"],
+    r = launch(procs, tmp_path, ["-o", tmp_path / "out.perf"],
             interp.argv([LAUNCHED, "ids"]), stdout_pipe=True, env=env)
     r.expect(0)
     check_ids(r, "nobody", {"HOME": "/home/someone", "USER": "root", "LOGNAME": "root"})
@@ -419,6 +352,7 @@ def sudoers_nobody():
         os.unlink(path)
 
 
+@pytest.mark.slow
 def test_real_sudo(nobody_group, sudoers_nobody, procs, tmp_path):
     interp = by_label(SYSTEM)
     as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--init-groups"]
@@ -427,7 +361,7 @@ def test_real_sudo(nobody_group, sudoers_nobody, procs, tmp_path):
     sudo_env = dict(ln.split("=", 1) for ln in sudo_env.splitlines() if "=" in ln)
     assert sudo_env.get("SUDO_USER") == "nobody", sudo_env
     script = stage_unique(interp, LAUNCHED, procs)
-    r = Run(procs, tmp_path, ["-o", tmp_path / "out.perf"], interp.argv([script, "ids"]),
+    r = launch(procs, tmp_path, ["-o", tmp_path / "out.perf"], interp.argv([script, "ids"]),
             stdout_pipe=True, prefix=as_nobody + ["sudo", "-n"])
     r.expect(0)
     check_ids(r, "nobody", {k: sudo_env.get(k) for k in ("HOME", "USER", "LOGNAME")})
@@ -447,18 +381,19 @@ def test_exec_failures(what, procs, tmp_path):
     else:
         cmd, code, says = str(tmp_path), 126, "Permission denied"
     out = tmp_path / "out.perf"
-    r = Run(procs, tmp_path, ["-o", out], [cmd, "arg"]).expect(code)
+    r = launch(procs, tmp_path, ["-o", out], [cmd, "arg"]).expect(code)
     assert r.stderr == f"pyprof-bpf: cannot run {cmd}: {says}\n"
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_command_without_python(procs, tmp_path):
     out = tmp_path / "out.perf"
-    r = Run(procs, tmp_path, ["-o", out], ["sh", "-c", "exit 4"], name="exits").expect(4)
+    r = launch(procs, tmp_path, ["-o", out], ["sh", "-c", "exit 4"], name="exits").expect(4)
     assert r.stderr == ("pyprof-bpf: the command exited with status 4 before running "
                         "Python; nothing recorded\n")
     t0 = time.monotonic()
-    r = Run(procs, tmp_path, ["-o", out], ["sleep", "60"], name="sleeps").expect(1)
+    r = launch(procs, tmp_path, ["-o", out], ["sleep", "60"], name="sleeps").expect(1)
     assert 4.5 < time.monotonic() - t0 < 30, r.stderr
     assert "the command runs no Python after 5 s" in r.stderr, r.stderr
     assert "pyprof-bpf: the command (pid" in r.stderr and "was killed" in r.stderr, r.stderr

@@ -17,7 +17,9 @@ import subprocess
 
 import pytest
 
-import pyenvs
+from lib import pyenvs
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 DUMP = os.path.join(pyenvs.REPO, "tests", "tools", "dump_linetables.py")
 SAN = os.path.join(pyenvs.REPO, ".output", "san")

@@ -103,11 +103,14 @@ import uuid
 
 import pytest
 
-import test_formats as tf
-from test_dump import SUPPORTED, out_path, procs, stage_unique, stderr_of  # noqa: F401
-from test_formats import node_env  # noqa: F401
-from test_record import FRAME, HEADER, SUMMARY, fnv1a, machine_steal
-from test_short_lived import RECORD_SLACK, Rec, binary, wait_json
+from lib import formats as tf
+from lib.tool import binary
+from lib.interps import PARAMS, SUPPORTED, VERSIONS
+from lib.procs import out_path, stage_unique, stderr_of, wait_json
+from lib.recorder import Recorder
+from lib.perf import FRAME, HEADER, fnv1a, machine_steal
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools"))
 import modes_truth as mt  # noqa: E402
@@ -142,19 +145,6 @@ WALL_TOTAL_OVER = 0.03
 FSYNC_SHARE_EXTRA = 0.04
 KERNEL = "[kernel.kallsyms]"
 OURS = "[pyprof-bpf]"
-
-
-def one_per_version():
-    """The first interpreter of each minor version (debug builds aside)."""
-    by = {}
-    for i in SUPPORTED:
-        if not i.label.endswith("d"):
-            by.setdefault(i.version[:2], i)
-    return by
-
-
-VERSIONS = one_per_version()
-PARAMS = [pytest.param(VERSIONS[v], id=VERSIONS[v].label) for v in sorted(VERSIONS)]
 
 
 def test_every_version_is_there():
@@ -427,32 +417,11 @@ def mixes():
         m.close()
 
 
-class ModeRec(Rec):
-    """test_short_lived's Rec; the summary may go on after its counts (a
-    mode's own words)."""
-
-    def finish(self, secs):
-        try:
-            self.p.wait(timeout=secs + RECORD_SLACK)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"`{' '.join(self.cmd)}` still running after {secs + RECORD_SLACK}s;"
-                        f" stderr:\n{self.stderr}")
-        self.t_exit = time.monotonic()
-        assert self.p.returncode == 0, (f"`{' '.join(self.cmd)}` exited "
-                                        f"{self.p.returncode}; stderr:\n{self.stderr}")
-        last = self.stderr.rstrip("\n").split("\n")[-1]
-        m = SUMMARY.match(last)
-        assert m, f"the last line on stderr is not the summary: {last!r}\n{self.stderr}"
-        self.summary = {k: (float(v) if "." in v else int(v)) for k, v in m.groupdict().items()}
-        assert self.summary["lost"] == 0, f"samples lost:\n{self.stderr}"
-        return self
-
-
 def record(procs, tmp_path, pid, mode, secs, extra=(), name=None, hz=HZ):
     name = name or mode
     out = str(tmp_path / f"{name}.perf")
     args = ["--mode", mode, "-F", hz, "-d", secs, "-o", out] + list(extra)
-    rec = ModeRec(procs, tmp_path, pid, args, name=name).wait_started()
+    rec = Recorder(procs, tmp_path, pid, args, name=name, retry_torn=True).wait_started()
     rec.finish(secs)
     with open(out, "rb") as f:
         data = f.read()
@@ -548,9 +517,9 @@ def test_wall(interp, procs, tmp_path, disk_dir, mixes):
     truth, calls = mix.truth(lo, hi)
     got = per_thread(samples, mix.role_of)
     problems = []
-    if abs(w / 1e9 - SECS) > 0.05 or abs(rec.summary["secs"] - SECS) > 0.05:
+    if abs(w / 1e9 - SECS) > 0.05 or abs(rec.summary(exact=False)["secs"] - SECS) > 0.05:
         problems.append(f"the recording spans {w / 1e9:.3f} s (summary: "
-                        f"{rec.summary['secs']} s), -d was {SECS}")
+                        f"{rec.summary(exact=False)['secs']} s), -d was {SECS}")
     for tid in [k for k in got if not isinstance(k, str)]:
         problems.append(f"samples of tid {tid}, not a thread of the target: "
                         f"{sum(got[tid].values())} ns")
@@ -709,6 +678,7 @@ def poll_syscall(interp):
     return "[syscall] ppoll" if interp.version >= (3, 15) else "[syscall] poll"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interp", PARAMS)
 def test_http_off_cpu(interp, procs, tmp_path):
     what = f"modes_http.py on {interp.label}"
@@ -800,6 +770,7 @@ def test_http_off_cpu(interp, procs, tmp_path):
 # --------------------------------------------------------------------------
 # <GC>
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interp", PARAMS)
 def test_gc(interp, procs, tmp_path):
     what = f"modes_gc.py on {interp.label}"
@@ -897,6 +868,7 @@ def only_event(data, event):
     return b"".join(b + b"\n\n" for b in keep)
 
 
+@pytest.mark.slow
 def test_perf_script_consumers(node_env, procs, tmp_path, disk_dir, mixes):  # noqa: F811
     interp = VERSIONS[(3, 14)]
     mix = Mix(interp, procs, tmp_path, disk_dir, poll_states=False)

@@ -45,13 +45,16 @@ import urllib.parse
 
 import pytest
 
-import test_formats as tf
-import test_report
-from test_dump import by_label, run_tool  # noqa: F401
-from test_dump import procs  # noqa: F401  (a fixture)
-from test_formats import node, node_env, speedscope_import  # noqa: F401  (fixtures)
-from test_native import KERNEL_DSO, parse_native_perf, start_paths
-from test_record import RECORD_SLACK, Recorder, alive, read_file
+from lib import formats as tf
+from lib import rawfile
+from lib.tool import run_tool
+from lib.interps import by_label
+from lib.recorder import RECORD_SLACK, Recorder, alive
+from lib.perf import read_file
+from lib.formats import node, speedscope_import
+from lib.native import KERNEL_DSO, parse_native_perf, start_paths
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 LABELS = ["sid-3.14", "pyenv-3.12.1"]
 HZ = 499
@@ -208,7 +211,7 @@ def test_report_same_text(label, procs, tmp_path, recordings):
     data, samples, raw, d = recorded(label, procs, tmp_path, recordings)
     again = read_file(report(raw, "perf-script", str(tmp_path / "again.perf")))
     assert again == data, "report of the raw recording differs from the recorded perf-script"
-    hdr, rs, complete = test_report.decode(raw)
+    hdr, rs, complete = rawfile.decode(raw)
     assert complete and len(rs) == len(samples)
 
 

@@ -7,7 +7,11 @@ a. test_tables_match_dis (every interpreter tests/pyenvs.py lists, 3.11+):
    it in adaptive bytecode (dis._all_opname: base, specialised,
    instrumented, ENTER_EXECUTOR, CACHE), and nothing where dis has none;
    every name of opcode.opmap (and 3.13+'s opcode._specialized_opmap) sits at
-   its number.
+   its number. test_families_match_generator (every 3.11 and 3.12
+   interpreter): the committed user/target/opcodes/opfamily_3XX.c (cache
+   units per family, and which families may push a frame inline: what the
+   remote walk's call-site check decodes with, user/target/call_sites.h) is
+   what scripts/gen-opcodes.py --families writes from that interpreter.
 b. test_hot_opcode (one interpreter per minor version, 3.11-3.15; both
    backends; two loops, tests/targets/opcodes_loop.py): the target warms
    its loop up and prints, from itself, what dis.get_instructions(f,
@@ -50,19 +54,21 @@ import json
 import os
 import re
 import subprocess
-import time
 import urllib.parse
 
 import pytest
 
-import pyenvs
+from lib import pyenvs
+from lib.interps import PARAMS, VERSIONS
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 REPO = pyenvs.REPO
 BINARY = pyenvs.BINARY
 TARGET = os.path.join(REPO, "tests", "targets", "opcodes_loop.py")
 TABLES = os.path.join(REPO, "user", "target", "opcodes")
 SUPPORTED = pyenvs.supported()
-HZ, SECS = 499, 3
+HZ, SECS = 499, 2
 MIN_SAMPLES = 200
 HOT = {"add": ("add_loop", "BINARY_OP", "BINARY_OP_ADD_INT"),
        "attr": ("attr_loop", "LOAD_ATTR", "LOAD_ATTR_INSTANCE_VALUE")}
@@ -105,11 +111,27 @@ def test_tables_match_dis(interp):
     assert named > 150
 
 
-# One interpreter per minor version, as test_modes picks them; a missing
-# version fails there (test_every_version_is_there) and here.
-from test_modes import PARAMS, VERSIONS  # noqa: E402
+def family_rows(text):
+    """The table lines of an opfamily_3XX.c (its header names the micro
+    version it was made from, which may differ)."""
+    return [line for line in text.splitlines() if line.startswith("\t[")]
 
 
+@pytest.mark.parametrize("interp", [i for i in SUPPORTED if i.version[:2] in ((3, 11), (3, 12))],
+                         ids=lambda i: i.label)
+def test_families_match_generator(interp):
+    script = interp.stage(os.path.join(REPO, "scripts", "gen-opcodes.py"))
+    out = subprocess.run(interp.argv([script, "--families"]), capture_output=True, text=True,
+                         check=True, timeout=60)
+    v = interp.version
+    with open(os.path.join(TABLES, f"opfamily_{v[0]}{v[1]}.c")) as f:
+        ours = family_rows(f.read())
+    assert len(ours) > 150
+    assert family_rows(out.stdout) == ours
+
+
+# One interpreter per minor version (lib.interps.VERSIONS, as test_modes uses); a
+# missing version fails there (test_every_version_is_there) and here.
 def test_versions():
     assert {(3, 11), (3, 12), (3, 13), (3, 14), (3, 15)} <= set(VERSIONS)
 

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-import pyenvs
+from lib import pyenvs
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 CAP = {"dac_override": 1, "dac_read_search": 2, "kill": 5, "sys_ptrace": 19,
        "sys_admin": 21, "syslog": 34, "perfmon": 38, "bpf": 39, "checkpoint_restore": 40}

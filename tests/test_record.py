@@ -66,7 +66,6 @@ import json
 import math
 import os
 import re
-import urllib.parse
 import shutil
 import signal
 import subprocess
@@ -75,12 +74,18 @@ import uuid
 
 import pytest
 
-import pyenvs
-import test_formats as tf
-from test_dump import (SUPPORTED, binary, by_label, host_pid_of,  # noqa: F401
-                       ns_to_host_tids, out_path, procs, stage_unique, stderr_of,
-                       wait_file)
-from test_formats import node_env  # noqa: F401  (a fixture)
+from lib import pyenvs
+from lib import formats as tf
+from lib.tool import binary
+from lib.interps import SUPPORTED, by_label
+from lib.procs import (
+    START_TIMEOUT, host_pid_of, ns_to_host_tids, out_path, stage_unique, stderr_of, wait_file)
+from lib.recorder import RECORD_SLACK, Recorder, alive
+from lib.perf import (
+    Frame, check_summary, line_of, machine_steal, markers, parse_folded, parse_perf, proc_cpu,
+    read_file)
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 SPLIT = os.path.join(TARGETS, "split_workload.py")
@@ -88,10 +93,7 @@ DEEP = os.path.join(TARGETS, "deep.py")
 CHURN = os.path.join(TARGETS, "threads_churn.py")
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
           "--inh-caps=-all"]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPUS = os.cpu_count()
-START_TIMEOUT = 90
-RECORD_SLACK = 60        # seconds a recording may overrun its -d before it hangs
 STDLIB = re.compile(r"/lib/python3\.\d+d?/[\w/]+\.py$")
 # A frozen stdlib module (3.15 freezes codecs: write_log's open() runs
 # IncrementalEncoder.__init__ in "<frozen codecs>").
@@ -101,303 +103,16 @@ FROZEN = re.compile(r"<frozen [\w.]+>")
 # --------------------------------------------------------------------------
 # the source files' markers
 
-def markers(path, tag):
-    """{name: [line numbers]} of the `# TAG:name` comments in path."""
-    out = collections.defaultdict(list)
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            for m in re.finditer(r"# %s:(\S+)" % tag, line):
-                out[m.group(1)].append(i)
-    return out
-
-
-def line_of(path, name):
-    lines = markers(path, "LINE")[name]
-    assert len(lines) == 1, f"{path}: marker LINE:{name} on lines {lines}"
-    return lines[0]
-
 
 # --------------------------------------------------------------------------
 # the perf-script output, parsed strictly (user/output_perf.c, NOTES section 5)
 
-HEADER = re.compile(r"^(?P<comm>\S.*?) +(?P<pid>\d+)/(?P<tid>\d+) +\[(?P<cpu>\d{3,})\] +"
-                    r"(?P<secs>\d+)\.(?P<usecs>\d{6}): +(?P<period>\d+) (?P<event>\S+): $")
-FRAME = re.compile(r"^\t(?P<addr>[ 0-9a-f]{16}) (?P<sym>\S+) \((?P<dso>[^\s()]+)\)$")
-SYNTHETIC = {"[truncated]", "[read-fault]", "[no-python-state]", "[no-python-frames]", "[eval-entry]",
-             "[thread-start/exit]", "[thread-exit]"}
 # A thread with no Python state said why (bpf/pyprof.h PYPROF_THREAD_*).
 NO_STATE = ("[no-python-state]", "[thread-start/exit]", "[thread-exit]")
 
 
-def fnv1a(s):
-    h = 1469598103934665603
-    for b in s.encode("utf-8", "surrogateescape"):
-        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-class Frame:
-    __slots__ = ("sym", "dso", "func", "file", "line")
-
-    def __init__(self, sym, dso):
-        self.sym, self.dso = sym, dso
-        if sym.startswith("py::"):
-            self.func, self.file, self.line = tf.decode_text(sym)
-        else:
-            self.func, self.file, self.line = sym, None, None
-
-    @property
-    def python(self):
-        return self.file is not None
-
-    def __repr__(self):
-        return self.sym if not self.python else f"{self.func}@{self.line}"
-
-
-# Frames on the leaf side of the Python frames that say what the thread did
-# beyond its Python code (user/offcpu/leaf.h): the parser keeps them apart,
-# in Sample.leaf, so that the stack is the Python frames (and markers).
-LEAF_MARKS = {"<GC>", "[GIL released]", "[GIL wait]", "[runnable]", "[blocked]"}
-
-
-def leaf_frame(fr):
-    """A frame of the leaf side: <GC>, [GIL ...], [syscall] NAME, a kernel function."""
-    return (fr.dso == "[kernel.kallsyms]" or
-            (fr.dso == "[pyprof-bpf]" and (urllib.parse.unquote(fr.sym) in LEAF_MARKS or
-                                            urllib.parse.unquote(fr.sym).startswith("[syscall] "))))
-
-
-class Sample:
-    __slots__ = ("comm", "pid", "tid", "cpu", "ts", "period", "event", "frames", "lineno",
-                 "leaf")
-
-    @property
-    def root_first(self):
-        return list(reversed(self.frames))
-
-    @property
-    def status(self):
-        """'complete', or the synthetic frame naming what went wrong."""
-        outer = self.frames[-1].sym if self.frames else None
-        if outer in SYNTHETIC - {"[no-python-frames]"}:
-            return outer
-        return "complete"
-
-    def describe(self, n=8):
-        fr = self.root_first
-        txt = " > ".join(map(repr, fr[:3] + (["..."] if len(fr) > n else []) + fr[3:][-(n - 3):]))
-        return f"tid {self.tid} at {self.ts / 1e6:.6f} (line {self.lineno}): {txt}"
-
-
-def parse_perf(data):
-    """Every sample of a perf-script text, strictly: a header, frames leaf
-    first, an empty line after every sample (the last one too). Any other
-    line is a failure, as is an address that is not the FNV-1a of its symbol."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        pytest.fail(f"perf-script output is not UTF-8: {e}")
-    if text and not text.endswith("\n\n"):
-        pytest.fail(f"perf-script output does not end with an empty line (a sample is "
-                    f"cut or unterminated): ...{text[-300:]!r}")
-    lines = text.split("\n")[:-1]
-    samples, cur = [], None
-    known = {}        # frame line -> Frame: stacks repeat the same few lines
-    for i, line in enumerate(lines, 1):
-        if cur is None:
-            m = HEADER.match(line)
-            if not m:
-                pytest.fail(f"perf-script line {i}: expected a sample header, got {line!r}")
-            cur = Sample()
-            cur.comm, cur.event = m["comm"], m["event"]
-            cur.pid, cur.tid, cur.cpu = int(m["pid"]), int(m["tid"]), int(m["cpu"])
-            cur.ts = int(m["secs"]) * 1000000 + int(m["usecs"])
-            cur.period, cur.frames, cur.lineno = int(m["period"]), [], i
-        elif line == "":
-            if not cur.frames:
-                pytest.fail(f"perf-script line {cur.lineno}: a sample without frames")
-            # Leaf-side frames come first (leaf first), all together.
-            k = 0
-            while k < len(cur.frames) and leaf_frame(cur.frames[k]):
-                k += 1
-            if any(leaf_frame(f) for f in cur.frames[k:]):
-                pytest.fail(f"perf-script line {cur.lineno}: a leaf-side frame (<GC>, "
-                            f"[syscall] ..., kernel) among the Python frames")
-            cur.leaf, cur.frames = cur.frames[:k], cur.frames[k:] or cur.frames[:0]
-            if not cur.frames:
-                pytest.fail(f"perf-script line {cur.lineno}: only leaf-side frames")
-            samples.append(cur)
-            cur = None
-        elif line in known:
-            cur.frames.append(known[line])
-        else:
-            m = FRAME.match(line)
-            if not m:
-                pytest.fail(f"perf-script line {i}: expected a frame line, got {line!r}")
-            sym = m["sym"]
-            if m["dso"] == "[kernel.kallsyms]":
-                # as perf prints a kernel frame: its address, sym+0xoff
-                km = re.fullmatch(r"(.+)\+0x[0-9a-f]+", sym)
-                if km:
-                    sym = km.group(1)
-                if km and int(m["addr"].strip(), 16) < 0xffff800000000000:
-                    pytest.fail(f"perf-script line {i}: not a kernel address: {line!r}")
-            elif int(m["addr"].strip(), 16) != fnv1a(sym):
-                pytest.fail(f"perf-script line {i}: address is not the FNV-1a of the "
-                            f"symbol: {line!r}")
-            fr = Frame(sym, m["dso"])
-            if fr.python and fr.dso != tf.escape(fr.file, False):
-                pytest.fail(f"perf-script line {i}: dso {fr.dso!r} is not the file")
-            if not fr.python and not (fr.sym.startswith("[") and fr.dso == "[pyprof-bpf]") \
-                    and not leaf_frame(fr):
-                pytest.fail(f"perf-script line {i}: a frame that is neither Python nor "
-                            f"[synthetic]: {line!r}")
-            cur.frames.append(fr)
-            known[line] = fr
-    assert cur is None
-    return samples
-
-
-def parse_folded(data):
-    """{stack (tuple, root first, comm included): weight} of collapsed text."""
-    out = collections.Counter()
-    for i, line in enumerate(data.decode("utf-8").split("\n")[:-1], 1):
-        m = re.fullmatch(r"(.+) (\d+)", line)
-        assert m, f"collapsed line {i} is not `stack weight`: {line!r}"
-        out[tuple(m.group(1).split(";"))] += int(m.group(2))
-    assert data.endswith(b"\n") or not data
-    return out
-
-
 # --------------------------------------------------------------------------
 # processes
-
-def proc_cpu(pid):
-    """utime + stime of pid in seconds (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / CLK_TCK
-
-
-def machine_steal():
-    """The machine's steal time so far (/proc/stat, all CPUs), in seconds."""
-    with open("/proc/stat") as f:
-        fields = f.readline().split()      # "cpu user nice system idle iowait irq softirq steal"
-    return int(fields[8]) / CLK_TCK
-
-
-def alive(p):
-    return p.poll() is None
-
-
-SUMMARY = re.compile(
-    r"pyprof-bpf: (?P<samples>\d+) samples in (?P<secs>\d+\.\d+) s \((?P<rate>\d+\.\d+)/s, "
-    r"(?P<hz>\d+) Hz asked per running thread\), (?P<lost>\d+) lost, (?P<truncated>\d+) "
-    r"truncated, (?P<errors>\d+) errors, (?P<unresolved>\d+) unresolved frames")
-
-
-class Recorder:
-    """One `pyprof-bpf record` run in its own session (killed with the test)."""
-
-    def __init__(self, procs, tmp_path, pid, args, name="rec", prefix=(), cwd=None):
-        self.err_path = str(tmp_path / f"{name}.stderr")
-        self.out_path = str(tmp_path / f"{name}.stdout")
-        self.cmd = (list(prefix) + [binary(), "record", "-p", str(pid)]
-                    + [str(a) for a in args])
-        with open(self.err_path, "wb") as err, open(self.out_path, "wb") as out:
-            self.t_launch = time.monotonic()
-            self.p = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                      stderr=err, start_new_session=True, cwd=cwd)
-        self.p.stderr_path = self.err_path
-        procs.items.append(self.p)
-        self.t_started = self.t_exit = None
-
-    @property
-    def stderr(self):
-        with open(self.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    @property
-    def stdout(self):
-        with open(self.out_path, "rb") as f:
-            return f.read()
-
-    def wait_started(self, timeout=START_TIMEOUT):
-        """Waits for the "sampling process ..." line: the events are attached."""
-        deadline = time.monotonic() + timeout
-        while "pyprof-bpf: sampling process" not in self.stderr:
-            if not alive(self.p):
-                pytest.fail(f"`{' '.join(self.cmd)}` exited {self.p.returncode} before "
-                            f"sampling; stderr:\n{self.stderr}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"`{' '.join(self.cmd)}` did not start sampling in {timeout}s; "
-                            f"stderr:\n{self.stderr}")
-            time.sleep(0.005)
-        self.t_started = time.monotonic()
-        return self
-
-    def wait(self, timeout):
-        try:
-            self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"`{' '.join(self.cmd)}` still running after {timeout}s; "
-                        f"stderr:\n{self.stderr}")
-        self.t_exit = time.monotonic()
-        return self
-
-    def check_ok(self):
-        assert self.p.returncode == 0, (f"`{' '.join(self.cmd)}` exited "
-                                        f"{self.p.returncode}; stderr:\n{self.stderr}")
-        return self
-
-    def summary(self):
-        """The summary line, which must be the last line on stderr."""
-        lines = self.stderr.rstrip("\n").split("\n")
-        m = SUMMARY.fullmatch(lines[-1])
-        assert m, f"the last line on stderr is not the summary: {lines[-1]!r}\n{self.stderr}"
-        return {k: (float(v) if "." in v else int(v)) for k, v in m.groupdict().items()}
-
-
-def read_file(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def check_summary(rec, samples, duration=None, lost=0):
-    """The summary agrees with the output: sample count, truncated and error
-    counts, rate = samples / seconds, seconds close to -d."""
-    s = rec.summary()
-    n = len(samples)
-    trunc = sum(1 for x in samples if x.status == "[truncated]")
-    errs = sum(1 for x in samples if x.status in ("[no-python-state]", "[read-fault]"))
-    problems = []
-    if s["samples"] != n:
-        problems.append(f"says {s['samples']} samples, the output has {n}")
-    if s["truncated"] != trunc:
-        problems.append(f"says {s['truncated']} truncated, the output has {trunc}")
-    if s["errors"] != errs:
-        problems.append(f"says {s['errors']} errors, the output has {errs} samples "
-                        f"marked [no-python-state]/[read-fault]")
-    if lost is not None and s["lost"] != lost:
-        problems.append(f"{s['lost']} lost, expected {lost}")
-    if s["unresolved"]:
-        problems.append(f"{s['unresolved']} unresolved frames")
-    # truncated samples: a line says how many, and how to keep more
-    hint = re.search(r"pyprof-bpf: (\d+) samples had more than (\d+) Python frames: .*"
-                     r"--max-depth N keeps more", rec.stderr)
-    if s["truncated"] and (not hint or int(hint.group(1)) != s["truncated"]):
-        problems.append(f"{s['truncated']} truncated, but no line says how to keep more")
-    if not s["truncated"] and hint:
-        problems.append("no sample truncated, but a line says some were")
-    # Seconds are printed to 0.01 s, the rate to 0.1/s.
-    lo_rate = s["samples"] / (s["secs"] + 0.005) - 0.05
-    hi_rate = s["samples"] / max(s["secs"] - 0.005, 1e-3) + 0.05
-    if not lo_rate <= s["rate"] <= hi_rate:
-        problems.append(f"rate {s['rate']}/s is not {s['samples']} / {s['secs']} s")
-    if duration is not None and not (duration - 0.05 <= s["secs"] <= duration + 1.0):
-        problems.append(f"{s['secs']} s for -d {duration}")
-    assert not problems, "summary line wrong: " + "; ".join(problems) + f"\n{rec.stderr}"
-    return s
 
 
 def check_headers(samples, rec, pid, tids, hz, comm=None):
@@ -591,6 +306,8 @@ def record_split(target, procs, tmp_path, hz, secs, extra=(), name="rec"):
 
 HZ = 199
 SECS = 4
+# test_split_workload: ~800 samples, as 4 s at 199 Hz gave, in half the time
+SPLIT_HZ, SPLIT_SECS = 399, 2
 
 
 def test_every_required_interpreter_is_there():
@@ -603,16 +320,16 @@ def test_every_required_interpreter_is_there():
 @pytest.mark.parametrize("interp", SUPPORTED, ids=str)
 def test_split_workload(interp, procs, tmp_path):
     target = start_split(interp, procs, tmp_path)
-    rec, samples, own, cpu = record_split(target, procs, tmp_path, HZ, SECS)
+    rec, samples, own, cpu = record_split(target, procs, tmp_path, SPLIT_HZ, SPLIT_SECS)
     comm = open(f"/proc/{target.pid}/comm").read().strip()
-    check_headers(samples, rec, target.pid, {target.pid}, HZ, comm=comm)
-    check_summary(rec, samples, duration=SECS)
+    check_headers(samples, rec, target.pid, {target.pid}, SPLIT_HZ, comm=comm)
+    check_summary(rec, samples, duration=SPLIT_SECS)
     kinds = target.classify(samples)
     got = hot_share(kinds)
-    print(f"{interp.label}: {len(samples)} samples for {cpu:.2f} s CPU at {HZ} Hz "
-          f"({len(samples) / max(cpu, 1e-9) / HZ:.1%} of rate x CPU), hot {100 * got:.1f}% "
-          f"vs own {100 * own:.1f}%, {dict(kinds)}")
-    check_rate(target, len(samples), HZ, cpu, steal=rec.steal)
+    print(f"{interp.label}: {len(samples)} samples for {cpu:.2f} s CPU at {SPLIT_HZ} Hz "
+          f"({len(samples) / max(cpu, 1e-9) / SPLIT_HZ:.1%} of rate x CPU), hot "
+          f"{100 * got:.1f}% vs own {100 * own:.1f}%, {dict(kinds)}")
+    check_rate(target, len(samples), SPLIT_HZ, cpu, steal=rec.steal)
     # 3 points, or 2.5 standard errors of a share of this many samples where
     # that is more (a loaded machine gives the target fewer: 299 samples
     # put one standard error at 2.7 points).
@@ -629,6 +346,7 @@ def test_split_workload(interp, procs, tmp_path):
 EVENTS = ["thread", "cpu"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("events", EVENTS)
 @pytest.mark.parametrize("label", ["sid-3.15", "pyenv-3.12.1"])
 def test_split_workload_999hz(label, events, procs, tmp_path):
@@ -726,6 +444,7 @@ def check_deep(samples, script, info, keep, what, fn="down"):
                     f"outermost {fr[:3]}, innermost {fr[-3:]}", pytrace=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["sid-3.14", "sid-3.15"])
 def test_deep_recursion(label, procs, tmp_path):
     interp = by_label(label)
@@ -759,6 +478,7 @@ def test_deep_recursion(label, procs, tmp_path):
     check_deep(samples, script, info, 2048, what)
 
 
+@pytest.mark.slow
 def test_deep_recursion_remote(procs, tmp_path):
     """The remote backend on 3.15, 1,000 deep (issue #26 item 2): the walk
     stops at the thread's anchor and the frame cache splices the callers,
@@ -794,6 +514,7 @@ def test_deep_recursion_remote(procs, tmp_path):
             assert spliced == 0 and walked >= (total - 1) * len(samples), rec.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["pyenv-3.11.7", "pyenv-3.12.1", "sid-3.13", "sid-3.14",
                                    "sid-3.15"])
 def test_deep_through_c(label, procs, tmp_path):
@@ -991,6 +712,7 @@ class ThreadCheck:
 # sid-3.15: the frame cache writes anchors into threads that come and go;
 # pyenv-3.12.1: the C frame record. (sid-3.14 also passed; left out for the
 # test budget.)
+@pytest.mark.slow
 @pytest.mark.parametrize("events", EVENTS)
 @pytest.mark.parametrize("label", ["sid-3.15", "pyenv-3.12.1"])
 def test_threads_churn(label, events, procs, tmp_path):
@@ -1081,9 +803,10 @@ def stackcollapse_weights(perf_bytes):
 
 
 @pytest.mark.parametrize("fmt,how,backend", [
-    ("perf-script", "_exit", "bpf"), ("perf-script", "raise", "bpf"),
-    ("collapsed", "_exit", "bpf"), ("speedscope", "raise", "bpf"),
-    ("pprof", "_exit", "bpf"), ("perf-script", "_exit", "remote")])
+    ("perf-script", "_exit", "bpf")] + [pytest.param(*p, marks=pytest.mark.slow) for p in [
+        ("perf-script", "raise", "bpf"), ("collapsed", "_exit", "bpf"),
+        ("speedscope", "raise", "bpf"), ("pprof", "_exit", "bpf"),
+        ("perf-script", "_exit", "remote")]])
 def test_target_exits(fmt, how, backend, procs, tmp_path, node_env):
     interp = by_label("sid-3.14")
     lifetime = 2.0
@@ -1138,6 +861,7 @@ def test_target_exits(fmt, how, backend, procs, tmp_path, node_env):
         assert sum(s["value"][0] for s in dec["samples"]) == summ["samples"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("events", EVENTS)
 def test_target_execs(events, procs, tmp_path):
     """The target exec()s its interpreter again (same pid, another image, a
@@ -1173,6 +897,7 @@ def test_target_execs(events, procs, tmp_path):
 # --------------------------------------------------------------------------
 # 6. consumers of a real recording
 
+@pytest.mark.slow
 def test_consumers_read_split_recording(procs, tmp_path, node_env):
     """One window recorded twice at once: to perf-script and to collapsed.
     Two recorders of one window can only agree on shares; the perf-script
@@ -1373,6 +1098,7 @@ def test_remote_backend(label, procs, tmp_path):
     assert kinds["hot"] > kinds["warm"] > 0, dict(kinds)
 
 
+@pytest.mark.slow
 def test_remote_backend_deadline_mid_tick(procs, tmp_path):
     """-d ends while a remote tick is reading 50 threads (at 1 kHz a tick
     takes about as long as the period): the recording ends cleanly with
@@ -1392,6 +1118,7 @@ def test_remote_backend_deadline_mid_tick(procs, tmp_path):
         check_summary(rec, samples, duration=secs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["sid-3.14", "pyenv-3.12.1"])
 def test_remote_backend_threads_churn(label, procs, tmp_path):
     """The remote backend reads 50 churning threads while they run: every

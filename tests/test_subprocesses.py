@@ -53,12 +53,13 @@ import uuid
 
 import pytest
 
-import test_formats as tf
-from test_dump import binary, by_label  # noqa: F401
-from test_dump import procs  # noqa: F401  (a fixture)
-from test_launch import Run
-from test_record import (RECORD_SLACK, Recorder, check_summary, fnv1a, parse_folded,
-                         parse_perf, proc_cpu)
+from lib import formats as tf
+from lib.tool import binary
+from lib.interps import by_label
+from lib.recorder import RECORD_SLACK, Recorder, launch
+from lib.perf import check_summary, fnv1a, parse_folded, parse_perf, proc_cpu
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root, pytest.mark.slow]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 POOL = os.path.join(TARGETS, "sp_pool.py")
@@ -585,7 +586,7 @@ def test_several_pids(shared, procs, tmp_path):
 def test_launched_command(shared, procs, tmp_path):
     script = shared.script(TREE)
     out = tmp_path / "out.folded"
-    r = Run(procs, tmp_path, ["-F", HZ, "-o", out, "--subprocesses"],
+    r = launch(procs, tmp_path, ["-F", HZ, "-o", out, "--subprocesses"],
             sid("3.14").argv([script, "tree", shared.seen, "nowait",
                               "/usr/bin/python3.15", "/usr/bin/python3.13"])).expect(0)
     roles = shared.roles()

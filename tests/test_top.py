@@ -49,12 +49,16 @@ import uuid
 
 import pytest
 
-import pyenvs
-from test_dump import SUPPORTED, by_label, procs, stage_unique, wait_file  # noqa: F401
+from lib import pyenvs
+from lib.tool import binary
+from lib.interps import SUPPORTED, by_label
+from lib.procs import stage_unique, wait_file
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 HOT = os.path.join(TARGETS, "top_hot.py")
-BINARY = os.environ.get("PYPROF_BPF_BINARY", pyenvs.BINARY)
+BINARY = pyenvs.BINARY
 # A few versions for the tests of keys and terminal handling (each key test
 # on one interpreter; item 1 runs on all).
 KEYS_INTERP = "pyenv-3.12.1"
@@ -264,17 +268,6 @@ def top_ended(term, timeout=20):
     return term.wait_for(lambda s: exit_status(s) is not None, timeout, "top's exit")
 
 
-def binary():
-    """The binary; a failure when missing (it may be briefly absent while
-    `make` relinks it: waited for up to a minute)."""
-    deadline = time.monotonic() + 60
-    while not os.access(BINARY, os.X_OK):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{BINARY} is missing: build it with `make`")
-        time.sleep(0.5)
-    return BINARY
-
-
 # --------------------------------------------------------------------------
 # 1. the hot function, first
 
@@ -315,6 +308,7 @@ def test_hot_function_first(interp, procs, tmux):
 # 2. keys
 
 
+@pytest.mark.slow
 def test_keys(procs, tmux):
     binary()
     interp = by_label(KEYS_INTERP)
@@ -449,6 +443,7 @@ def test_process_key(procs, tmux):
 # 3. resize
 
 
+@pytest.mark.slow
 def test_resize(procs, tmux):
     binary()
     interp = by_label(KEYS_INTERP)
@@ -492,6 +487,7 @@ def test_resize(procs, tmux):
 # 4. the terminal, as it was
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["q", "C-c", "SIGTERM"])
 def test_terminal_restored(how, procs, tmux):
     binary()
@@ -519,6 +515,7 @@ def test_terminal_restored(how, procs, tmux):
     stty_same(marker)
 
 
+@pytest.mark.slow
 def test_error_restores_terminal(procs, tmux):
     """An error while the screen is up (--raw's writes failing: /dev/full)
     gives the terminal back, then says what failed; exit status 1."""
@@ -555,6 +552,7 @@ def test_stderr_kept(procs, tmux):
     assert "A-LINE-ON-STDERR" in s, s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("term_name", ["no-such-term", "dumb"])
 def test_terminal_unusable(term_name, procs, tmux):
     """A terminal terminfo cannot draw on (unknown, or TERM=dumb): one line says

@@ -29,83 +29,22 @@ import math
 import os
 import pstats
 import re
-import shlex
 import shutil
 import subprocess
 
 import pytest
 
-import pyenvs
-from test_dump import (SUPPORTED, TARGETS, binary, by_label, out_path, procs,  # noqa: F401
-                       stage_unique, stderr_of, wait_file)
-from test_record import RECORD_SLACK, Recorder, alive
+from lib import pyenvs
+from lib.tool import binary
+from lib.interps import SUPPORTED, by_label
+from lib.procs import out_path, stage_unique
+from lib.recorder import RECORD_SLACK, Recorder
+from lib.callgraph import HZ, SECS, Z, check_share, record, start
 
-SCRIPT = os.path.join(TARGETS, "callgraph_split.py")
-HZ = 199
-SECS = 4
-Z = 4.5
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
+
 NEWEST = "sid-3.15"
 SAN = os.path.join(pyenvs.REPO, ".output", "san", "pyprof-bpf")
-
-
-class Split:
-    """The running target, its layout and its own timing."""
-
-    def __init__(self, interp, popen, layout, stats_host):
-        self.interp, self.popen, self.pid = interp, popen, popen.pid
-        self.layout, self.stats_host = layout, stats_host
-        self.file = layout["file"]
-
-    def stats(self):
-        """(hot_a, hot_b, warm, cold, rec) CPU ns so far."""
-        with open(self.stats_host) as f:
-            return tuple(int(x) for x in f.read().split()[1:])
-
-    def key(self, fn):
-        """The pstats key of one of its functions."""
-        return (self.file, self.layout["first"][fn], fn)
-
-    def line(self, site):
-        return self.layout["sites"][site]
-
-
-def start(interp, procs, tmp_path, mount_proc=False):  # noqa: F811
-    """Starts the target and waits for its first cycle. mount_proc: in a
-    mount namespace of its own with /proc mounted inside the sid root, so
-    that CPython's own profiler can run in the root beside it."""
-    script = stage_unique(interp, SCRIPT, procs)
-    lay_seen, lay_host = out_path(interp, procs, tmp_path, "layout.json")
-    st_seen, st_host = out_path(interp, procs, tmp_path, "stats")
-    cmd = interp.argv([script, lay_seen, st_seen])
-    if mount_proc and interp.root:
-        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-               f"mount -t proc proc {shlex.quote(os.path.join(interp.root, 'proc'))} && "
-               f"exec {shlex.join(cmd)}"]
-    p = procs.start(cmd, str(tmp_path / "target.stderr"))
-    what = f"callgraph_split.py on {interp.label}"
-    wait_file(p, lay_host, what)
-    with open(lay_host, encoding="utf-8") as f:
-        layout = json.load(f)
-    assert layout["python"] == interp.version_str, layout
-    wait_file(p, st_host, what)
-    return Split(interp, p, layout, st_host)
-
-
-def record(target, procs, tmp_path, out_name, extra=(), name="rec"):  # noqa: F811
-    """Records the target for SECS into tmp_path/out_name and --raw
-    tmp_path/NAME.pyprof; returns (output path, raw path, the target's own
-    (hot_a, hot_b, warm, cold, rec) ns over the recording, recorder)."""
-    out, raw = str(tmp_path / out_name), str(tmp_path / f"{name}.pyprof")
-    rec = Recorder(procs, tmp_path, target.pid, ["-F", HZ, "-d", SECS, "-o", out, "--raw", raw]
-                   + list(extra), name=name).wait_started()
-    st0 = target.stats()
-    rec.wait(SECS + RECORD_SLACK)
-    st1 = target.stats()
-    rec.check_ok()
-    assert alive(target.popen), f"the target died: {stderr_of(target.popen)}"
-    own = tuple(b - a for a, b in zip(st0, st1))
-    assert min(own) > 0, f"the target did not cycle during the recording: {own}"
-    return out, raw, own, rec
 
 
 def report(raw, out):
@@ -122,19 +61,6 @@ def same_bytes(a, b):
     with open(a, "rb") as fa, open(b, "rb") as fb:
         da, db = fa.read(), fb.read()
     assert da == db, f"{b} ({len(db)} bytes) differs from {a} ({len(da)} bytes)"
-
-
-def check_share(what, got_num, got_den, own_num, own_den):
-    """got_num/got_den samples against the share the target timed, within Z
-    standard errors of a share of got_den samples."""
-    assert got_den > 0, f"{what}: no samples"
-    p = own_num / own_den
-    got = got_num / got_den
-    tol = Z * math.sqrt(max(p * (1 - p), 1 / got_den) / got_den)
-    assert abs(got - p) <= tol, (
-        f"{what}: {100 * got:.1f}% of {got_den:g} samples, the target timed {100 * p:.1f}% "
-        f"(allowed {100 * tol:.1f} points)")
-    return got, p
 
 
 # --------------------------------------------------------------------------
@@ -311,6 +237,7 @@ def their_profiler(target, seen_out, secs):
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
+@pytest.mark.slow
 def test_pstats_beside_cpython_profiler(procs, tmp_path):  # noqa: F811
     """Ours and CPython 3.15's profiler on the same 3.15 target at once: the
     same meaning of the columns, hot first, the same hot/warm/cold ranking
@@ -418,6 +345,7 @@ def annotated_source(text, file):
     return lines, calls
 
 
+@pytest.mark.slow
 def test_callgrind(procs, tmp_path):  # noqa: F811
     """A recording to callgrind.out.N through callgrind_annotate: hot's
     self cost and share, its caller's and rec's inclusive cost (the
@@ -461,9 +389,15 @@ def test_callgrind(procs, tmp_path):  # noqa: F811
     text = annotate(out, "--auto=yes", "--context=100000", cwd=str(tmp_path))
     lines, calls = annotated_source(text, target.file)
     first = target.layout["first"]
-    loop = [no for no in lines if first["hot"] < no < first["warm"] and lines[no][1]]
-    assert sum(lines[no][1] for no in loop) == self_[fq["hot"]][1], (loop, lines)
-    assert loop and all(first["hot"] < no < first["warm"] - 1 for no in loop), loop
+    # All of hot's self cost sits on hot's lines; nearly all of it on its loop.
+    # A sample may also land on its def (RESUME), `x = 0` or `return x` once
+    # in a few hundred calls of ~10 ms each (seen: 1 of 581 on CI).
+    body = {no: lines[no][1] for no in lines
+            if first["hot"] <= no < first["warm"] and lines[no][1]}
+    assert sum(body.values()) == self_[fq["hot"]][1], (body, lines)
+    loop = {no: n for no, n in body.items() if first["hot"] + 2 <= no <= first["hot"] + 3}
+    assert len(loop) == 2, body
+    assert sum(body.values()) - sum(loop.values()) <= max(3, sum(body.values()) // 100), body
     sa, sb = target.line("caller->hot:a"), target.line("caller->hot:b")
     ca, cb = calls[sa][fq["hot"]], calls[sb][fq["hot"]]
     assert ca[1] + cb[1] == ps[target.key("hot")][4][target.key("caller")][1], (ca, cb)
@@ -474,6 +408,7 @@ def test_callgrind(procs, tmp_path):  # noqa: F811
           f"{incl[fq['caller']][1]}, call sites a/b {ca[1]}/{cb[1]} (own {a / (a + b):.3f})")
 
 
+@pytest.mark.slow
 def test_formats_under_asan(procs, tmp_path, monkeypatch):  # noqa: F811
     """The ASan/UBSan build records both formats once without a report."""
     assert os.access(SAN, os.X_OK), f"{SAN} is missing: build it with `make san`"

@@ -36,10 +36,11 @@ import time
 
 import pytest
 
-import pyenvs
-from test_formats import CONSUMERS, node_env, run  # noqa: F401 (node_env: a fixture)
-from test_hostile_root import (SECRET_NAME, SID_INTERPS, Container, Inotify,  # noqa: F401
-                               host_files)
+from lib import pyenvs
+from lib.formats import CONSUMERS, run
+from lib.container import Container, Inotify, SECRET_NAME, SID_INTERPS
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.join(HERE, "targets")
@@ -150,6 +151,7 @@ def test_heat_interps():
     assert len(HEAT_INTERPS) == 4, [i.label for i in HEAT_INTERPS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interp", HEAT_INTERPS, ids=str)
 def test_heatmap(interp, node_env, tmp_path):  # noqa: F811
     (seen_main, seen_lib), (host_main, host_lib) = stage_heat(interp, tmp_path)
@@ -186,6 +188,7 @@ def test_heatmap(interp, node_env, tmp_path):  # noqa: F811
     check_heat_page(live_res, seen_main, seen_lib)
 
 
+@pytest.mark.slow
 def test_heatmap_lines_out_of_range(node_env, tmp_path):  # noqa: F811
     """heat_lib.py replaced (old mtime) after it was imported by a 1-line
     file: the samples name line 5 of a 1-line file, flagged."""
@@ -290,6 +293,7 @@ def collapsed_share(path, fn):
     return hit, total
 
 
+@pytest.mark.slow
 def test_diff(node_env, tmp_path):  # noqa: F811
     # Two interpreters of the host (their comms differ: python3.X), one file.
     host = [i for i in pyenvs.supported() if not i.root]

@@ -37,11 +37,15 @@ import signal
 import subprocess
 import time
 
-import pyenvs
-import test_formats as tf
-from test_dump import binary, by_label
-from test_formats import node_env, outdrv, produce, samples  # noqa: F401  (fixtures)
-from test_report import ok, run
+import pytest
+
+from lib import pyenvs
+from lib import formats as tf
+from lib.tool import binary
+from lib.interps import by_label
+from lib.rawfile import ok, run
+
+pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
 INTERP = "sid-3.14"
 TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "stream_mix.py")
@@ -228,6 +232,7 @@ def slice_totals(evs):
     return tot
 
 
+@pytest.mark.slow
 def test_chrome_trace_cpu(node_env, tmp_path):  # noqa: F811
     out, raw = tmp_path / "rec.trace.json", tmp_path / "rec.pyprof"
     with target("--hot") as pid:
@@ -260,6 +265,7 @@ def test_chrome_trace_cpu(node_env, tmp_path):  # noqa: F811
     assert abs(tot["hot"] - sum(ev["dur"] for ev in hot_slices)) < 1
 
 
+@pytest.mark.slow
 def test_chrome_trace_wall_intervals(node_env, tmp_path):  # noqa: F811
     out, raw = tmp_path / "rec.trace.json", tmp_path / "rec.pyprof"
     with target("--sleeper", "--contenders") as pid:
@@ -330,6 +336,7 @@ def test_writers_on_the_formats_workload(produce, samples):  # noqa: F811
 
 # ---- the sanitizer build ----
 
+@pytest.mark.slow
 def test_formats_under_asan(tmp_path):
     assert os.access(SAN, os.X_OK), f"{SAN} is missing: run `make san`"
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",

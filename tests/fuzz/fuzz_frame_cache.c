@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_frame_cache.c - CPython 3.15's frame cache (symbols/frame_cache.c) fed
+ * fuzz_frame_cache.c - CPython 3.15's frame cache (sampling/frame_cache.c) fed
  * records as the BPF walk sends them, made of the fuzzer's bytes: frames,
  * anchors and sequences all come from the target's memory.
  * Input: [u8 max_frames][u8 enabled] then records:
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "fuzz_check.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 
 #define REC_HEAD 9
 #define FRAME_BYTES 4

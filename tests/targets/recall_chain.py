@@ -8,7 +8,12 @@ first; 3.13+: at its first), or one whose instruction is from another
 pass. Every pass has the same current frame and the same top, so only the
 callers' instructions tell such a copy from one of a single instant.
 
-    python recall_chain.py READY [THREADS]
+With "split", c1..c3 return on the line after their call (the calls
+marked SPLIT: instead of CALL:), so a caller copied at its return under a live callee, the commonest such
+tear, shows a line of its own: with them on one line, a stack of lines
+cannot tell it from one of a single instant.
+
+    python recall_chain.py READY [THREADS [split]]
 
 Writes READY (atomically: JSON with the pid) once running; runs until
 killed. Runs on CPython 3.11+.
@@ -20,6 +25,7 @@ import threading
 
 READY = sys.argv[1]
 THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+SPLIT = sys.argv[3:4] == ["split"]
 
 
 def leaf():
@@ -29,16 +35,27 @@ def leaf():
     return x
 
 
-def c3():
-    return leaf()  # CALL:c3
+if not SPLIT:
+    def c3():
+        return leaf()  # CALL:c3
 
+    def c2():
+        return c3()  # CALL:c2
 
-def c2():
-    return c3()  # CALL:c2
+    def c1():
+        return c2()  # CALL:c1
+else:
+    def c3():
+        r = leaf()  # SPLIT:c3
+        return r
 
+    def c2():
+        r = c3()  # SPLIT:c2
+        return r
 
-def c1():
-    return c2()  # CALL:c1
+    def c1():
+        r = c2()  # SPLIT:c1
+        return r
 
 
 def worker():

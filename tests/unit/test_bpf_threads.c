@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "sampling/bpf/internal.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 
 #define TID 7
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_frame_cache.c - the splicing and validation of user/frame_cache.c
+ * test_frame_cache.c - the splicing and validation of user/sampling/frame_cache.c
  * on synthetic records: what is spliced, what is refused, what the kernel
  * is told. Runs under ASan/UBSan.
  */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 #include "sampling/sampler.h"
 
 #define MS 1000000ULL

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_linetable.c - location-table decoding (user/linetable.c).
+ * test_linetable.c - location-table decoding (user/symbols/linetable.c).
  *
  *   test_linetable            synthetic tables: every kind of entry, the
  *                             edges of the format, truncated and corrupted

@@ -20,8 +20,8 @@
 #include <zlib.h>
 #include <cmocka.h>
 #include "output/json_writer.h"
-#include "output/output.h"
-#include "sampling/sampler.h"
+#include "output/internal.h"		/* white box: the model's tables */
+#include "types/raw_sample.h"
 
 /* ---- helpers ---- */
 

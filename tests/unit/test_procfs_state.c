@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_procfs_state.c - a thread's state letter from its stat line
- * (user/procfs.c): parsed after the last ')' whatever the comm holds, from a
+ * (user/target/procfs.c): parsed after the last ')' whatever the comm holds, from a
  * buffer with no NUL, malformed lines refused; and read live through a kept
  * fd: our own thread running, a thread blocked on a pipe sleeping, a thread
  * gone said -ESRCH.

@@ -25,7 +25,7 @@
 #include <cmocka.h>
 #include "output/output.h"
 #include "output/rawrec.h"
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 
 /* The sanitizer runtime's allocation hooks (LLVM's sanitizer/allocator_interface.h). */
 int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t),

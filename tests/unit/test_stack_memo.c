@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_stack_memo.c - user/stack_memo.c against a fake symbolizer: which
+ * test_stack_memo.c - user/symbols/stack_memo.c against a fake symbolizer: which
  * frames are resolved again and which keep their symbols, what `same` says,
  * the sampler's hint, and, over random sequences of stacks, that the symbols
  * are always those a resolution from scratch gives. Runs under ASan/UBSan.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_thread_names.c - tid -> name (user/thread_names.c): live threads
+ * test_thread_names.c - tid -> name (user/target/thread_names.c): live threads
  * named as /proc says, read once (a rename later is not seen); thousands of
  * tids each found again at the pointer first handed out, across the index's
  * growth; past the limit and for tid 0, the fallback. Python names set

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "output/output.h"
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 #include "commands/top/aggregate.h"
 #include "commands/top/top.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_unicode.c - str payloads to UTF-8 and the state bit field
- * (user/unicode.c).
+ * (user/symbols/unicode.c).
  *
  *   test_unicode            synthetic payloads of every kind
  *   test_unicode FIXTURE    also the str objects a real interpreter held in

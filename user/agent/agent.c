@@ -17,7 +17,8 @@
 #include "agent/spool.h"
 #include "agent/windows.h"
 #include "commands/record.h"
-#include "output/output.h"
+#include "output/tables.h"		/* out_fnv1a() */
+#include "types/out_sample.h"
 #include "target/procset.h"
 #include "util/clock.h"
 #include "util/errbuf.h"

@@ -194,10 +194,14 @@ static int window_close(struct windows *w, struct window *win, uint64_t end_ms)
 		int rc;
 
 		/* The last window, cut short at the stop, lasted that long. */
-		p->out->opts.duration_ns = (until - wp.from_ms) * 1000000;
-		if (w->o.comments)
-			w->o.comments(w->o.ctx, p->pid, &p->out->opts.comments,
-				      &p->out->opts.ncomments);
+		output__set_duration(p->out, (until - wp.from_ms) * 1000000);
+		if (w->o.comments) {
+			const char *const *comments;
+			size_t ncomments;
+
+			w->o.comments(w->o.ctx, p->pid, &comments, &ncomments);
+			output__set_comments(p->out, comments, ncomments);
+		}
 		rc = output__finish(p->out);
 
 		output__free(p->out);

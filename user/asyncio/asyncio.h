@@ -13,6 +13,8 @@
  *   tasks.c    every task of every thread (and of finished threads): name,
  *              state, coroutine stack, awaiters; torn reads retried, then
  *              marked
+ *   index.c    the tasks of a snapshot by address, for the walks that
+ *              follow awaiters
  *   tree.c     the await tree as text, cycles reported, not followed
  *
  * Every walk is iterative and bounded (the ASYNCIO_MAX_* limits below). A

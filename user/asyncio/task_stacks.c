@@ -12,7 +12,7 @@
 #include <string.h>
 #include <inttypes.h>
 #include "asyncio/task_stacks.h"
-#include "output/output.h"
+#include "types/out_sample.h"
 #include "target/py_offsets.h"
 #include "target/pyproc.h"
 #include "symbols/unicode.h"

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "asyncio/asyncio.h"
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 #include "symbols/symbolizer.h"
 
 #define TASK_STACKS_MIN_GAP_NS (100 * 1000000ULL)

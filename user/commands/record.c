@@ -22,10 +22,9 @@
 #include "output/output_args.h"
 #include "output/rawrec.h"
 #include "resolve/resolver.h"
-#include "sampling/bpf_sampler.h"
-#include "sampling/proc_follow.h"
-#include "sampling/remote_sampler.h"
+#include "sampling/sampler.h"
 #include "target/launch.h"
+#include "target/proc_follow.h"
 #include "target/procfs.h"
 #include "target/procset.h"
 #include "target/pyproc.h"
@@ -65,75 +64,6 @@ static int fail(struct recording *rec, int rc, const char *msg)
 {
 	snprintf(rec->err, sizeof(rec->err), "%s", msg);
 	return rc;
-}
-
-/* ---- the callbacks the sampler calls: samples, code, processes ---- */
-
-/* One raw sample down the path: the window's check, the resolver, the sinks. */
-static int on_sample(void *ctx, const struct raw_sample *r)
-{
-	struct recording *rec = ctx;
-	bool offcpu = r->kind == SAMPLE_KIND_OFFCPU;
-	struct resolved res;
-	int rc;
-
-	/* An interval ends when its thread runs again: one that began
-	 * before -d's end is kept, clipped. */
-	if (rec->deadline_ns && (offcpu ? r->ts_ns - r->blocked_ns - r->runnable_ns : r->ts_ns) >
-	    rec->deadline_ns) {
-		if (!offcpu)
-			rec->past_deadline = 1;	/* taken after -d ended: not part of it */
-		sampler_stats__count(&rec->late, r->status);
-		return offcpu ? 0 : 1;
-	}
-	rc = resolver__resolve(rec->rv, r, &res);
-	if (rc == -ENOENT)
-		return 0;	/* a process that could not be opened: counted */
-	if (rc)
-		return rc;
-	/* What the sample taught of its thread's stack bounds the next copies. */
-	if (res.end.set && rec->bs)
-		bpf_sampler__set_stack_end(rec->bs, res.end.tid, res.end.end);
-	for (uint32_t i = 0; i < res.n; i++) {
-		rc = sinks__emit(&rec->sinks, &res.s[i]);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static void on_code(void *ctx, const struct raw_code *code)
-{
-	resolver__add_code(((struct recording *)ctx)->rv, code);
-}
-
-/* The sampler's process events: a command starting is followed here, the
- * rest by proc_follow. */
-static void on_proc(void *ctx, enum sampler_proc_event ev, pid_t pid, pid_t ppid, uint64_t ts_ns)
-{
-	struct recording *rec = ctx;
-	const struct record_env *env = rec->env;
-
-	if (pid == env->pid && rec->launching) {
-		if (ev == SAMPLER_PROC_EXEC) {
-			rec->cmd_execs++;
-			rec->cmd_exec_ns = ts_ns;
-		}
-		return;
-	}
-	if (!env->subprocesses && !env->all) {
-		/* Only a command started is tracked then (exec events): an
-		 * exec once it is sampled replaces the interpreter it was
-		 * configured for. The tracepoint unconfigured it already;
-		 * writing that again covers an exec that came just before
-		 * the configuration (recording__start_command). */
-		if (ev == SAMPLER_PROC_EXEC && pid == env->pid) {
-			bpf_sampler__track_process(rec->bs, pid);
-			rec->main_execed = 1;
-		}
-		return;
-	}
-	proc_follow__on_event(rec->follow, ev, pid, ppid);
 }
 
 /* ---- setup ---- */
@@ -234,6 +164,7 @@ static int setup_stages(struct recording *rec)
 	env->out.oopts.process_roots = rec->multi;
 	env->out.oopts.mode = record_mode_name(env->mode);
 	rec->period_ns = 1000000000ull / (uint64_t)env->freq;
+	recording__set_tool(rec);
 	setup_sampler_opts(rec);
 	rc = procset__new((unsigned int)env->max_frames, &rec->procs);
 	if (!rc && env->all)
@@ -254,15 +185,11 @@ static int load_bpf(struct recording *rec, struct pyproc *p)
 {
 	const struct sampler_opts *o = &rec->sopts;
 	char why[PYPROF_ERRLEN] = "";
-	struct bpf_sampler *bs = NULL;
 	int rc;
 
 	if (rec->env->backend == BACKEND_REMOTE)
 		return 0;
-	rc = bpf_sampler__available(why, sizeof(why));
-	if (!rc)
-		rc = p ? bpf_sampler__open(p, o, &bs, why, sizeof(why)) :
-			 bpf_sampler__load(o, &bs, why, sizeof(why));
+	rc = sampler__open("bpf", p, o, &rec->sampler, why, sizeof(why));
 	if (rc && (rec->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU ||
 		   o->native_stack || o->kernel_stacks)) {
 		snprintf(rec->err, sizeof(rec->err), "BPF backend%s: %s",
@@ -276,15 +203,8 @@ static int load_bpf(struct recording *rec, struct pyproc *p)
 			"backend instead\n", why);
 		return 0;
 	}
-	rc = sampler__from_bpf(bs, o, &rec->sampler);
-	if (rc) {
-		bpf_sampler__free(bs);
-		return fail(rec, rc, "out of memory");
-	}
-	rec->bs = bs;
-	proc_follow__set_sampler(rec->follow, bs);
-	bpf_sampler__set_code_fn(bs, on_code, rec);
-	bpf_sampler__set_proc_fn(bs, on_proc, rec);
+	proc_follow__set_configurable(rec->follow,
+				      sampler__has(rec->sampler, SAMPLER_CAP_PROCESSES));
 	return 0;
 }
 
@@ -298,7 +218,8 @@ static int open_main_target(struct recording *rec)
 		/* Attached before the command execs (recording__start_command):
 		 * the command tracked, so that its execs are reported. */
 		rc = load_bpf(rec, NULL);
-		if (!rc && rec->bs && (rc = bpf_sampler__track_process(rec->bs, env->pid)))
+		if (!rc && sampler__has(rec->sampler, SAMPLER_CAP_PROCESSES) &&
+		    (rc = sampler__track_process(rec->sampler, env->pid)))
 			snprintf(rec->err, sizeof(rec->err), "cannot track the command in the BPF "
 				 "map: %s", strerror(-rc));
 		return rc ? rc : recording__start_command(rec);
@@ -306,7 +227,7 @@ static int open_main_target(struct recording *rec)
 	if (env->all) {
 		/* -a: the processes come from the samples (on_proc). */
 		rc = load_bpf(rec, NULL);
-		if (!rc && !rec->bs)
+		if (!rc && !sampler__has(rec->sampler, SAMPLER_CAP_PROCESSES))
 			return fail(rec, -ENOTSUP, "-a needs the BPF backend (root, or CAP_BPF, "
 				    "CAP_PERFMON and CAP_SYS_PTRACE)");
 		return rc;
@@ -347,30 +268,32 @@ static int open_targets(struct recording *rec)
 static int open_sampler(struct recording *rec)
 {
 	struct record_env *env = rec->env;
-	struct remote_sampler *rs;
+	bool procs;
 	int rc;
 
 	if (!rec->cmd && !env->all) {
 		rc = load_bpf(rec, rec->main_proc->p);
-		for (size_t i = 1; !rc && rec->bs && i < env->npids; i++)
-			rc = bpf_sampler__add_process(rec->bs, procset__find(rec->procs,
-						      env->pids[i])->p, rec->err, sizeof(rec->err));
+		procs = sampler__has(rec->sampler, SAMPLER_CAP_PROCESSES);
+		for (size_t i = 1; !rc && procs && i < env->npids; i++)
+			rc = sampler__add_process(rec->sampler, procset__find(rec->procs,
+						  env->pids[i])->p, rec->err, sizeof(rec->err));
 		if (rc)
 			return rc;
 		/* A command's children came through the fork tracepoint,
 		 * attached before it ran. */
-		if (rec->bs && env->subprocesses)
+		if (procs && env->subprocesses) {
 			proc_follow__adopt_descendants(rec->follow, env->npids ? env->pids : &env->pid,
 						       env->npids ? env->npids : 1);
+			recording__apply_requests(rec);
+		}
 	}
 	if (rec->sampler)
 		return 0;
 	if (rec->multi)
 		return fail(rec, -ENOTSUP, "--subprocesses and several -p targets need the BPF "
 			    "backend");
-	rc = remote_sampler__open(rec->main_proc->p, &rec->sopts, &rs);
-	if (!rc && (rc = sampler__from_remote(rs, &rec->sopts, &rec->sampler)))
-		remote_sampler__free(rs);
+	rc = sampler__open("remote", rec->main_proc->p, &rec->sopts, &rec->sampler, rec->err,
+			   sizeof(rec->err));
 	if (rc == -EPERM && rec->sopts.blocking)
 		snprintf(rec->err, sizeof(rec->err), "--blocking: cannot stop the target's "
 			 "threads (ptrace: %s): another tracer holds them (a debugger, strace, "
@@ -399,7 +322,7 @@ static int open_sinks(struct recording *rec)
 	else if (!rec->live)
 		rc = output__new(env->out.format, env->out.output, &env->out.oopts, &k->out,
 				 rec->err, sizeof(rec->err));
-	k->sources_start = env->out.oopts.start_time_ns;
+	k->sources.start_ns = env->out.oopts.start_time_ns;
 	k->want_sources = k->raw_path || (k->out && !strcmp(output__format(k->out), "heatmap"));
 	return rc;
 }
@@ -424,7 +347,7 @@ static int open_summary_and_raw(struct recording *rec)
 	ri->pid = env->pid;
 	ri->comm = rec->comm;
 	ri->python_version = rec->main_proc->version;
-	ri->backend = rec->bs ? "bpf" : "remote";
+	ri->backend = sampler__id(rec->sampler);
 	ri->freq_hz = (uint32_t)env->freq;
 	ri->period_ns = rec->period_ns;
 	ri->max_frames = (uint32_t)env->max_frames;
@@ -439,15 +362,20 @@ static int announce(struct recording *rec)
 	const struct record_env *env = rec->env;
 	const char *mode = record_mode_name(env->mode);
 	const char *backend = sampler__name(rec->sampler);
-	bool per_cpu = rec->bs && bpf_sampler__per_cpu(rec->bs);
+	bool events = sampler__has(rec->sampler, SAMPLER_CAP_PERF_EVENTS);
+	struct sampler_detail d;
+	bool per_cpu;
 	struct record_info info = {
 		.pid = env->pid, .comm = rec->comm,
 		.python_version = rec->main_proc ? rec->main_proc->version : "",
-		.mode = mode, .freq_hz = env->freq, .backend = backend, .per_cpu = per_cpu,
+		.mode = mode, .freq_hz = env->freq, .backend = backend,
 		.command = rec->cmd != NULL, .multi = rec->multi, .procs = rec->procs,
 	};
 	int rc;
 
+	sampler__detail(rec->sampler, &d);
+	per_cpu = events && d.per_cpu;
+	info.per_cpu = per_cpu;
 	if (rec->live) {
 		rc = rec->live->start(rec->live->ctx, &info, rec->err, sizeof(rec->err));
 		rec->live_started = !rc;
@@ -463,7 +391,7 @@ static int announce(struct recording *rec)
 		fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) in %s mode at %ld Hz "
 			"with the %s backend%s%s\n", (int)env->pid, rec->main_proc->version, mode,
 			env->freq, backend,
-			!rec->bs || env->mode == SAMPLER_MODE_OFFCPU ? "" :
+			!events || env->mode == SAMPLER_MODE_OFFCPU ? "" :
 			per_cpu ? " (per-CPU events)" : " (per-thread events)",
 			rec->cmd ? (env->duration ? "" : " until the command exits") :
 			env->duration ? "" : "; Ctrl-C to stop");
@@ -496,7 +424,7 @@ static int recording__setup(struct recording *rec)
 	if (!rc)
 		rc = open_sampler(rec);
 	if (!rc && env->async) {
-		if (!rec->bs)
+		if (!sampler__has(rec->sampler, SAMPLER_CAP_ASYNC))
 			return fail(rec, -ENOTSUP, "--async needs the BPF backend (root, or "
 				    "CAP_BPF and CAP_PERFMON)");
 		rc = recording__async_enable(rec);
@@ -519,8 +447,10 @@ static int refresh(struct recording *rec)
 	const struct record_env *env = rec->env;
 	int rc;
 
-	if (rec->bs)
+	if (sampler__has(rec->sampler, SAMPLER_CAP_PROCESSES)) {
 		proc_follow__retry_pending(rec->follow);
+		recording__apply_requests(rec);
+	}
 	if (env->async && (rc = recording__async_enable(rec)))
 		return rc;
 	if (!env->all && (rec->multi ? !proc_follow__any_alive(rec->follow) :
@@ -529,8 +459,8 @@ static int refresh(struct recording *rec)
 		return 1;
 	}
 	/* (-a follows execs: every process is its own target.) */
-	if (rec->bs && !env->subprocesses && !env->all &&
-	    (bpf_sampler__execed(rec->bs) || rec->main_execed)) {
+	if (!env->subprocesses && !env->all &&
+	    (sampler__execed(rec->sampler) || rec->main_execed)) {
 		rec->ended = "the target exec'd another program";
 		return 1;
 	}
@@ -593,12 +523,19 @@ static int loop_once(struct recording *rec, double t, double *next_refresh)
 		rec->ended = "the command exited";
 		return 1;
 	}
-	rc = sampler__poll(rec->sampler, on_sample, rec);
+	rc = sampler__poll(rec->sampler, &rec->tool);
 	if (rc == -ESRCH) {
 		rec->ended = "the target exited";
 		return 1;
 	}
 	if (rc < 0)
+		return rc;
+	rc = recording__replay(rec);
+	if (rc)
+		return rc;
+	/* The files the poll's samples named, read now that it is over. */
+	rc = sinks__read_sources(&rec->sinks);
+	if (rc)
 		return rc;
 	if (rec->multi)
 		procset__free_retired(rec->procs, rec->env->pid);
@@ -674,18 +611,18 @@ static void end_live_view(struct recording *rec)
 static int close_sinks(struct recording *rec, const struct sampler_stats *st)
 {
 	struct sinks *k = &rec->sinks;
-	struct resolver_stats rs;
+	struct resolver_stats rvst;
 	struct rawrec_end rend;
-	int rc = k->err;
+	int rc = k->err ? k->err : sinks__read_sources(k);
 
 	if (!rc && k->out) {
 		rc = output__finish(k->out);
 		k->err_file = k->out_path;
 	}
 	if (!rc && k->raw) {
-		resolver__stats(rec->rv, &rs);
+		resolver__stats(rec->rv, &rvst);
 		rend = (struct rawrec_end){ .lost = st->lost, .truncated = st->truncated,
-					    .errors = st->errors, .unresolved = rs.unresolved,
+					    .errors = st->errors, .unresolved = rvst.unresolved,
 					    .duration_ns = (uint64_t)((rec->end - rec->start) * 1e9),
 					    .flags = rec->ended ? RAWREC_END_TARGET_EXITED : 0 };
 		rc = rawrec_writer__close(k->raw, &rend);
@@ -705,7 +642,7 @@ static int close_sinks(struct recording *rec, const struct sampler_stats *st)
 static int recording__finish(struct recording *rec, int rc)
 {
 	struct sampler_stats st, lost;
-	struct resolver_stats rs;
+	struct resolver_stats rvst;
 	uint64_t now_ns;
 	char how[64];
 
@@ -715,7 +652,9 @@ static int recording__finish(struct recording *rec, int rc)
 	if (!rc) {
 		now_ns = mono_ns();
 		rc = sampler__finish(rec->sampler, rec->deadline_ns && rec->deadline_ns < now_ns ?
-				     rec->deadline_ns : now_ns, on_sample, rec);
+				     rec->deadline_ns : now_ns, &rec->tool);
+		if (!rc)
+			rc = recording__replay(rec);
 	}
 	rec->end = mono_s();
 	if (rc && !rec->sinks.err) {
@@ -724,8 +663,11 @@ static int recording__finish(struct recording *rec, int rc)
 	}
 	/* The sampler counted them too: not in the recording. */
 	sampler__stats(rec->sampler, &st);
-	resolver__stats(rec->rv, &rs);
-	lost = rs.unknown;
+	resolver__stats(rec->rv, &rvst);
+	lost = rvst.unknown;
+	lost.samples += rec->hold.lost.samples;
+	lost.truncated += rec->hold.lost.truncated;
+	lost.errors += rec->hold.lost.errors;
 	st.samples -= rec->late.samples + lost.samples;
 	st.truncated -= rec->late.truncated + lost.truncated;
 	st.errors -= rec->late.errors + lost.errors;
@@ -800,6 +742,8 @@ static void recording__teardown(struct recording *rec)
 	sinks__free(&rec->sinks);
 	resolver__free(rec->rv);
 	recording__async_free(rec);
+	record_hold__free(&rec->hold);
+	free(rec->ends);
 	proc_follow__free(rec->follow);
 	procset__free(rec->procs);
 	pidwatch__close(&rec->watch);

@@ -30,7 +30,7 @@ struct record_info {
 	pid_t pid;			/* the (first) target, or the command */
 	const char *comm;
 	const char *python_version;
-	const char *mode;		/* "cpu", "off-cpu", "wall", "gil" */
+	const char *mode;		/* "cpu", "off-cpu", "wall", "gil", "exception" */
 	long freq_hz;
 	const char *backend;		/* "BPF" or "remote" */
 	int per_cpu;			/* BPF: per-CPU events (else per-thread) */

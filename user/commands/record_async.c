@@ -13,7 +13,7 @@
 #include "asyncio/task_stacks.h"
 #include "commands/recording.h"
 #include "resolve/resolver.h"
-#include "sampling/bpf_sampler.h"
+#include "sampling/sampler.h"
 #include "target/procset.h"
 #include "util/clock.h"
 
@@ -159,7 +159,7 @@ static int enable_one(struct recording *rec, struct proc_entry *e, struct async_
 		if (rc)
 			return rc;
 		sa = program_offsets(e, &ao);
-		rc = bpf_sampler__set_async(rec->bs, e->pid, &sa);
+		rc = sampler__set_async(rec->sampler, e->pid, &sa);
 		if (rc == -ENOENT && !alone(rec, e)) {
 			/* Not configured in the program yet: next time. */
 			reset(rec, a);
@@ -198,7 +198,7 @@ int recording__async_enable(struct recording *rec)
 	uint64_t now = mono_ns();
 	int rc;
 
-	if (!rec->bs)
+	if (!sampler__has(rec->sampler, SAMPLER_CAP_ASYNC))
 		return 0;
 	resolver__set_tasks_fn(rec->rv, tasks_of, rec);
 	for (size_t i = 0; i < procset__count(rec->procs); i++) {

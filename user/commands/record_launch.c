@@ -6,9 +6,9 @@
 #include <time.h>
 #include "commands/recording.h"
 #include "resolve/resolver.h"
-#include "sampling/bpf_sampler.h"
-#include "sampling/proc_follow.h"
+#include "sampling/sampler.h"
 #include "target/launch.h"
+#include "target/proc_follow.h"
 #include "target/procset.h"
 #include "util/clock.h"
 
@@ -39,14 +39,16 @@ static void launch_done(struct recording *rec)
 		if (e->state == PROC_PENDING)
 			e->pending_since_ns = now;
 	}
-	if (rec->bs)
+	if (sampler__has(rec->sampler, SAMPLER_CAP_PROCESSES)) {
 		proc_follow__retry_pending(rec->follow);
+		recording__apply_requests(rec);
+	}
 }
 
 /*
  * ---- The lifecycle of a command started (-- CMD ARGS) ----
  *
- * The BPF sampler is loaded before the command is released (recording__load_bpf():
+ * The BPF sampler is loaded before the command is released (record.c's load_bpf():
  * per-CPU events, the exec tracepoint, the command's pid tracked in the
  * program's procs map but not configured, so its ticks are dropped in the
  * kernel). The command then runs on, never stopped, through one exec or more
@@ -55,7 +57,7 @@ static void launch_done(struct recording *rec)
  * looked for at once and every 0.5 ms after: a shared-libpython build
  * shows its runtime only once ld.so has mapped libpython, a few ms after
  * the exec. Found, its offsets are written in the procs map
- * (bpf_sampler__set_target): the next tick of the command is sampled, and
+ * (sampler__set_target): the next tick of the command is sampled, and
  * a program of a few milliseconds is sampled from its module body's first
  * statement. Without BPF (the remote backend) the same search runs, and
  * that sampler starts once it ends.
@@ -80,12 +82,16 @@ int recording__start_command(struct recording *rec)
 	size_t errlen = sizeof(rec->err);
 	const struct timespec retry = { .tv_nsec = 500000 };
 	pid_t pid = launch__pid(cmd);
+	/* Its samples are dropped; its code snapshots and process events
+	 * (the execs) go where the recording's go. */
+	struct sampler_tool drop = rec->tool;
 	double deadline;
 	char why[PYPROF_ERRLEN], how[64];
 	unsigned int execs;
 	int rc;
 
 	*p = NULL;
+	drop.sample = recording__drop_sample;
 	rec->launching = 1;
 	proc_follow__defer(rec->follow, true);
 	rc = launch__start(cmd, err, errlen);
@@ -94,15 +100,19 @@ int recording__start_command(struct recording *rec)
 	deadline = mono_s() + COMMAND_PYTHON_TIMEOUT;
 	for (;;) {
 		/* The execs so far: the ring holds them in order. */
-		rc = rec->bs ? bpf_sampler__poll(rec->bs, recording__drop_sample, rec) : 0;
+		rc = rec->sampler ? sampler__poll(rec->sampler, &drop) : 0;
+		if (rc >= 0)
+			rc = recording__replay(rec);
 		if (rc < 0) {
 			snprintf(err, errlen, "sampling failed: %s", strerror(-rc));
 			return rc;
 		}
 		execs = rec->cmd_execs;
 		rc = pyproc__open(pid, p, why, sizeof(why));
-		if (!rc && rec->bs) {
-			rc = bpf_sampler__poll(rec->bs, recording__drop_sample, rec);
+		if (!rc && rec->sampler) {
+			rc = sampler__poll(rec->sampler, &drop);
+			if (rc >= 0)
+				rc = recording__replay(rec);
 			if (rc < 0) {
 				snprintf(err, errlen, "sampling failed: %s", strerror(-rc));
 				pyproc__free(*p);
@@ -142,8 +152,8 @@ int recording__start_command(struct recording *rec)
 		}
 		nanosleep(&retry, NULL);
 	}
-	if (rec->bs) {
-		rc = bpf_sampler__set_target(rec->bs, *p, err, errlen);
+	if (rec->sampler) {
+		rc = sampler__set_target(rec->sampler, *p, err, errlen);
 		if (rc) {
 			/* The sampler is only freed now; *p goes after it. */
 			return rc;

@@ -326,7 +326,7 @@ static void check_features(struct record_env *env, struct argp_state *state)
 	if (env->mode == SAMPLER_MODE_OFFCPU && env->backend == BACKEND_REMOTE)
 		argp_error(state, "--mode off-cpu needs the BPF backend: polling from "
 			   "outside cannot see when or why a thread leaves the CPU (the "
-			   "remote backend offers cpu, wall and gil)");
+			   "remote backend offers cpu, wall, gil and exception)");
 	if (env->stack_size && !env->native_stack)
 		argp_error(state, "--stack-size is for --native");
 	if (env->native_stack && env->stack_size)

@@ -55,7 +55,7 @@ extern const struct argp_option record_options[];
 /* argp's parser of record_options over a struct record_env (state->input). */
 error_t record_options__parse(int key, char *arg, struct argp_state *state);
 
-/* "cpu", "off-cpu", "wall", "gil" */
+/* "cpu", "off-cpu", "wall", "gil", "exception" */
 const char *record_mode_name(enum sampler_mode m);
 
 #endif

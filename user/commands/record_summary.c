@@ -10,18 +10,18 @@
 #include "commands/recording.h"
 #include "native/mixed.h"
 #include "resolve/resolver.h"
-#include "sampling/bpf_sampler.h"
-#include "sampling/proc_follow.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
+#include "sampling/sampler.h"
+#include "target/proc_follow.h"
 
 /* -v: what the BPF backend's frame cache and off-CPU tracking did. */
 static void print_bpf_detail(const struct recording *rec)
 {
-	struct bpf_sampler_detail d;
+	struct sampler_detail d;
 
-	if (!rec->bs || !rec->env->verbose)
+	if (!rec->env->verbose)
 		return;
-	bpf_sampler__detail(rec->bs, &d);
+	sampler__detail(rec->sampler, &d);
 	if (d.offcpu)
 		fprintf(stderr, "pyprof-bpf: off-CPU: %llu switch-outs stood on their thread's last "
 			"walk, %llu intervals closed by inference, %llu lost\n",
@@ -94,43 +94,60 @@ static void print_async(const struct recording *rec, int rc)
 	fputc('\n', stderr);
 }
 
+/* What could not wait for its process to be opened (record_path.c). */
+static void print_held_losses(const struct record_hold *h)
+{
+	if (h->lost.samples || h->lost_code)
+		fprintf(stderr, "pyprof-bpf: %llu samples and %llu code snapshots met while "
+			"their process was being opened were lost (more than %u MB held, or "
+			"no memory)\n", (unsigned long long)h->lost.samples,
+			(unsigned long long)h->lost_code, HOLD_MAX_BYTES >> 20);
+	if (h->lost_events)
+		fprintf(stderr, "pyprof-bpf: %llu process events were lost (no memory): "
+			"some processes may not have been followed\n",
+			(unsigned long long)h->lost_events);
+}
+
 /* What was dropped or left out, each said once. */
-static void print_losses(const struct recording *rec, const struct resolver_stats *rs)
+static void print_losses(const struct recording *rec, const struct resolver_stats *rvst)
 {
 	const struct record_env *env = rec->env;
+	struct sampler_detail d;
 
+	sampler__detail(rec->sampler, &d);
 	if (rec->late.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples taken after the %g s duration were "
 			"dropped\n", (unsigned long long)rec->late.samples, env->duration);
 	proc_follow__print(rec->follow, stderr);
-	if (env->verbose && rs->snapshot_errors)
+	if (env->verbose && rvst->snapshot_errors)
 		fprintf(stderr, "pyprof-bpf: %zu code snapshots could not be used (their "
 			"process not sampled, or no memory): those objects were read from the "
-			"target instead\n", rs->snapshot_errors);
-	if (rs->unknown.samples)
+			"target instead\n", rvst->snapshot_errors);
+	if (rvst->unknown.samples)
 		fprintf(stderr, "pyprof-bpf: %llu samples of processes that could not be read "
-			"were dropped\n", (unsigned long long)rs->unknown.samples);
-	if (rec->bs && bpf_sampler__lost_intervals(rec->bs))
+			"were dropped\n", (unsigned long long)rvst->unknown.samples);
+	print_held_losses(&rec->hold);
+	if (d.lost_intervals)
 		fprintf(stderr, "pyprof-bpf: %llu off-CPU intervals lost (their stack's record "
 			"did not reach us: the ring was full)\n",
-			(unsigned long long)bpf_sampler__lost_intervals(rec->bs));
+			(unsigned long long)d.lost_intervals);
 }
 
 void recording__print_summary(struct recording *rec, const struct sampler_stats *st, int rc)
 {
 	const struct record_env *env = rec->env;
-	struct resolver_stats rs;
+	struct resolver_stats rvst;
 	double secs = rec->end - rec->start;
 	bool cpu = env->mode == SAMPLER_MODE_CPU;
 
-	resolver__stats(rec->rv, &rs);
+	resolver__stats(rec->rv, &rvst);
 	print_bpf_detail(rec);
-	print_losses(rec, &rs);
+	print_losses(rec, &rvst);
 	print_native(rec);
 	print_async(rec, rc);
-	if (rs.clipped_ns)
+	if (rvst.clipped_ns)
 		fprintf(stderr, "pyprof-bpf: %.3f s of off-CPU time after the %g s duration "
-			"was left out\n", rs.clipped_ns / 1e9, env->duration);
+			"was left out\n", rvst.clipped_ns / 1e9, env->duration);
 	if (st->truncated)
 		fprintf(stderr, "pyprof-bpf: %llu samples had more than %ld Python frames: "
 			"their outermost ones are cut at [truncated]; --max-depth N keeps more "
@@ -146,8 +163,9 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames%s%s%s\n",
 		(unsigned long long)st->samples, secs, st->samples / secs, env->freq,
 		(unsigned long long)st->lost, (unsigned long long)st->truncated,
-		(unsigned long long)st->errors, rs.unresolved,
+		(unsigned long long)st->errors, rvst.unresolved,
 		cpu ? "" : "; ", cpu ? "" : record_mode_name(env->mode),
-		cpu ? "" : env->mode != SAMPLER_MODE_WALL || !rec->bs ? " mode" :
+		cpu ? "" : env->mode != SAMPLER_MODE_WALL ||
+		!sampler__has(rec->sampler, SAMPLER_CAP_OFFCPU) ? " mode" :
 		" mode (an off-CPU interval counts as one sample)");
 }

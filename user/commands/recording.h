@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include "commands/record.h"
 #include "commands/record_options.h"
+#include "commands/record_hold.h"
 #include "asyncio/task_stacks.h"
 #include "commands/sinks.h"
 #include "output/rawrec.h"
@@ -23,12 +24,12 @@
 #include "target/pidwatch.h"
 #include "target/pyproc.h"
 
-struct bpf_sampler;
 struct launch;
 struct proc_entry;
 struct proc_follow;
 struct procset;
 struct resolver;
+struct stack_end;
 
 struct recording {
 	struct record_env *env;
@@ -42,7 +43,12 @@ struct recording {
 	struct pidwatch watch;
 	/* The stages: sampler -> resolver -> sinks. */
 	struct sampler *sampler;
-	struct bpf_sampler *bs;		/* the BPF backend's own calls; NULL: remote */
+	struct sampler_tool tool;	/* what its polls hand on (record_path.c) */
+	/* What a poll could not do, done between polls (record_path.c):
+	 * records held, stack ends for the sampler. */
+	struct record_hold hold;
+	struct stack_end *ends;
+	size_t nends, capends;
 	struct sampler_opts sopts;
 	struct resolver *rv;
 	struct sinks sinks;
@@ -84,6 +90,18 @@ struct recording {
 	double next_status;
 	char err[PYPROF_ERRLEN];	/* the one line a failure prints */
 };
+
+/* record_path.c: the sample's path (its comment). The sampler's callbacks
+ * into rec->tool. */
+void recording__set_tool(struct recording *rec);
+/* --native: @tid's stack end, told the sampler between polls. 0 or -ENOMEM. */
+int recording__queue_stack_end(struct recording *rec, pid_t tid, uint64_t end);
+/* Between polls: what proc_follow asked of the sampler, and the stack
+ * ends, told it. */
+void recording__apply_requests(struct recording *rec);
+/* Between polls (after each, and after the last): the records held
+ * applied in order. 0, or what the sinks or resolver failed with. */
+int recording__replay(struct recording *rec);
 
 /* record_launch.c: start the command and find its interpreter
  * (record__start_command's comment). */

@@ -7,7 +7,7 @@
 #include "native/merge.h"
 #include "native/mixed.h"
 #include "native/unwind.h"
-#include "output/output.h"
+#include "types/out_sample.h"
 
 #define NATIVE_MAX 256		/* native frames kept per sample */
 #define MERGE_PY_MAX 4096	/* Python frames a merged stack holds */

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 
 struct out_sample;
 struct native_mixer;

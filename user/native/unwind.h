@@ -45,7 +45,7 @@
 
 struct native_unwinder;
 
-/* x86-64 registers in DWARF numbering (the order sampler.h's uregs use). */
+/* x86-64 registers in DWARF numbering (the order raw_sample.h's uregs use). */
 enum native_reg {
 	NATIVE_REG_AX, NATIVE_REG_DX, NATIVE_REG_CX, NATIVE_REG_BX,
 	NATIVE_REG_SI, NATIVE_REG_DI, NATIVE_REG_BP, NATIVE_REG_SP,
@@ -60,7 +60,7 @@ struct native_regs {
 	uint32_t valid;		/* bit i: r[i] was sampled (IP and SP are required) */
 };
 
-/* All NATIVE_REG_COUNT registers, in DWARF order (sampler.h's uregs). */
+/* All NATIVE_REG_COUNT registers, in DWARF order (raw_sample.h's uregs). */
 void native_regs__from_dwarf(struct native_regs *out, const uint64_t *regs);
 
 /*

@@ -10,8 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "target/pyproc.h"		/* struct py_rawframe */
-#include "sampling/sampler.h"		/* struct sample_task */
+#include "types/raw_sample.h"
 
 #define OFFCPU_KSTACK_MAX 32
 

@@ -20,8 +20,8 @@
 #define PYPROF_OFFCPU_LEAF_H
 
 #include <stdbool.h>
-#include "output/output.h"
-#include "sampling/sampler.h"
+#include "types/out_sample.h"
+#include "types/raw_sample.h"
 
 #define LEAF_MAX 40
 

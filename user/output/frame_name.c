@@ -80,7 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/frame_name.h"
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 
 static int unicode_space(uint32_t c)
 {

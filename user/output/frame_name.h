@@ -6,7 +6,7 @@
 #ifndef PYPROF_FRAME_NAME_H
 #define PYPROF_FRAME_NAME_H
 
-#include "output/output.h"		/* struct out_frame */
+#include "output/internal.h"		/* struct out_frame */
 
 /* Set fr->text (the perf-script symbol), fr->dso, fr->folded (NULL when the
  * folded text is fr->text) and fr->addr from the frame's kind, function, file

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include "output/json_writer.h"
-#include "output/output.h"
+#include "output/utf8.h"
 
 static int write_string(FILE *f, const char *utf8, int html)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "output/output.h"
+#include "output/internal.h"
 #include "util/errbuf.h"
 
 static const char *const perf_aliases[] = { "perf", "perf-script", NULL };
@@ -220,6 +220,17 @@ int output__finish(struct output *o)
 	if (!err && o->err)
 		err = o->err;
 	return err;
+}
+
+void output__set_duration(struct output *o, uint64_t duration_ns)
+{
+	o->opts.duration_ns = duration_ns;
+}
+
+void output__set_comments(struct output *o, const char *const *comments, size_t n)
+{
+	o->opts.comments = comments;
+	o->opts.ncomments = n;
 }
 
 int output__flush(struct output *o)

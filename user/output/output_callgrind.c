@@ -26,7 +26,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 struct cg_cost {
 	uint32_t fn, line;	/* the caller's, for a call */

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/json_writer.h"
-#include "output/output.h"
+#include "output/internal.h"
 
 struct ct_rec {			/* one sample */
 	uint64_t start, end;	/* ns, CLOCK_MONOTONIC */

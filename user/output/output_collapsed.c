@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 static int collapsed_finish(struct output *o)
 {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/json_writer.h"
-#include "output/output.h"
+#include "output/internal.h"
 
 /* Frame kinds in the JSON: enum out_frame_kind, and "all" and the comm frames. */
 #define FG_KIND_ROOT 16

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 static int cmp_folded(const void *a, const void *b)
 {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 int out_funcs__build(const struct out_model *m, struct out_funcs *f)
 {

@@ -26,7 +26,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 #define HM_OPS 4			/* instructions counted per line */
 

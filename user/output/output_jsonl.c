@@ -23,8 +23,8 @@
 #include <inttypes.h>
 #include <string.h>
 #include "output/json_writer.h"
-#include "output/output.h"
-#include "sampling/sampler.h"
+#include "output/internal.h"
+#include "types/raw_sample.h"
 
 /* A frame kind as the JSON says it; NULL: a root, not written. */
 static const char *kind_name(enum out_frame_kind k)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/frame_name.h"
-#include "output/output.h"
-#include "sampling/sampler.h"
+#include "output/internal.h"
+#include "types/raw_sample.h"
 
 uint32_t *out_model__path_buf(const struct out_model *m)
 {

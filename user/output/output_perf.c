@@ -52,7 +52,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 /* The address perf script prints: a DSO's frames relative to where its
  * file offset 0 is mapped (map__map_ip), kernel and unknown ones as they are. */

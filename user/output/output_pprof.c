@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 struct pbuf {
 	uint8_t *p;

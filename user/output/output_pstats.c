@@ -36,7 +36,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 /* ---- marshal ---- */
 

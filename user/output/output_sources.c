@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* output_sources.c - a recording's source files (output.h). */
+/* output_sources.c - a recording's source files (sources.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/sources.h"
 
 /*
  * Paths are keyed by (hash + j, length): a path whose hash another path took

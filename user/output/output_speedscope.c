@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/json_writer.h"
-#include "output/output.h"
+#include "output/internal.h"
 
 static void write_frame(FILE *f, const struct out_frame *fr)
 {

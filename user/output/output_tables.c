@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/tables.h"
 
 int out_grow(void **arr, uint32_t *cap, uint64_t need, size_t size)
 {

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 #include "util/text.h"
 
 struct top_fn {

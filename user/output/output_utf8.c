@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/utf8.h"
 
 int out_utf8_seq(const unsigned char *s, uint32_t *cp)
 {

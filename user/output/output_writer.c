@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "output/output.h"
+#include "output/internal.h"
 
 int output__check_io(struct output *o)
 {

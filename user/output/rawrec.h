@@ -54,8 +54,11 @@
  *       0: unknown), u flags (enum out_src_flags: changed since the
  *       recording started, unreadable, too big, binary), str text (at most
  *       OUT_SRC_MAX_FILE bytes, no NUL; empty when a flag says there is no
- *       text). Written before the first sample whose frames name the file;
- *       a path has one 'C' record at most, a recording OUT_SRC_MAX_FILES.
+ *       text). Anywhere before 'E': the recorder reads a file between
+ *       polls, so its record follows the samples of the poll that first
+ *       named it (earlier recorders put it before them); a path has one
+ *       'C' record at most, a recording OUT_SRC_MAX_FILES. Readers keep
+ *       them until the end.
  *   'E' end, last: u number of 'P' records, u samples lost, u truncated,
  *       u errors, u unresolved frames, u duration (ns), u flags
  *       (RAWREC_END_*)
@@ -84,7 +87,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "output/output.h"		/* struct out_sample */
+#include "output/sources.h"		/* struct out_sources */
+#include "types/out_sample.h"
 
 #define RAWREC_VERSION 2
 #define RAWREC_VERSION_OLDEST 1	/* the oldest version read */
@@ -135,8 +139,8 @@ int rawrec_writer__open(const char *path, const struct rawrec_info *info,
  */
 int rawrec_writer__add(struct rawrec_writer *w, const struct out_sample *s);
 /*
- * Append a 'C' record: @src's path, time, flags and text (call it before the
- * first sample naming the file). Returns 0, -ENOMEM, -E2BIG (text over
+ * Append a 'C' record: @src's path, time, flags and text (any time before
+ * rawrec_writer__close()). Returns 0, -ENOMEM, -E2BIG (text over
  * OUT_SRC_MAX_FILE) or the first write error.
  */
 int rawrec_writer__add_source(struct rawrec_writer *w, const struct out_source *src);

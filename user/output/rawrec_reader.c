@@ -1,36 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
  * rawrec_reader.c - reading raw recordings (the format is described in
- * rawrec.h): the reader checks every length, id and range against what it
- * has read before it trusts it.
+ * rawrec.h): each record's payload (rawrec_input.c cuts the stream into
+ * records) parsed into samples, with every length, id and range checked
+ * against what was read before it is trusted.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
-#include <zlib.h>
 #include "output/rawrec.h"
 #include "output/rawrec_format.h"
+#include "output/rawrec_input.h"
 #include "util/errbuf.h"
 
-#define IN_BUFFER (64u * 1024)
-
 struct rawrec_reader {
-	gzFile gz;
-	char *name;		/* the path, for messages */
-	unsigned char *in;	/* decompressed bytes read ahead */
-	size_t in_len, in_pos;
-	uint64_t in_off;	/* offset of in[0] in the decompressed data */
-	int eof;		/* gzread() has nothing more */
-	int cut;		/* ... because the compressed stream stopped short */
-	unsigned char *rec;	/* the payload of the current record */
-	uint32_t rec_len, rec_cap;
-	uint64_t rec_off;	/* its record's offset, for messages */
+	struct rawrec_input in;	/* the bytes, cut into records */
 	struct rawrec_info info;
 	char **strs;		/* by string id - 1 */
 	uint32_t nstrs, strs_cap;
@@ -73,199 +61,34 @@ struct rawrec_reader {
 	int failed;		/* next() failed with this; it stays failed */
 };
 
-/* Read more decompressed data. 1: some; 0: no more (r->cut: stopped short); -errno. */
-static int fill(struct rawrec_reader *r, char *err, size_t errlen)
-{
-	const char *msg;
-	int n, zerr, e;
-
-	if (r->eof)
-		return 0;
-	if (r->in_pos) {
-		memmove(r->in, r->in + r->in_pos, r->in_len - r->in_pos);
-		r->in_off += r->in_pos;
-		r->in_len -= r->in_pos;
-		r->in_pos = 0;
-	}
-	errno = 0;
-	n = gzread(r->gz, r->in + r->in_len, (unsigned int)(IN_BUFFER - r->in_len));
-	if (n > 0) {
-		r->in_len += (size_t)n;
-		return 1;
-	}
-	e = errno;
-	msg = gzerror(r->gz, &zerr);
-	r->eof = 1;
-	switch (zerr) {
-	case Z_OK:
-		return 0;
-	case Z_BUF_ERROR:	/* zlib's "unexpected end of file" */
-		r->cut = 1;
-		return 0;
-	case Z_ERRNO:
-		seterr(err, errlen, "reading %s: %s", r->name, strerror(e ? e : EIO));
-		return e ? -e : -EIO;
-	case Z_MEM_ERROR:
-		seterr(err, errlen, "out of memory");
-		return -ENOMEM;
-	default:
-		seterr(err, errlen, "%s is corrupt: its compressed data is damaged (zlib: %s)",
-		       r->name, msg ? msg : "error");
-		return -EBADMSG;
-	}
-}
-
-/* Copy up to @n bytes into @dst; *got says how many came (fewer: the data ended). */
-static int take(struct rawrec_reader *r, unsigned char *dst, size_t n, size_t *got,
-		char *err, size_t errlen)
-{
-	size_t k;
-	int rc;
-
-	*got = 0;
-	while (*got < n) {
-		if (r->in_pos == r->in_len) {
-			rc = fill(r, err, errlen);
-			if (rc <= 0)
-				return rc;
-		}
-		k = r->in_len - r->in_pos;
-		if (k > n - *got)
-			k = n - *got;
-		memcpy(dst + *got, r->in + r->in_pos, k);
-		r->in_pos += k;
-		*got += k;
-	}
-	return 0;
-}
-
 static int corrupt(struct rawrec_reader *r, const char *what, char *err, size_t errlen)
 {
-	seterr(err, errlen, "%s is corrupt: %s (record at byte %llu of its data)", r->name, what,
-	       (unsigned long long)r->rec_off);
-	return -EBADMSG;
+	return rawrec_input__corrupt(&r->in, what, err, errlen);
 }
 
-/*
- * Read one record into r->rec. 1: a record of type *type; 0: the data ended,
- * *boundary says whether between records; -errno.
- */
-static int read_record(struct rawrec_reader *r, int *type, int *boundary, char *err,
-		       size_t errlen)
+static struct rawrec_cur rec_cur(const struct rawrec_reader *r)
 {
-	unsigned char b;
-	uint64_t len = 0;
-	size_t got;
-	int rc;
-
-	*boundary = 0;
-	r->rec_off = r->in_off + r->in_pos;
-	rc = take(r, &b, 1, &got, err, errlen);
-	if (rc || !got) {
-		*boundary = 1;
-		return rc;
-	}
-	*type = b;
-	for (int shift = 0;; shift += 7) {
-		rc = take(r, &b, 1, &got, err, errlen);
-		if (rc || !got)
-			return rc;
-		if (shift == 63 && b > 1)
-			return corrupt(r, "a record length does not fit 64 bits", err, errlen);
-		len |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			break;
-	}
-	if (len > RAWREC_MAX_RECORD)
-		return corrupt(r, "a record longer than the format allows", err, errlen);
-	if (len > r->rec_cap) {
-		unsigned char *n = realloc(r->rec, len);
-
-		if (!n) {
-			seterr(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		r->rec = n;
-		r->rec_cap = (uint32_t)len;
-	}
-	rc = take(r, r->rec, len, &got, err, errlen);
-	if (rc || got < len)
-		return rc;
-	r->rec_len = (uint32_t)len;
-	return 1;
-}
-
-/* A bounded cursor over a payload: reading past its end sets bad. */
-struct cur {
-	const unsigned char *p, *end;
-	int bad;
-};
-
-static uint64_t cur_u(struct cur *c)
-{
-	uint64_t v = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		unsigned char b;
-
-		if (c->p == c->end)
-			break;
-		b = *c->p++;
-		if (shift == 63 && b > 1)
-			break;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = 1;
-	return 0;
-}
-
-static int64_t cur_s(struct cur *c)
-{
-	return unzigzag(cur_u(c));
-}
-
-/* A string field as a new C string; NULL with c->bad set when it does not fit or holds a NUL. */
-static char *cur_str(struct cur *c, int *nomem)
-{
-	uint64_t len = cur_u(c);
-	char *s;
-
-	if (c->bad || len > (uint64_t)(c->end - c->p) || memchr(c->p, 0, len)) {
-		c->bad = 1;
-		return NULL;
-	}
-	s = strndup((const char *)c->p, len);
-	if (!s)
-		*nomem = 1;
-	c->p += len;
-	return s;
-}
-
-static struct cur rec_cur(const struct rawrec_reader *r)
-{
-	return (struct cur){ r->rec, r->rec + r->rec_len, 0 };
+	return rawrec_input__cur(&r->in);
 }
 
 static int parse_header(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	struct rawrec_info *in = &r->info;
 	uint64_t pid, freq, depth;
 	int nomem = 0;
 
-	pid = cur_u(&c);
-	in->comm = cur_str(&c, &nomem);
-	in->python_version = cur_str(&c, &nomem);
-	in->backend = cur_str(&c, &nomem);
-	freq = cur_u(&c);
-	in->period_ns = cur_u(&c);
-	depth = cur_u(&c);
-	in->start_time_ns = cur_u(&c);
-	in->start_mono_ns = cur_u(&c);
+	pid = rawrec_cur__u(&c);
+	in->comm = rawrec_cur__str(&c, &nomem);
+	in->python_version = rawrec_cur__str(&c, &nomem);
+	in->backend = rawrec_cur__str(&c, &nomem);
+	freq = rawrec_cur__u(&c);
+	in->period_ns = rawrec_cur__u(&c);
+	depth = rawrec_cur__u(&c);
+	in->start_time_ns = rawrec_cur__u(&c);
+	in->start_mono_ns = rawrec_cur__u(&c);
 	/* Appended later: a file of an older writer ends before it. */
-	in->mode = c.p < c.end ? cur_str(&c, &nomem) : NULL;
+	in->mode = c.p < c.end ? rawrec_cur__str(&c, &nomem) : NULL;
 	if (nomem) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -286,10 +109,10 @@ static int parse_string(struct rawrec_reader *r, char *err, size_t errlen)
 	char *s;
 	int rc;
 
-	if (memchr(r->rec, 0, r->rec_len))
+	if (memchr(r->in.rec, 0, r->in.rec_len))
 		return corrupt(r, "a string holds a NUL byte", err, errlen);
 	rc = out_grow((void **)&r->strs, &r->strs_cap, (uint64_t)r->nstrs + 1, sizeof(*r->strs));
-	s = rc ? NULL : strndup((const char *)r->rec, r->rec_len);
+	s = rc ? NULL : strndup((const char *)r->in.rec, r->in.rec_len);
 	if (!s) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -321,14 +144,14 @@ static int add_frame(struct rawrec_reader *r, uint64_t fn, uint64_t file, int li
 
 static int parse_frame(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	uint64_t fn, file;
 	int64_t line, first;
 
-	fn = cur_u(&c);
-	file = cur_u(&c);
-	line = cur_s(&c);
-	first = cur_s(&c);
+	fn = rawrec_cur__u(&c);
+	file = rawrec_cur__u(&c);
+	line = rawrec_cur__s(&c);
+	first = rawrec_cur__s(&c);
 	if (c.bad || c.p != c.end)
 		return corrupt(r, "a frame record of the wrong size", err, errlen);
 	if (fn > r->nstrs || file > r->nstrs)
@@ -341,12 +164,12 @@ static int parse_frame(struct rawrec_reader *r, char *err, size_t errlen)
 /* An 'N' record: a native function (symbol, DSO) or a marker between frames. */
 static int parse_native(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	uint64_t kind, fn, file;
 
-	kind = cur_u(&c);
-	fn = cur_u(&c);
-	file = cur_u(&c);
+	kind = rawrec_cur__u(&c);
+	fn = rawrec_cur__u(&c);
+	file = rawrec_cur__u(&c);
 	if (c.bad || c.p != c.end)
 		return corrupt(r, "a native frame record of the wrong size", err, errlen);
 	if (kind != OUT_FRAME_NATIVE && kind != OUT_FRAME_STATUS)
@@ -359,14 +182,14 @@ static int parse_native(struct rawrec_reader *r, char *err, size_t errlen)
 /* An 'M' record: a DSO's mapping, for the 'A' records after it. */
 static int parse_mapping(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	struct rmapping *m;
 	uint64_t start, end, base, len;
 
-	start = cur_u(&c);
-	end = cur_u(&c);
-	base = cur_u(&c);
-	len = cur_u(&c);
+	start = rawrec_cur__u(&c);
+	end = rawrec_cur__u(&c);
+	base = rawrec_cur__u(&c);
+	len = rawrec_cur__u(&c);
 	if (c.bad || len > BUILD_ID_MAX || len != (uint64_t)(c.end - c.p) || end <= start)
 		return corrupt(r, "a malformed mapping record", err, errlen);
 	if (out_grow((void **)&r->maps, &r->maps_cap, (uint64_t)r->nmaps + 1, sizeof(*r->maps))) {
@@ -390,12 +213,12 @@ static int parse_mapping(struct rawrec_reader *r, char *err, size_t errlen)
 /* An 'A' record: the addresses of the next sample's native and kernel frames. */
 static int parse_addrs(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	uint64_t n, k;
 
 	if (r->a_pending)
 		return corrupt(r, "two address records for one sample", err, errlen);
-	n = cur_u(&c);
+	n = rawrec_cur__u(&c);
 	if (c.bad || n > (uint64_t)(c.end - c.p))
 		return corrupt(r, "a malformed address record", err, errlen);
 	if (out_grow((void **)&r->a_nat, &r->a_nat_cap, n, sizeof(*r->a_nat))) {
@@ -403,7 +226,7 @@ static int parse_addrs(struct rawrec_reader *r, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t pc = cur_u(&c), off = cur_u(&c), id = cur_u(&c);
+		uint64_t pc = rawrec_cur__u(&c), off = rawrec_cur__u(&c), id = rawrec_cur__u(&c);
 		const struct rmapping *m;
 
 		if (c.bad || id > r->nmaps)
@@ -418,12 +241,12 @@ static int parse_addrs(struct rawrec_reader *r, char *err, size_t errlen)
 			r->a_nat[i].build_id_len = m->build_id_len;
 		}
 	}
-	k = cur_u(&c);
+	k = rawrec_cur__u(&c);
 	if (c.bad || k > LEAF_RECORD_MAX)
 		return corrupt(r, "a malformed address record", err, errlen);
 	for (uint64_t i = 0; i < k; i++) {
-		r->a_leaf[i][0] = cur_u(&c);
-		r->a_leaf[i][1] = cur_u(&c);
+		r->a_leaf[i][0] = rawrec_cur__u(&c);
+		r->a_leaf[i][1] = rawrec_cur__u(&c);
 	}
 	if (c.bad || c.p != c.end)
 		return corrupt(r, "an address record with bytes left over", err, errlen);
@@ -435,17 +258,17 @@ static int parse_addrs(struct rawrec_reader *r, char *err, size_t errlen)
 
 static int parse_extras(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	uint64_t ev, n;
 
 	if (r->x_pending)
 		return corrupt(r, "two extras records for one sample", err, errlen);
-	ev = cur_u(&c);
-	n = cur_u(&c);
+	ev = rawrec_cur__u(&c);
+	n = rawrec_cur__u(&c);
 	if (c.bad || ev > r->nstrs || n > LEAF_RECORD_MAX)
 		return corrupt(r, "a malformed extras record", err, errlen);
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t kind = cur_u(&c), id = cur_u(&c);
+		uint64_t kind = rawrec_cur__u(&c), id = rawrec_cur__u(&c);
 
 		if (c.bad || !id || id > r->nstrs ||
 		    (kind != OUT_FRAME_STATUS && kind != OUT_FRAME_KERNEL))
@@ -462,7 +285,7 @@ static int parse_extras(struct rawrec_reader *r, char *err, size_t errlen)
 
 /* The sample's @n frame ids, from @c, into r->sample and r->sample_kinds;
  * *mixed: some frame is not Python code. */
-static int sample_frames(struct rawrec_reader *r, struct cur *c, uint64_t n, int *mixed,
+static int sample_frames(struct rawrec_reader *r, struct rawrec_cur *c, uint64_t n, int *mixed,
 			 char *err, size_t errlen)
 {
 	if (n > (uint64_t)(c->end - c->p))	/* every frame id takes a byte at least */
@@ -477,7 +300,7 @@ static int sample_frames(struct rawrec_reader *r, struct cur *c, uint64_t n, int
 	}
 	*mixed = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t id = cur_u(c);
+		uint64_t id = rawrec_cur__u(c);
 
 		if (c->bad || id >= r->nframes)
 			return corrupt(r, "a sample uses a frame not defined before it", err,
@@ -535,18 +358,18 @@ static int sample_addrs(struct rawrec_reader *r, struct out_sample *s, int mixed
 static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err,
 			size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	uint64_t tid, name, cpu, period, status, n;
 	int64_t dts;
-	int mixed, rc;
+	int mixed = 0, rc;	/* set by sample_frames() (gcc cannot see that it always is) */
 
-	tid = cur_u(&c);
-	name = cur_u(&c);
-	cpu = cur_u(&c);
-	dts = cur_s(&c);
-	period = cur_u(&c);
-	status = cur_u(&c);
-	n = cur_u(&c);
+	tid = rawrec_cur__u(&c);
+	name = rawrec_cur__u(&c);
+	cpu = rawrec_cur__u(&c);
+	dts = rawrec_cur__s(&c);
+	period = rawrec_cur__u(&c);
+	status = rawrec_cur__u(&c);
+	n = rawrec_cur__u(&c);
 	if (c.bad)
 		return corrupt(r, "a sample record ends early", err, errlen);
 	if (tid > UINT32_MAX || cpu > UINT32_MAX || status > UINT32_MAX)
@@ -582,14 +405,14 @@ static int parse_sample(struct rawrec_reader *r, struct out_sample *s, char *err
 static int parse_source(struct rawrec_reader *r, char *err, size_t errlen)
 {
 	struct out_source src = { 0 };
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	int nomem = 0, rc = 0;
 	uint64_t flags;
 
-	src.path = cur_str(&c, &nomem);
-	src.mtime_ns = cur_u(&c);
-	flags = cur_u(&c);
-	src.text = cur_str(&c, &nomem);
+	src.path = rawrec_cur__str(&c, &nomem);
+	src.mtime_ns = rawrec_cur__u(&c);
+	flags = rawrec_cur__u(&c);
+	src.text = rawrec_cur__str(&c, &nomem);
 	if (nomem) {
 		seterr(err, errlen, "out of memory");
 		rc = -ENOMEM;
@@ -620,17 +443,17 @@ static int parse_source(struct rawrec_reader *r, char *err, size_t errlen)
 
 static int parse_end(struct rawrec_reader *r, char *err, size_t errlen)
 {
-	struct cur c = rec_cur(r);
+	struct rawrec_cur c = rec_cur(r);
 	struct rawrec_end *e = &r->end;
 	uint64_t flags;
 
-	e->samples = cur_u(&c);
-	e->lost = cur_u(&c);
-	e->truncated = cur_u(&c);
-	e->errors = cur_u(&c);
-	e->unresolved = cur_u(&c);
-	e->duration_ns = cur_u(&c);
-	flags = cur_u(&c);
+	e->samples = rawrec_cur__u(&c);
+	e->lost = rawrec_cur__u(&c);
+	e->truncated = rawrec_cur__u(&c);
+	e->errors = rawrec_cur__u(&c);
+	e->unresolved = rawrec_cur__u(&c);
+	e->duration_ns = rawrec_cur__u(&c);
+	flags = rawrec_cur__u(&c);
 	if (c.bad || flags > UINT32_MAX)
 		return corrupt(r, "its end record is malformed", err, errlen);
 	e->flags = (uint32_t)flags;
@@ -641,82 +464,6 @@ static int parse_end(struct rawrec_reader *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* A reader of @path ("-": stdin) as a gzip (or plain) stream. */
-static int reader_new(const char *path, struct rawrec_reader **out, char *err, size_t errlen)
-{
-	int from_stdin = !strcmp(path, "-"), fd;
-	struct rawrec_reader *r;
-
-	*out = r = calloc(1, sizeof(*r));
-	if (!r || !(r->name = strdup(from_stdin ? "stdin" : path)) ||
-	    !(r->in = malloc(IN_BUFFER)) || !(r->rec = malloc(4096))) {
-		seterr(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	r->rec_cap = 4096;
-	/* gzclose() closes the descriptor it was given: stdin gets a copy. */
-	if (from_stdin)
-		fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
-	else
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-
-		seterr(err, errlen, "cannot open %s: %s", r->name, strerror(e));
-		return -e;
-	}
-	r->gz = gzdopen(fd, "rb");
-	if (!r->gz) {
-		close(fd);
-		seterr(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	gzbuffer(r->gz, GZ_BUFFER);
-	return 0;
-}
-
-/* The magic and the version, or why the file is not a raw recording we read. */
-static int read_magic(struct rawrec_reader *r, char *err, size_t errlen)
-{
-	static const unsigned char gzip_magic[2] = { 0x1f, 0x8b };
-	unsigned char head[sizeof(rawrec_magic) + 2];
-	unsigned int version;
-	size_t got;
-	int rc;
-
-	rc = take(r, head, sizeof(head), &got, err, errlen);
-	if (rc)
-		return rc;
-	if (got < sizeof(head)) {
-		/* A recording killed right away: nothing, or part of the first bytes. */
-		if (!got && !r->cut) {
-			seterr(err, errlen, "%s is empty: not a raw recording", r->name);
-			return -ENODATA;
-		} else if (r->cut || !memcmp(head, rawrec_magic, got < 8 ? got : 8) ||
-			   (gzdirect(r->gz) && got < 2 && !memcmp(head, gzip_magic, got))) {
-			seterr(err, errlen, "%s is truncated before its header: no samples "
-			       "in it", r->name);
-			return -ENODATA;
-		}
-		seterr(err, errlen, "%s is not a pyprof-bpf raw recording", r->name);
-		return -EPROTO;
-	}
-	if (memcmp(head, rawrec_magic, sizeof(rawrec_magic))) {
-		seterr(err, errlen, "%s is not a pyprof-bpf raw recording%s", r->name,
-		       gzdirect(r->gz) ? "" : " (it is gzip-compressed, but holds something else)");
-		return -EPROTO;
-	}
-	version = head[8] | (unsigned int)head[9] << 8;
-	r->version = version;
-	if (version > RAWREC_VERSION || version < RAWREC_VERSION_OLDEST) {
-		seterr(err, errlen, "%s is a version %u raw recording; this pyprof-bpf reads "
-		       "versions %u to %u%s", r->name, version, RAWREC_VERSION_OLDEST, RAWREC_VERSION,
-		       version > RAWREC_VERSION ? ": use a newer pyprof-bpf" : "");
-		return version > RAWREC_VERSION ? -ENOTSUP : -EBADMSG;
-	}
-	return 0;
-}
-
 int rawrec_reader__open(const char *path, struct rawrec_reader **out, char *err,
 			size_t errlen)
 {
@@ -724,15 +471,20 @@ int rawrec_reader__open(const char *path, struct rawrec_reader **out, char *err,
 	int rc, type, boundary;
 
 	*out = NULL;
-	rc = reader_new(path, &r, err, errlen);
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = rawrec_input__open(&r->in, path, err, errlen);
 	if (!rc)
-		rc = read_magic(r, err, errlen);
+		rc = rawrec_input__magic(&r->in, &r->version, err, errlen);
 	if (!rc) {
-		rc = read_record(r, &type, &boundary, err, errlen);
+		rc = rawrec_input__record(&r->in, &type, &boundary, err, errlen);
 		if (!rc) {
 			rc = -ENODATA;
 			seterr(err, errlen, "%s is truncated before its header: no samples in it",
-			       r->name);
+			       r->in.name);
 		} else if (rc > 0) {
 			rc = type == REC_HEADER ? parse_header(r, err, errlen) :
 			     corrupt(r, "it does not start with its header", err, errlen);
@@ -757,18 +509,18 @@ int rawrec_reader__next(struct rawrec_reader *r, struct out_sample *s, char *err
 	int rc, type = 0, boundary;
 
 	if (r->failed) {
-		seterr(err, errlen, "%s: reading stopped at an earlier error", r->name);
+		seterr(err, errlen, "%s: reading stopped at an earlier error", r->in.name);
 		return r->failed;
 	}
 	if (r->done)
 		return 0;
 	for (;;) {
-		rc = read_record(r, &type, &boundary, err, errlen);
+		rc = rawrec_input__record(&r->in, &type, &boundary, err, errlen);
 		if (rc < 0)
 			break;
 		if (!rc) {
 			/* Complete: the end record, then the end of a whole gzip stream. */
-			r->truncated = r->cut || !boundary || !r->have_end;
+			r->truncated = r->in.cut || !boundary || !r->have_end;
 			r->done = 1;
 			return 0;
 		}
@@ -845,8 +597,7 @@ void rawrec_reader__free(struct rawrec_reader *r)
 {
 	if (!r)
 		return;
-	if (r->gz)
-		gzclose(r->gz);
+	rawrec_input__close(&r->in);
 	out_sources__clear(&r->sources);
 	free((char *)r->info.comm);
 	free((char *)r->info.mode);
@@ -864,8 +615,5 @@ void rawrec_reader__free(struct rawrec_reader *r)
 	free(r->strs);
 	free(r->frames);
 	free(r->sample);
-	free(r->rec);
-	free(r->in);
-	free(r->name);
 	free(r);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include "asyncio/task_stacks.h"
 #include "resolve/resolver.h"
-#include "sampling/proc_follow.h"
+#include "target/proc_follow.h"
 #include "symbols/stack_memo.h"
 #include "symbols/symbolizer.h"
 #include "target/exceptions.h"
@@ -66,13 +66,17 @@ void resolver__set_tasks_fn(struct resolver *rv, tasks_of_fn fn, void *ctx)
 	rv->tasks_ctx = ctx;
 }
 
-void resolver__add_code(struct resolver *rv, const struct raw_code *code)
+int resolver__add_code(struct resolver *rv, const struct raw_code *code)
 {
-	struct proc_entry *e = proc_follow__sample_proc(rv->o.follow, code->pid);
+	bool later;
+	struct proc_entry *e = proc_follow__lookup(rv->o.follow, code->pid, &later);
 
+	if (!e && later)
+		return -EAGAIN;
 	/* One that cannot be taken only leaves the object to be read later. */
 	if (!e || symbolizer__add_code(e->sym, code))
 		rv->st.snapshot_errors++;
+	return 0;
 }
 
 const char *resolver__thread_name(struct resolver *rv, pid_t pid, pid_t tid, const char *comm)
@@ -190,13 +194,16 @@ static int finish_tick(struct resolver *rv, struct proc_entry *e, const struct r
 
 int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct resolved *out)
 {
-	struct proc_entry *e = proc_follow__sample_proc(rv->o.follow, r->pid);
+	bool later;
+	struct proc_entry *e = proc_follow__lookup(rv->o.follow, r->pid, &later);
 	const struct raw_sample *orig = r;
 	struct raw_sample stripped;
 	int rc;
 
 	out->n = 0;
 	out->end = (struct stack_end){ 0 };
+	if (!e && later)
+		return -EAGAIN;
 	if (!e) {
 		sampler_stats__count(&rv->st.unknown, r->status);
 		return -ENOENT;
@@ -231,6 +238,11 @@ int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct re
 void resolver__drop(struct resolver *rv, const struct raw_sample *r)
 {
 	sampler_stats__count(&rv->st.unknown, r->status);
+}
+
+void resolver__drop_code(struct resolver *rv)
+{
+	rv->st.snapshot_errors++;
 }
 
 void resolver__stats(const struct resolver *rv, struct resolver_stats *st)

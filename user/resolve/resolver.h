@@ -3,7 +3,8 @@
  * resolver.h - a raw sample made a resolved one: the middle stage of a
  * sample's path (sampler -> resolver -> sinks).
  *
- * The resolver finds the sample's process (sampling/proc_follow.h), names
+ * The resolver finds the sample's process (target/proc_follow.h; it never
+ * opens one: a process to be opened first is the caller's, between polls), names
  * its thread, symbolizes its frames through the process's stack memo and
  * symbolizer (the code snapshots the sampler sent first included), merges
  * its native stack (--native, native/mixed.h), splices its asyncio tasks
@@ -19,8 +20,8 @@
 #include <stdint.h>
 #include "native/mixed.h"
 #include "offcpu/leaf.h"
-#include "output/output.h"
-#include "sampling/sampler.h"
+#include "types/out_sample.h"
+#include "types/raw_sample.h"
 
 struct resolver;
 struct proc_follow;
@@ -71,15 +72,20 @@ typedef struct task_stacks *(*tasks_of_fn)(void *ctx, const struct proc_entry *e
 void resolver__set_tasks_fn(struct resolver *rv, tasks_of_fn fn, void *ctx);
 
 /* A code object's snapshot (sampler.h's code_fn): named from it even once
- * the target frees it. */
-void resolver__add_code(struct resolver *rv, const struct raw_code *code);
+ * the target frees it. 0, or -EAGAIN: its process is to be opened first
+ * (proc_follow__sample_proc(), between polls), then the snapshot given again. */
+int resolver__add_code(struct resolver *rv, const struct raw_code *code);
 
 /* 0 with @out filled; -ENOENT: the sample's process is not read (counted
- * in the stats, not shown under another's name); else -errno. */
+ * in the stats, not shown under another's name); -EAGAIN: its process is
+ * to be opened first (proc_follow__sample_proc(), between polls), then the
+ * sample given again (nothing counted yet); else -errno. */
 int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct resolved *out);
 
 /* A sample left out before any process is sampled: counted as unknown. */
 void resolver__drop(struct resolver *rv, const struct raw_sample *r);
+/* A code snapshot left out (its process could not be opened): counted. */
+void resolver__drop_code(struct resolver *rv);
 
 /* The name of thread @tid of @pid (@comm: its process's). */
 const char *resolver__thread_name(struct resolver *rv, pid_t pid, pid_t tid, const char *comm);

@@ -41,7 +41,7 @@
 #include <stdint.h>
 #include "target/pyproc.h"
 #include "sampling/sampler.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 
 struct bpf_sampler;
 

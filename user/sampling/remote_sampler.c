@@ -9,12 +9,13 @@
 #include <sys/resource.h>
 #include "target/procfs.h"
 #include "target/exceptions.h"
+#include "target/opcodes/opfamily.h"
 #include "target/opcodes/opcode_read.h"
 #include "target/remote_mem.h"
 #include "target/stack_read.h"
 #include "target/thread_stop.h"
 #include "sampling/remote_sampler.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 #include "util/clock.h"
 
 #define MAX_THREADS 4096
@@ -167,6 +168,10 @@ static void release_anchors(struct remote_sampler *s)
 void remote_sampler__finish(struct remote_sampler *s)
 {
 	release_anchors(s);
+	/* (3.11/3.12 only: the others have no call-site check) */
+	if (s->opts.verbose && opfamily__table(pyproc__offsets(s->proc)->version_hex))
+		fprintf(stderr, "pyprof-bpf: remote backend: %lu copies torn at a caller "
+			"not at a call site\n", pyproc__call_sites_refused(s->proc));
 }
 
 int remote_sampler__open(struct pyproc *p, const struct sampler_opts *o,

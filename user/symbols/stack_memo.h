@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 #include "symbols/symbolizer.h"
 
 struct stack_memo;

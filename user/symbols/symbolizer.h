@@ -12,16 +12,10 @@
 
 #include <stdint.h>
 #include "target/pyproc.h"
-#include "sampling/sampler.h"
+#include "types/py_sym.h"
+#include "types/raw_sample.h"
 
 struct symbolizer;
-
-struct py_sym {
-	const char *function;	/* co_qualname, UTF-8 */
-	const char *file;	/* co_filename verbatim, UTF-8 */
-	int line;		/* executing line; -1 when the code has none */
-	int firstlineno;	/* co_firstlineno */
-};
 
 int symbolizer__new(struct pyproc *p, struct symbolizer **out);
 void symbolizer__free(struct symbolizer *s);

@@ -40,8 +40,4 @@ int debug_offsets__parse(const void *buf, size_t len, struct py_offsets *out,
 int debug_offsets__field(const void *buf, size_t len, const char *name, uint64_t *val,
 			 uint64_t *section_size);
 
-/* Set the *_size read sizes from the highest field used (shared with the
- * 3.11/3.12 tables). */
-void py_offsets__fit_reads(struct py_offsets *o);
-
 #endif

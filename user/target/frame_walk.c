@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "target/call_sites.h"
 #include "target/frame_sizes.h"
 #include "target/pyproc.h"
 #include "target/remote_mem.h"
@@ -332,6 +333,8 @@ struct chain_shape {
 	uint64_t current;		/* the innermost frame (the only one running) */
 	uint64_t newer;			/* the last frame met in a chunk; 0: none yet */
 	int newer_chunk;
+	int callee_inline;		/* the last frame met was pushed by its caller's
+					 * own instruction (call_sites.h) */
 };
 
 /*
@@ -425,13 +428,31 @@ static int never_started(struct pyproc *p, struct frame_sizes *fs, const unsigne
 }
 
 /*
+ * A caller (@b its bytes, of @code) that pushed its callee itself, at an
+ * instruction that never pushes a frame (call_sites.h), is a frame of
+ * another instant: a thread that runs the same chain again and again at
+ * the same addresses shows the same current frame, top, codes and parents
+ * in every pass, and a copy that spans two passes holds callers whose
+ * instruction moved on (a loop's JUMP_BACKWARD under a live callee).
+ */
+static int not_a_call_site(struct pyproc *p, const unsigned char *b, uint64_t code)
+{
+	const struct py_offsets *o = pyproc__offsets(p);
+	struct call_sites *cs = pyproc__call_sites(p);
+	enum call_site site;
+
+	return cs && !call_sites__at(cs, pyproc__pid(p), o, code, get_u64(b, o->frame_instr_ptr),
+				     &site) && site == CALL_SITE_PLAIN;
+}
+
+/*
  * 0, or -EAGAIN when @frame (of @code, @b its bytes; @copied: the copy's)
  * cannot be where the copy has it. A frame apart from the chunks, read on
  * its own (an entry frame on the C stack, a generator's), is checked
  * through its neighbours: the next frame met in a chunk must still end
  * where the last one began.
  */
-static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
+static int chain_shape__check(struct chain_shape *k, struct pyproc *p,
 			      const struct stack_chunks *s, uint64_t frame, const unsigned char *b,
 			      uint64_t code, uint8_t owner, int copied)
 {
@@ -439,8 +460,6 @@ static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
 	int interp = o->frame_owner_interp_min && owner >= o->frame_owner_interp_min;
 	int i;
 
-	if (!k->sizes)
-		return 0;
 	if (owner > PY_FRAME_OWNER_MAX || (!interp && !code))
 		return -EAGAIN;	/* not a frame, or one being cleared */
 	i = stack_chunks__chunk_of(s, frame);
@@ -467,9 +486,25 @@ static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
 	} else if (i < k->newer_chunk || !stack_chunks__is_first_frame(s, k->newer_chunk, k->newer)) {
 		return -EAGAIN;
 	}
+	/* (last: it may read the code's instructions, once per call site) */
+	if (frame != k->current && !interp && k->callee_inline && not_a_call_site(p, b, code))
+		return -EAGAIN;
 	k->newer = frame;
 	k->newer_chunk = i;
 	return 0;
+}
+
+static int chain_shape__frame(struct chain_shape *k, struct pyproc *p,
+			      const struct stack_chunks *s, uint64_t frame, const unsigned char *b,
+			      uint64_t code, uint8_t owner, int copied)
+{
+	int rc;
+
+	if (!k->sizes)
+		return 0;
+	rc = chain_shape__check(k, p, s, frame, b, code, owner, copied);
+	k->callee_inline = !rc && call_sites__pushed_inline(pyproc__offsets(p), b, owner);
+	return rc;
 }
 
 /*

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <string.h>
-#include "target/debug_offsets.h"
 #include "target/offsets_legacy.h"
 
 /*

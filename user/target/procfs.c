@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "target/procdir.h"
 #include "target/procfs.h"
 
 void procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len)
@@ -132,19 +132,16 @@ int procfs__descendants(pid_t pid, pid_t *out, size_t max, size_t *n)
 {
 	pid_t *all = NULL, *par = NULL;
 	size_t nall = 0, cap = 0, k = 0, head = 0;
-	struct dirent *e;
-	int rc = 0;
-	DIR *d;
+	struct procdir it;
+	pid_t v;
+	int rc;
 
 	*n = 0;
-	d = opendir("/proc");
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		char *end;
-		long v = strtol(e->d_name, &end, 10);
-
-		if (*end || v <= 0 || (pid_t)v == pid)
+	rc = procdir__open_pids(&it);
+	if (rc)
+		return rc;
+	while (procdir__next(&it, &v)) {
+		if (v == pid)
 			continue;
 		if (nall == cap) {
 			size_t nc = cap ? cap * 2 : 256;
@@ -163,10 +160,10 @@ int procfs__descendants(pid_t pid, pid_t *out, size_t max, size_t *n)
 			par = b;
 			cap = nc;
 		}
-		all[nall] = (pid_t)v;
-		par[nall++] = parent_of((pid_t)v);
+		all[nall] = v;
+		par[nall++] = parent_of(v);
 	}
-	closedir(d);
+	procdir__close(&it);
 	/* Breadth first from @pid: parents come before their children. */
 	for (pid_t cur = pid; !rc; cur = out[head++]) {
 		for (size_t i = 0; i < nall; i++) {

@@ -170,4 +170,8 @@ struct py_offsets {
 #define PY_GIL_LAST_HOLDER 8
 #define PY_GIL_LOCKED 16
 
+/* Set @o's *_size read sizes from the highest field the walkers use: exact
+ * copies, whichever source (debug_offsets.c, offsets_legacy.c) filled @o. */
+void py_offsets__fit_reads(struct py_offsets *o);
+
 #endif

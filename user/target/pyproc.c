@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,8 +9,10 @@
 #include "target/debug_offsets.h"
 #include "target/elf_symbols.h"
 #include "target/exc_offsets.h"
+#include "target/call_sites.h"
 #include "target/frame_sizes.h"
 #include "target/offsets_legacy.h"
+#include "target/procdir.h"
 #include "target/procmaps.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
@@ -45,6 +46,7 @@ struct pyproc {
 	struct remote_iov *tsiov;
 	struct py_gil_gc gil_gc;	/* valid when gil_gc.gil != 0 */
 	struct frame_sizes *sizes;	/* made at the first use */
+	struct call_sites *sites;	/* likewise */
 };
 
 pid_t pyproc__pid(const struct pyproc *p) { return p->pid; }
@@ -62,6 +64,21 @@ struct frame_sizes *pyproc__frame_sizes(struct pyproc *p)
 	return p->sizes;
 }
 
+struct call_sites *pyproc__call_sites(struct pyproc *p)
+{
+	if (!p->sites && opfamily__table(p->off.version_hex)) {
+		p->sites = malloc(sizeof(*p->sites));
+		if (p->sites)
+			call_sites__init(p->sites, p->off.version_hex);
+	}
+	return p->sites;
+}
+
+unsigned long pyproc__call_sites_refused(const struct pyproc *p)
+{
+	return p->sites ? p->sites->plain : 0;
+}
+
 void pyproc__free(struct pyproc *p)
 {
 	if (!p)
@@ -71,6 +88,7 @@ void pyproc__free(struct pyproc *p)
 	free(p->tsbuf);
 	free(p->tsiov);
 	free(p->sizes);
+	free(p->sites);
 	free(p);
 }
 
@@ -288,23 +306,18 @@ static int load_table(struct pyproc *p, char *err, size_t errlen)
 /* Build the namespace-tid -> host-tid table from NSpid: lines. */
 static int load_tids(struct pyproc *p)
 {
-	char fn[64];
-	struct dirent *de;
+	struct procdir it;
 	size_t cap = 0;
-	DIR *d;
+	pid_t host;
+	int rc = procdir__open_tids(&it, p->pid);
 
-	snprintf(fn, sizeof(fn), "/proc/%d/task", (int)p->pid);
-	d = opendir(fn);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
+	if (rc)
+		return rc;
 	p->ntids = 0;
-	while ((de = readdir(d))) {
-		pid_t host = (pid_t)atoi(de->d_name), inner = host;
-		int err;
+	while (procdir__next(&it, &host)) {
+		pid_t inner = host;
+		int err = procfs__nspid(p->pid, host, &inner);
 
-		if (host <= 0)
-			continue;
-		err = procfs__nspid(p->pid, host, &inner);
 		if (err == -ENOENT)
 			inner = host;	/* no NSpid line: no namespace to tell */
 		else if (err)
@@ -314,7 +327,7 @@ static int load_tids(struct pyproc *p)
 			struct tid_pair *n = realloc(p->tids, ncap * sizeof(*n));
 
 			if (!n) {
-				closedir(d);
+				procdir__close(&it);
 				return -ENOMEM;
 			}
 			p->tids = n;
@@ -322,7 +335,7 @@ static int load_tids(struct pyproc *p)
 		}
 		p->tids[p->ntids++] = (struct tid_pair){ inner, host };
 	}
-	closedir(d);
+	procdir__close(&it);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include "target/py_offsets.h"
 #include "target/stack_chunks.h"
+#include "types/raw_sample.h"
 
 struct remote_iov;
 
@@ -85,6 +86,12 @@ uint64_t pyproc__asyncgen_type(const struct pyproc *p);
  * offsets cannot give them or memory ran out. */
 struct frame_sizes;
 struct frame_sizes *pyproc__frame_sizes(struct pyproc *p);
+/* Its callers' instructions, as ones that may push a frame or not
+ * (call_sites.h); NULL but on 3.11/3.12, or when memory ran out. */
+struct call_sites;
+struct call_sites *pyproc__call_sites(struct pyproc *p);
+/* The copies its call sites refused so far, without making them (-v). */
+unsigned long pyproc__call_sites_refused(const struct pyproc *p);
 /* Address of _PyRuntime in the target. */
 uint64_t pyproc__runtime(const struct pyproc *p);
 
@@ -134,19 +141,6 @@ int pyproc__threads(struct pyproc *p, struct py_thread *out, size_t max, size_t 
  * each subinterpreter's, as CPython's _remote_debugging reports it). */
 int pyproc__interp_id(struct pyproc *p, uint64_t interp, int64_t *id);
 
-/* One frame of a raw stack: what the BPF side and the remote walker record. */
-/* py_rawframe.reserved: the sampler took no snapshot of the frame's code
- * object at its first sighting (the BPF program could not read it). */
-#define PY_RAWFRAME_NO_SNAPSHOT (1u << 2)
-
-struct py_rawframe {
-	uint64_t frame;		/* _PyInterpreterFrame address */
-	uint64_t code;		/* code object address */
-	uint64_t instr;		/* instruction pointer (instr_ptr / prev_instr) */
-	uint32_t code_version;	/* co_version (3.12+), 0 when unknown */
-	uint32_t reserved;
-};
-
 /*
  * Walk @tstate's frame chain, innermost first, skipping interpreter-owned
  * frames. Fills at most @max frames; *truncated says the chain went on:
@@ -192,7 +186,7 @@ struct py_walk_cache {
 	 * with the thread holding still, is a corrupt chain, not a torn one. */
 	uint64_t top_frame, bad_link;
 	/*
-	 * 3.15 frame cache (the remote sampler's; user/symbols/frame_cache.h).
+	 * 3.15 frame cache (the remote sampler's; user/sampling/frame_cache.h).
 	 * In: keep_links puts the interpreter's links in the output too
 	 * (.reserved PY_RAWFRAME_LINK); stop_at, stop_seq: the walk ends at
 	 * this Python frame when the thread state still shows it as the

@@ -22,7 +22,7 @@
  * 3.15 frame cache: with a floor (the thread's anchor, a frame of a chunk
  * copied last time), only the chunks from the newest down to the floor's
  * are copied, that one from the floor up (its header read apart): the
- * frames below are the frame cache's (user/symbols/frame_cache.h). The
+ * frames below are the frame cache's (user/sampling/frame_cache.h). The
  * anchor and its sequence are read in each of the three readings of the
  * thread state, and must agree too.
  */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include "target/core_file.h"
 #include "target/procfs.h"
@@ -21,7 +22,6 @@
 #define LOOK_TRIES 5
 /* PyTypeObject.tp_name (const char *), 3.11 to 3.15 */
 #define TYPE_NAME 24
-#define SYS_FUTEX 202
 
 /* A core's view of @t (its registers): in a system call (asleep, as far
  * as a core can tell; on futex, the word's address), else running. */
@@ -36,7 +36,7 @@ static void core_look(const struct core_file *cf, const struct py_thread *t,
 			continue;
 		out->kstate = ct[k].orig_rax >= 0 ? 'S' : 'R';
 		out->syscall = ct[k].orig_rax >= 0 ? (long)ct[k].orig_rax : -1;
-		*futex = out->syscall == SYS_FUTEX ? ct[k].rdi : 0;
+		*futex = out->syscall == SYS_futex ? ct[k].rdi : 0;
 		return;
 	}
 }
@@ -160,10 +160,17 @@ static void judge(struct pyproc *p, pid_t pid, const struct py_thread *t,
 		s->has_gil = (s->has_gil || !o->tstate_holds_gil) && w->locked &&
 			     w->holder == t->tstate;
 	/* 3.15 says it: its flag alone, as CPython's own reader takes it */
-	if (!o->tstate_gil_requested && same_interp && !s->has_gil && s->syscall == SYS_FUTEX &&
-	    futex >= g->gil && futex < g->gil + g->gil_size)
+	if (!o->tstate_gil_requested && same_interp && !s->has_gil &&
+	    thread_state__gil_wait(g, s->syscall, futex))
 		s->gil_requested = true;
 	s->in_gc = same_interp && s->has_gil && w->collecting;
+}
+
+/* SYS_futex: the build's own architecture's number (202 on x86-64), as
+ * the kernel reports the system call of a thread of that architecture. */
+bool thread_state__gil_wait(const struct py_gil_gc *g, long syscall_nr, uint64_t arg0)
+{
+	return syscall_nr == SYS_futex && arg0 >= g->gil && arg0 - g->gil < g->gil_size;
 }
 
 int thread_state__look(struct pyproc *p, const struct py_thread *threads, size_t n,

@@ -14,6 +14,7 @@
 
 struct pyproc;
 struct py_thread;
+struct py_gil_gc;
 
 struct py_thread_state {
 	char kstate;		/* /proc stat state letter; 0: unknown */
@@ -36,6 +37,15 @@ struct py_thread_state {
  */
 int thread_state__look(struct pyproc *p, const struct py_thread *threads, size_t n,
 		       struct py_thread_state *out);
+/*
+ * The GIL-wait rule, the one home of it (dump's states and --mode gil's
+ * off-CPU intervals both judge by it): a thread asleep in futex(2)
+ * (@syscall_nr; -1: none) on a word (@arg0, its first argument) inside the
+ * GIL's struct of @g, [gil, gil + gil_size) (its cond or mutex), waits to
+ * take the GIL.
+ */
+bool thread_state__gil_wait(const struct py_gil_gc *g, long syscall_nr, uint64_t arg0);
+
 /* The same of a core (dump --core, @cf): the kernel's view is what the
  * core's registers say (in a system call: 'S', else 'R'). */
 struct core_file;

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include "target/procdir.h"
 #include "target/procfs.h"
 #include "target/thread_stop.h"
 #include "util/clock.h"
@@ -82,27 +82,22 @@ static int seize(struct thread_stop *ts, pid_t tid)
  */
 static int seize_listed(struct thread_stop *ts)
 {
-	char path[64];
-	struct dirent *e;
-	int added = 0, rc = 0;
-	DIR *d;
+	struct procdir it;
+	int added = 0, rc;
+	pid_t tid;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)ts->pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (!rc && (e = readdir(d))) {
-		char *end;
-		long tid = strtol(e->d_name, &end, 10);
-
-		if (*end || tid <= 0 || find(ts, (pid_t)tid))
+	rc = procdir__open_tids(&it, ts->pid);
+	if (rc)
+		return rc;
+	while (!rc && procdir__next(&it, &tid)) {
+		if (find(ts, tid))
 			continue;
-		rc = seize(ts, (pid_t)tid);
+		rc = seize(ts, tid);
 		if (rc == 0)
 			added++;
 		rc = rc > 0 ? 0 : rc;
 	}
-	closedir(d);
+	procdir__close(&it);
 	return rc ? rc : added;
 }
 

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/output.h"		/* struct out_sample, out_map, out_strtab, out_grow */
+#include "output/output.h"		/* output__status_name() */
+#include "output/tables.h"		/* out_map, out_strtab, out_grow */
+#include "types/out_sample.h"
 #include "sampling/sampler.h"		/* enum sample_status */
 #include "commands/top/aggregate.h"
 

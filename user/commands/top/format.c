@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "output/output.h"		/* out_utf8_seq() */
+#include "output/utf8.h"
 #include "commands/top/top.h"
 
 /*

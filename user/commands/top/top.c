@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "output/output.h"
+#include "types/out_sample.h"
 #include "commands/top/top.h"
 #include "util/clock.h"
 

@@ -14,12 +14,11 @@
 #include <bpf/bpf.h>
 
 #include "sampling/bpf/internal.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 #include "offcpu/intervals.h"
 #include "target/procfs.h"
+#include "target/thread_state.h"
 #include "util/clock.h"
-
-#define SYSCALL_FUTEX 202	/* x86-64 */
 
 /* A thread left the CPU: its stack, kept until it is back. */
 void bpf_intervals__open(struct bpf_sampler *s, const struct pyprof_sample *r,
@@ -131,8 +130,8 @@ static int deliver_interval(struct bpf_sampler *s, const struct offcpu_iv *iv, u
 	rs.tasks_flags = iv->tasks_flags;
 	rs.tasks = iv->tasks;
 	/* Asleep on the GIL's condition or mutex: waiting to take it. */
-	if (iv->pid == s->pid && s->gil_known && iv->syscall_nr == SYSCALL_FUTEX &&
-	    iv->syscall_arg0 - s->gil.gil < s->gil.gil_size)
+	if (iv->pid == s->pid && s->gil_known &&
+	    thread_state__gil_wait(&s->gil, iv->syscall_nr, iv->syscall_arg0))
 		rs.flags |= SAMPLE_F_GIL_WAIT;
 	sampler_stats__count(&s->counts, iv->status);
 	return s->fn(s->fn_ctx, &rs);

@@ -48,7 +48,7 @@
 
 #include "sampling/bpf/internal.h"
 #include "pyprof.skel.h"		/* after pyprof.h, whose types it uses */
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 #include "offcpu/intervals.h"
 
 #ifndef CAP_PERFMON

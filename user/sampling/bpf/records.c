@@ -2,7 +2,7 @@
 /*
  * records.c - the poll: every ring-buffer record the program wrote, turned
  * into what the caller's callbacks take. A sample of the main target has
- * its cached callers spliced back (user/symbols/frame_cache.h); the side
+ * its cached callers spliced back (user/sampling/frame_cache.h); the side
  * records a tick sends before its sample (kernel stack, user stack and
  * registers, task chain) wait in small tables until it comes; code
  * snapshots and process events go to their own callbacks; off-CPU records
@@ -14,7 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "sampling/bpf/internal.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 #include "target/exc_offsets.h"
 
 _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&

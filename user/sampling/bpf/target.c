@@ -12,7 +12,7 @@
 
 #include "sampling/bpf/internal.h"
 #include "pyprof.skel.h"		/* after pyprof.h, whose types it uses */
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
 
 /* The first event decides whether this kernel lets new threads inherit. */
 static int probe_inherit(struct bpf_sampler *s, char *err, size_t errlen)

@@ -12,7 +12,6 @@
  * still be in the ring, and a walk that stopped at its anchor needs the
  * cached callers to be spliced whole.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,7 +22,8 @@
 #include <bpf/libbpf.h>
 
 #include "sampling/bpf/internal.h"
-#include "symbols/frame_cache.h"
+#include "sampling/frame_cache.h"
+#include "target/procdir.h"
 #include "target/procfs.h"
 
 /*
@@ -115,30 +115,24 @@ static int check_alive(pid_t pid)
 /* Sorted tids of the target's live threads into s->tids. */
 static int scan_tasks(struct bpf_sampler *s, size_t *n)
 {
-	char path[64], *p;
-	struct dirent *e;
+	struct procdir it;
 	size_t cnt = 0;
-	DIR *d;
+	pid_t tid;
 	int err;
 
 	err = check_alive(s->pid);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((e = readdir(d))) {
-		long tid = strtol(e->d_name, &p, 10);
-
-		if (*p || tid <= 0)
-			continue;
+	err = procdir__open_tids(&it, s->pid);
+	if (err)
+		return err;
+	while (procdir__next(&it, &tid)) {
 		err = bpf_threads__grow(&s->tids, &s->cap_tids, cnt + 1, sizeof(*s->tids));
 		if (err)
 			break;
 		s->tids[cnt++] = tid;
 	}
-	closedir(d);
+	procdir__close(&it);
 	if (err)
 		return err;
 	qsort(s->tids, cnt, sizeof(*s->tids), cmp_tid);

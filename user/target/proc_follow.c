@@ -8,8 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sampling/bpf_sampler.h"
-#include "sampling/proc_follow.h"
+#include "target/proc_follow.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
 #include "util/clock.h"
@@ -22,7 +21,10 @@
 
 struct proc_follow {
 	struct procset *procs;
-	struct bpf_sampler *bs;
+	bool configurable;	/* processes can be configured in the sampler */
+	/* Requests not yet taken: reqs[req_head..nreqs). */
+	struct proc_request *reqs;
+	size_t req_head, nreqs, capreqs;
 	struct proc_follow_opts o;
 	/* -a: processes met that ran no Python (or not --comm's), forgotten
 	 * once they ended. */
@@ -48,12 +50,56 @@ int proc_follow__new(struct procset *ps, const struct proc_follow_opts *o,
 
 void proc_follow__free(struct proc_follow *pf)
 {
+	if (pf)
+		free(pf->reqs);
 	free(pf);
 }
 
-void proc_follow__set_sampler(struct proc_follow *pf, struct bpf_sampler *bs)
+void proc_follow__set_configurable(struct proc_follow *pf, bool configurable)
 {
-	pf->bs = bs;
+	pf->configurable = configurable;
+}
+
+/* Queue a request; false (counted) without memory. */
+static bool request(struct proc_follow *pf, enum proc_request_kind kind, pid_t pid)
+{
+	struct proc_request *r;
+	size_t cap;
+
+	if (pf->req_head == pf->nreqs)
+		pf->req_head = pf->nreqs = 0;
+	if (pf->nreqs == pf->capreqs) {
+		cap = pf->capreqs ? pf->capreqs * 2 : 16;
+		r = realloc(pf->reqs, cap * sizeof(*r));
+		if (!r) {
+			pf->untracked++;
+			return false;
+		}
+		pf->reqs = r;
+		pf->capreqs = cap;
+	}
+	pf->reqs[pf->nreqs++] = (struct proc_request){ kind, pid };
+	return true;
+}
+
+bool proc_follow__next_request(struct proc_follow *pf, struct proc_request *r)
+{
+	if (pf->req_head == pf->nreqs)
+		return false;
+	*r = pf->reqs[pf->req_head++];
+	return true;
+}
+
+void proc_follow__added(struct proc_follow *pf, struct proc_entry *e, int rc, const char *why)
+{
+	if (rc) {
+		snprintf(e->why, sizeof(e->why), "%s", why);
+		e->state = PROC_FAILED;
+		return;
+	}
+	if (pf->o.verbose)
+		fprintf(stderr, "pyprof-bpf: following process %d (%s, Python %s)\n",
+			(int)e->pid, e->comm, e->version);
 }
 
 /* Has @e (open) an interpreter with a thread state? */
@@ -66,24 +112,19 @@ static bool runs_python(struct proc_entry *e)
 	return (!rc || rc == -E2BIG) && n > 0;
 }
 
-/* Configure @e (open, running Python) in the BPF program. */
+/* Have @e (open, running Python) configured in the sampler: requested,
+ * answered by proc_follow__added(). */
 static void configure(struct proc_follow *pf, struct proc_entry *e)
 {
-	char err[PYPROF_ERRLEN];
-
-	if (!pf->bs) {
+	if (!pf->configurable) {
 		snprintf(e->why, sizeof(e->why), "following processes needs the BPF backend");
 		e->state = PROC_FAILED;
 		return;
 	}
-	if (bpf_sampler__add_process(pf->bs, e->p, err, sizeof(err))) {
-		snprintf(e->why, sizeof(e->why), "%s", err);
+	if (!request(pf, PROC_REQ_ADD, e->pid)) {
+		snprintf(e->why, sizeof(e->why), "out of memory");
 		e->state = PROC_FAILED;
-		return;
 	}
-	if (pf->o.verbose)
-		fprintf(stderr, "pyprof-bpf: following process %d (%s, Python %s)\n",
-			(int)e->pid, e->comm, e->version);
 }
 
 /* A process that exec'd (or was met): sampled once its image is found to be
@@ -178,8 +219,8 @@ void proc_follow__on_event(struct proc_follow *pf, enum sampler_proc_event ev, p
 		}
 		/* Its entry in the program's map is freed for the processes
 		 * to come (a long recording of a forking server). */
-		if (pf->bs)
-			bpf_sampler__forget_process(pf->bs, pid);
+		if (pf->configurable)
+			request(pf, PROC_REQ_FORGET, pid);
 		break;
 	}
 }
@@ -196,6 +237,19 @@ struct proc_entry *proc_follow__sample_proc(struct proc_follow *pf, pid_t pid)
 	 * configured anew, so that its code snapshots come again. */
 	if (e && e->state == PROC_EVICTED && !procset__open(pf->procs, e))
 		configure(pf, e);
+	if (!e || e->state != PROC_PYTHON)
+		return NULL;
+	procset__touch(pf->procs, e);
+	return e;
+}
+
+struct proc_entry *proc_follow__lookup(struct proc_follow *pf, pid_t pid, bool *later)
+{
+	struct proc_entry *e = procset__find(pf->procs, pid);
+
+	/* As proc_follow__sample_proc() decides, without its opening. */
+	*later = (!e && pf->o.subprocesses) ||
+		 (e && (e->state == PROC_FORKED || e->state == PROC_EVICTED));
 	if (!e || e->state != PROC_PYTHON)
 		return NULL;
 	procset__touch(pf->procs, e);
@@ -251,8 +305,8 @@ void proc_follow__adopt_descendants(struct proc_follow *pf, const pid_t *roots, 
 			try_python(pf, e);
 			if (e->state != PROC_PYTHON) {
 				e->state = PROC_NOT_PYTHON;
-				if (pf->bs)
-					bpf_sampler__track_process(pf->bs, d[i]);
+				if (pf->configurable)
+					request(pf, PROC_REQ_TRACK, d[i]);
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * dump_source.c - a frame's line of source, marked.
+ * source.c - a frame's line of source, marked.
  *
  * The marker follows what CPython's traceback shows: the line without its
  * leading whitespace, and under it '^' from the expression's column to its
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands/dump_source.h"
+#include "commands/dump/source.h"
 #include "symbols/linetable.h"
 #include "symbols/symbolizer.h"
 #include "target/pyproc.h"

@@ -12,9 +12,11 @@ import functools
 
 CACHE = os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf")
 LIST = os.path.join(CACHE, "pythons.txt")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# PYPROF_BINARY runs every test with another build (e.g. .output/san/pyprof-bpf).
-BINARY = os.environ.get("PYPROF_BINARY") or os.path.join(REPO, "pyprof-bpf")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# PYPROF_BINARY (or PYPROF_BPF_BINARY, the name some modules read before tests/lib/)
+# runs every test with another build (e.g. .output/san/pyprof-bpf).
+BINARY = (os.environ.get("PYPROF_BINARY") or os.environ.get("PYPROF_BPF_BINARY")
+          or os.path.join(REPO, "pyprof-bpf"))
 
 
 class Interp:

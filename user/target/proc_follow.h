@@ -3,8 +3,15 @@
  * proc_follow.h - the processes a recording follows besides its targets, and what became of
  * each: the descendants of --subprocesses (the sampler's fork, exec and exit
  * events, and those running already), the processes -a meets on a CPU. Each
- * is configured in the BPF program once it is found to run Python; one that
+ * is configured in the sampler once it is found to run Python; one that
  * does not yet is looked at again for a while.
+ *
+ * Process bookkeeping only: it opens processes (target/procset.h) but asks
+ * nothing of the sampler itself. What the sampler is to be told (configure
+ * a process, forget one, track one) is queued as requests that the command
+ * applies through sampling/sampler.h (proc_follow__next_request()), between
+ * polls. Nothing here is to be called from inside a poll but
+ * proc_follow__lookup(), which changes nothing.
  */
 #ifndef PYPROF_PROC_FOLLOW_H
 #define PYPROF_PROC_FOLLOW_H
@@ -15,9 +22,8 @@
 #include <sys/types.h>
 
 #include "target/procset.h"
-#include "sampling/sampler.h"
+#include "types/raw_sample.h"
 
-struct bpf_sampler;
 struct proc_follow_opts {
 	bool all;		/* -a: every process met on a CPU */
 	bool subprocesses;	/* --subprocesses: the targets' descendants */
@@ -33,8 +39,27 @@ int proc_follow__new(struct procset *ps, const struct proc_follow_opts *o,
 		     struct proc_follow **out);
 void proc_follow__free(struct proc_follow *pf);
 
-/* The BPF sampler processes are configured in (NULL: none, remote backend). */
-void proc_follow__set_sampler(struct proc_follow *pf, struct bpf_sampler *bs);
+/* Can processes be configured in the sampler (one with several processes)?
+ * If not, one found to run Python is not sampled (said in the summary). */
+void proc_follow__set_configurable(struct proc_follow *pf, bool configurable);
+
+/* What the sampler is to be told, in the order it was decided. */
+enum proc_request_kind {
+	PROC_REQ_ADD = 1,	/* sample pid's Python (its entry's pyproc) */
+	PROC_REQ_FORGET,	/* pid ended: its configuration is freed */
+	PROC_REQ_TRACK,		/* follow pid's execs and children, not sampled */
+};
+
+struct proc_request {
+	enum proc_request_kind kind;
+	pid_t pid;
+};
+
+/* The oldest request not yet taken, into *@r; false when none is left. */
+bool proc_follow__next_request(struct proc_follow *pf, struct proc_request *r);
+/* The sampler's answer to PROC_REQ_ADD for @e: 0, or -errno with @why
+ * (then @e is not sampled, and the summary says why). */
+void proc_follow__added(struct proc_follow *pf, struct proc_entry *e, int rc, const char *why);
 
 /* A fork, exec, exit or first sighting (-a) the sampler reported. */
 void proc_follow__on_event(struct proc_follow *pf, enum sampler_proc_event ev, pid_t pid,
@@ -47,9 +72,17 @@ void proc_follow__defer(struct proc_follow *pf, bool defer);
 /*
  * The process of a sample or code snapshot, opened if it was not yet (a
  * forked child shares its parent's image until its first sample); NULL when
- * it is not (or no longer) a Python being sampled.
+ * it is not (or no longer) a Python being sampled. Between polls only.
  */
 struct proc_entry *proc_follow__sample_proc(struct proc_follow *pf, pid_t pid);
+
+/*
+ * What proc_follow__sample_proc() would give, changing nothing (but the
+ * entry's place among the most recently sampled): NULL with *@later set
+ * when @pid's process is to be opened (or opened again) first, which only
+ * proc_follow__sample_proc() does. Safe inside a poll.
+ */
+struct proc_entry *proc_follow__lookup(struct proc_follow *pf, pid_t pid, bool *later);
 
 /* Exec'd processes whose interpreter was not found yet: looked at again. */
 void proc_follow__retry_pending(struct proc_follow *pf);

@@ -2,7 +2,8 @@
 /*
  * frame_cache.c - splice cached callers onto the BPF walk's short records
  * (CPython 3.15's last_profiled_frame protocol; see frame_cache.h), and
- * move a thread's anchor up when that pays.
+ * judge when moving a thread's anchor up pays (the writes themselves:
+ * frame_cache_anchor.c).
  *
  * Per thread: the last whole chain observed (interpreter links included,
  * innermost first), the index of the anchor in it and the sequence seen
@@ -13,113 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/uio.h>
-#include "symbols/frame_cache.h"
-#include "target/remote_mem.h"
-#include "sampling/sampler.h"
-#include "util/clock.h"
-
-/* Threads with a cache of their own; later ones are walked whole. */
-#define FC_MAX_THREADS		1024
-#define FC_SLOTS		2048		/* power of two, 2x the above */
-/* Longest chain kept: Python frames plus interpreter links. */
-#define FC_CHAIN_MAX		8192
-/*
- * Re-anchoring: worth it once walks above the anchor exceed FC_ABOVE
- * frames; at most once per interval per thread, the interval doubling (up
- * to FC_INTERVAL_MAX) each time a re-anchor did not bring walks under
- * FC_ABOVE, and back to FC_INTERVAL_MIN when one did.
- */
-#define FC_ABOVE		8
-#define FC_INTERVAL_MIN		(100 * 1000000ULL)
-#define FC_INTERVAL_MAX		(6400 * 1000000ULL)
-/*
- * After a mismatch the thread is walked whole for a cooldown, doubling
- * from FC_COOLDOWN_MIN with every further mismatch up to FC_COOLDOWN_MAX:
- * an anchor someone else keeps writing (another profiler) would otherwise
- * cost a truncated sample per poll.
- */
-#define FC_COOLDOWN_MIN		(50 * 1000000ULL)
-#define FC_COOLDOWN_MAX		(10000 * 1000000ULL)
-/*
- * What a write moves the sequence on by. The interpreter adds 1 per move,
- * so no chain cached before a write validates an anchor seen after it, and
- * a sequence 2^32 or more past the one we wrote was written again since
- * (by another pyprof-bpf: they all jump alike).
- */
-#define FC_SEQ_JUMP		(1ULL << 32)
-
-struct fc_thread {
-	pid_t tid;			/* 0: free slot */
-	uint64_t tstate;
-	struct py_rawframe *chain;	/* the cached whole chain */
-	uint32_t n, cap;
-	/* Its Python frames alone, innermost first (what is handed on), and
-	 * pyc[i]: the Python frames among chain[i..n) (pyc[n] = 0). Both are
-	 * kept up to date by the splice, so handing on a spliced stack costs
-	 * the frames it changed, not its depth. */
-	struct py_rawframe *py;
-	uint32_t *pyc;
-	uint32_t npy;
-	int32_t anchor_idx;		/* index of the anchor; -1: none usable */
-	uint64_t seq;			/* sequence seen with it */
-	bool walk_whole;		/* the kernel's flag, as last set */
-	/* Re-anchoring. */
-	uint64_t next_reanchor_ns;	/* not before (sample clock) */
-	uint64_t interval_ns;
-	uint64_t reanchored_ns;		/* when the last re-anchor ended */
-	uint64_t good_ns;		/* last sample with the anchor high */
-	/* Walk whole until then (sample clock), after mismatches. */
-	uint64_t whole_until_ns;
-	uint64_t cooldown_ns;
-	/* The last output for this thread was the chain's Python frames. */
-	bool out_is_chain;
-	/* Samples taken before this moment (the end of the last re-anchor)
-	 * saw the anchor as it was: they neither end walking whole nor
-	 * judge the re-anchor. */
-	uint64_t barrier_ns;
-	/* Bumped whenever chain[] is replaced or dropped. */
-	uint32_t gen;
-	/*
-	 * The anchor we wrote last, followed through every sample since
-	 * (follows()): own_anchor/own_seq are the anchor and sequence as the
-	 * latest sample showed them while they still derived from our
-	 * write by the interpreter's moves alone, own_idx its index in
-	 * chain[] (-1: not in it, its value is all we know). On exit,
-	 * frame_cache__release() clears it if it is still ours. wrote:
-	 * we wrote one into own_tstate (own or not any more).
-	 */
-	bool wrote;
-	bool own;
-	int32_t own_idx;
-	uint64_t own_tstate;
-	uint64_t own_anchor, own_seq;
-};
-
-/* An anchor we wrote into the state of a thread the cache forgot. */
-struct fc_owned {
-	pid_t tid;
-	bool own;			/* as fc_thread.own */
-	uint64_t tstate, anchor, seq;
-};
-
-struct frame_cache {
-	pid_t pid;
-	bool enabled;
-	bool reanchor_ok;		/* writing the target allowed so far */
-	unsigned int max_frames;
-	uint64_t off_anchor;
-	/* The sequence lies just after the anchor: one write sets both. */
-	bool seq_follows;
-	struct fc_thread *slots;
-	size_t nthreads;
-	struct py_rawframe *out;	/* the stack handed on */
-	struct frame_cache_stats st;
-	/* Anchors still ours in threads forgotten since (value only). */
-	struct fc_owned *gone;
-	size_t ngone;
-};
+#include "sampling/frame_cache_internal.h"
 
 static uint32_t slot_of(pid_t tid)
 {
@@ -128,7 +23,7 @@ static uint32_t slot_of(pid_t tid)
 	return h & (FC_SLOTS - 1);
 }
 
-static struct fc_thread *find(struct frame_cache *fc, pid_t tid)
+struct fc_thread *fc_find(struct frame_cache *fc, pid_t tid)
 {
 	for (uint32_t i = slot_of(tid), k = 0; k < FC_SLOTS; i = (i + 1) & (FC_SLOTS - 1), k++) {
 		if (fc->slots[i].tid == tid)
@@ -141,7 +36,7 @@ static struct fc_thread *find(struct frame_cache *fc, pid_t tid)
 
 static struct fc_thread *find_or_add(struct frame_cache *fc, pid_t tid)
 {
-	struct fc_thread *t = find(fc, tid);
+	struct fc_thread *t = fc_find(fc, tid);
 	uint32_t i;
 
 	if (t || fc->nthreads >= FC_MAX_THREADS || tid <= 0)
@@ -187,7 +82,7 @@ void frame_cache__forget(struct frame_cache *fc, pid_t tid)
 	struct fc_thread *t;
 	uint32_t i, j, home;
 
-	if (!fc || !fc->enabled || !(t = find(fc, tid)))
+	if (!fc || !fc->enabled || !(t = fc_find(fc, tid)))
 		return;
 	keep_owned(fc, t);
 	free(t->chain);
@@ -276,7 +171,7 @@ void frame_cache_stats__print(const struct frame_cache_stats *st, const char *fr
 		(unsigned long long)st->anchors_left);
 }
 
-static bool is_interp(const struct py_rawframe *f)
+bool fc_is_interp(const struct py_rawframe *f)
 {
 	return f->reserved & FC_FRAME_INTERP;
 }
@@ -290,7 +185,7 @@ static bool emit(struct frame_cache *fc, const struct py_rawframe *f, uint32_t n
 	bool whole = true;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (is_interp(&f[i]))
+		if (fc_is_interp(&f[i]))
 			continue;
 		if (k == fc->max_frames) {
 			out->status = SAMPLE_TRUNCATED;
@@ -311,7 +206,7 @@ static uint32_t python_frames(const struct py_rawframe *f, uint32_t n)
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < n; i++)
-		k += !is_interp(&f[i]);
+		k += !fc_is_interp(&f[i]);
 	return k;
 }
 
@@ -351,9 +246,9 @@ static void index_new(struct fc_thread *t, uint32_t nf, uint32_t kept)
 	if (nf == t->n)
 		t->pyc[nf] = 0;
 	for (uint32_t i = nf; i-- > 0;)
-		t->pyc[i] = t->pyc[i + 1] + !is_interp(&t->chain[i]);
+		t->pyc[i] = t->pyc[i + 1] + !fc_is_interp(&t->chain[i]);
 	for (uint32_t i = 0; i < nf; i++) {
-		if (is_interp(&t->chain[i]))
+		if (fc_is_interp(&t->chain[i]))
 			continue;
 		t->py[m] = t->chain[i];
 		t->py[m].reserved = 0;
@@ -367,7 +262,7 @@ static int32_t index_of(const struct fc_thread *t, uint64_t addr)
 {
 	for (uint32_t i = 0; addr && i < t->n; i++)
 		if (t->chain[i].frame == addr)
-			return is_interp(&t->chain[i]) ? -1 : (int32_t)i;
+			return fc_is_interp(&t->chain[i]) ? -1 : (int32_t)i;
 	return -1;
 }
 
@@ -412,7 +307,7 @@ static int32_t locate(const struct fc_thread *t, const struct frame_cache_rec *r
 		return -1;
 	k = (uint64_t)t->anchor_idx + d;
 	for (uint64_t i = (uint64_t)t->anchor_idx; i <= k; i++)
-		if (is_interp(&t->chain[i]))
+		if (fc_is_interp(&t->chain[i]))
 			return -1;
 	if (t->chain[k].frame != r->anchor || a->frame != r->anchor)
 		return -1;
@@ -524,7 +419,7 @@ static void judge(struct fc_thread *t, uint64_t now, uint32_t above, bool deep,
  * Without the chain (own_idx < 0) only an unmoved anchor is known to be
  * ours. @moved: d.
  */
-static bool follows(const struct fc_thread *t, uint64_t a, uint64_t s, uint64_t *moved)
+bool fc_follows(const struct fc_thread *t, uint64_t a, uint64_t s, uint64_t *moved)
 {
 	uint64_t d = s - t->own_seq, k;
 
@@ -537,7 +432,7 @@ static bool follows(const struct fc_thread *t, uint64_t a, uint64_t s, uint64_t 
 		return false;
 	k = (uint64_t)t->own_idx + d;
 	for (uint64_t i = (uint64_t)t->own_idx; i < k; i++)
-		if (is_interp(&t->chain[i]))
+		if (fc_is_interp(&t->chain[i]))
 			return false;
 	return t->chain[k].frame == a;
 }
@@ -571,7 +466,7 @@ int frame_cache__process(struct frame_cache *fc, const struct frame_cache_rec *r
 	 */
 	track = t && t->own && (r->flags & FC_REC_ANCHOR_READ) && r->tstate == t->own_tstate &&
 		!(r->ts_ns < t->barrier_ns && (int64_t)(r->seq - t->own_seq) < 0);
-	if (track && !follows(t, r->anchor, r->seq, &d)) {
+	if (track && !fc_follows(t, r->anchor, r->seq, &d)) {
 		t->own = false;
 		track = false;
 	}
@@ -662,182 +557,4 @@ static int process(struct frame_cache *fc, struct fc_thread *t, const struct fra
 	judge(t, r->ts_ns, t->anchor_idx < 0 ? t->n : (uint32_t)t->anchor_idx,
 	      t->n > FC_ABOVE, out);
 	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Re-anchoring: one write into the running target, no stop. */
-
-/*
- * The frame to anchor: the first Python frame below the innermost of the
- * thread's latest chain (the innermost changes fastest, and may be half-way
- * through a yield whose anchor check is done). 0: none.
- */
-static uint64_t anchor_choice(const struct fc_thread *t, int32_t *idx)
-{
-	for (uint32_t i = 1; i < t->n; i++)
-		if (!is_interp(&t->chain[i])) {
-			*idx = (int32_t)i;
-			return t->chain[i].frame;
-		}
-	*idx = -1;
-	return 0;
-}
-
-int frame_cache__reanchor(struct frame_cache *fc, pid_t tid, uint64_t tstate)
-{
-	struct fc_thread *t = fc->enabled ? find(fc, tid) : NULL;
-	uint64_t cur[2], want, addr;
-	struct iovec local, remote;
-	int32_t idx;
-	ssize_t got;
-	int err = 0;
-
-	if (!t)
-		return -ENOENT;
-	if (!fc->reanchor_ok || !fc->seq_follows)
-		return -EPERM;
-	/* The caller has set the kernel's flag: walks are whole from now
-	 * until one sees the new anchor. */
-	t->walk_whole = true;
-	want = anchor_choice(t, &idx);
-	addr = tstate + fc->off_anchor;
-	err = remote_read(tid, addr, cur, sizeof(cur));
-	if (!err && want && want != cur[0]) {
-		/* Anchor and sequence in one 16-byte write. The sequence jumps
-		 * by 2^32 so that no chain cached before the write can ever
-		 * validate an anchor seen after it (locate() takes the jump for
-		 * 2^32 moves and refuses); only a whole walk that sees the new
-		 * anchor caches again. */
-		uint64_t v[2] = { want, cur[1] + FC_SEQ_JUMP };
-
-		local = (struct iovec){ v, sizeof(v) };
-		remote = (struct iovec){ (void *)(uintptr_t)addr, sizeof(v) };
-		got = process_vm_writev(tid, &local, 1, &remote, 1, 0);
-		if (got < 0)
-			err = errno == ENOMEM ? -EFAULT : -errno;
-		else if (got != (ssize_t)sizeof(v))
-			err = -EFAULT;
-		else
-			fc->st.reanchors++;
-		if (!err) {
-			/* Ours from now on, until someone else writes it. The
-			 * chain it was chosen from may be a little old: a move
-			 * the next samples show that it cannot explain
-			 * (follows()) makes it not ours, never cleared rather
-			 * than someone else's cleared. */
-			t->wrote = true;
-			t->own = true;
-			t->own_tstate = tstate;
-			t->own_anchor = v[0];
-			t->own_seq = v[1];
-			t->own_idx = t->tstate == tstate ? idx : -1;
-		}
-	}
-	t->barrier_ns = mono_ns();
-	t->reanchored_ns = t->barrier_ns;
-	t->next_reanchor_ns = t->barrier_ns + t->interval_ns;
-	if (err) {
-		fc->st.reanchor_failures++;
-		if (err == -EPERM)
-			fc->reanchor_ok = false;
-	}
-	return err;
-}
-
-void frame_cache__set_reanchor(struct frame_cache *fc, bool allowed)
-{
-	fc->reanchor_ok = allowed;
-}
-
-/* ------------------------------------------------------------------------ */
-/* On exit: clear the anchors that are still ours. */
-
-static bool linked_in(const struct py_thread *l, size_t n, pid_t tid, uint64_t tstate)
-{
-	for (size_t i = 0; i < n; i++)
-		if (l[i].tstate == tstate && l[i].host_tid == tid)
-			return true;
-	return false;
-}
-
-/*
- * Clear @t's anchor (thread @tid, state @tstate) if it is still ours: read
- * anchor and sequence afresh, and if follows() says ours, write a zero
- * anchor, 8 bytes, the sequence left as it is, as CPython's own profiler
- * does on exit (clear_last_profiled_frames(), Modules/_remote_debugging/
- * frames.c): a zero anchor turns every profiler's cache lookup off, and
- * the next anchor written starts from the target's own sequence. The
- * interpreter popping our anchor between the read and the write is
- * harmless (its move goes, its sequence stays). Another profiler writing
- * its anchor in those microseconds would lose it to the zero; no write
- * from outside can exclude that (the target is not stopped, and there is
- * no compare-and-swap across processes), and it only costs that profiler
- * a cache miss: a zero anchor is never stopped at. Returns 1 (cleared),
- * 0 (already zero), 2 (not ours) or -errno.
- */
-static int clear_one(struct frame_cache *fc, const struct fc_thread *t, pid_t tid,
-		     uint64_t tstate)
-{
-	uint64_t cur[2], d, zero = 0, addr = tstate + fc->off_anchor;
-	struct iovec local = { &zero, sizeof(zero) };
-	struct iovec remote = { (void *)(uintptr_t)addr, sizeof(zero) };
-	ssize_t got;
-	int err;
-
-	err = remote_read(tid, addr, cur, sizeof(cur));
-	if (err)
-		return err;
-	if (!cur[0])
-		return 0;
-	if (!t->own || !follows(t, cur[0], cur[1], &d))
-		return 2;
-	got = process_vm_writev(tid, &local, 1, &remote, 1, 0);
-	if (got < 0)
-		return errno == ENOMEM ? -EFAULT : -errno;
-	return got == (ssize_t)sizeof(zero) ? 1 : -EFAULT;
-}
-
-int frame_cache__release(struct frame_cache *fc, const struct py_thread *linked, size_t n)
-{
-	int err, first_err = 0;
-
-	if (!fc->enabled)
-		return 0;
-	for (size_t i = 0; i < FC_SLOTS + fc->ngone; i++) {
-		struct fc_thread one, *t = &one;
-		pid_t tid;
-		uint64_t tstate;
-
-		if (i < FC_SLOTS) {
-			t = &fc->slots[i];
-			if (!t->tid || !t->wrote)
-				continue;
-			tid = t->tid;
-			tstate = t->own_tstate;
-		} else {
-			const struct fc_owned *o;
-
-			if (i - FC_SLOTS >= FC_MAX_THREADS)
-				break;
-			o = &fc->gone[i - FC_SLOTS];
-			/* Its chain is gone: only an unmoved anchor is known
-			 * to be ours. */
-			one = (struct fc_thread){ .own = o->own, .own_idx = -1,
-						  .own_anchor = o->anchor, .own_seq = o->seq };
-			tid = o->tid;
-			tstate = o->tstate;
-		}
-		/* A thread state no longer in its interpreter's list may be
-		 * freed memory: never written (and holds no anchor). */
-		if (!linked_in(linked, n, tid, tstate))
-			continue;
-		err = clear_one(fc, t, tid, tstate);
-		if (err == 1)
-			fc->st.anchors_cleared++;
-		else if (err)
-			fc->st.anchors_left++;
-		if (err < 0 && err != -ESRCH && !first_err)
-			first_err = err;
-	}
-	return first_err;
 }

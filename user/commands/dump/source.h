@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dump_source.h - each frame's whole location and its line of source, for
+ * source.h - each frame's whole location and its line of source, for
  * dump: read from the target's root only (rootfs__open), marked like a
  * traceback, and not trusted from a file changed since the process started.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dump_core.h - `dump --core`: a core file opened as the target whose
+ * core.h - `dump --core`: a core file opened as the target whose
  * threads dump reads (issue #25 item 6). Its memory is served to every
  * reader through remote_mem (REMOTE_MEM_CORE), its files from its root.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * dump_core.c - `dump --core`: a core file opened as the target
- * (dump_core.h).
+ * core.c - `dump --core`: a core file opened as the target
+ * (core.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "commands/dump_core.h"
+#include "commands/dump/core.h"
 #include "target/core_file.h"
 #include "target/pyproc.h"
 #include "target/remote_mem.h"

@@ -1,0 +1,27 @@
+# guest.sh: the test guest's second stage (scripts/vm-run copies it into the
+# run's share; busybox sh runs it as the initramfs's /init hands over).
+# Gives the host's root (read-only at /host) a fresh /tmp and /run, proc,
+# sys, dev, bpffs, debugfs and tracefs, the sid root its own /tmp and /proc,
+# runs /out/cmd.sh in a chroot of /host in the directory /out/cwd names, its
+# output to /out/log and its exit code to /out/rc, and powers off.
+for fs in proc:proc sysfs:sys devtmpfs:dev tmpfs:tmp tmpfs:run; do
+	mount -t ${fs%%:*} ${fs%%:*} /host/${fs#*:}
+done
+mkdir -p /host/dev/pts /host/dev/shm /host/run/pyprof-vm
+mount -t devpts devpts /host/dev/pts
+mount -t tmpfs tmpfs /host/dev/shm
+mount -t bpf bpf /host/sys/fs/bpf 2>/dev/null
+mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /host/sys/kernel/tracing 2>/dev/null
+mount --bind /out /host/run/pyprof-vm
+sid=$(cat /out/sidroot 2>/dev/null)
+if [ -n "$sid" ] && [ -d "/host$sid/proc" ]; then
+	mount -t tmpfs tmpfs "/host$sid/tmp"
+	mount -t proc proc "/host$sid/proc"
+fi
+echo "vm-guest: kernel $(uname -r) up; running cmd.sh"
+chroot /host /bin/sh -c 'cd "$(cat /run/pyprof-vm/cwd)" && exec /bin/bash /run/pyprof-vm/cmd.sh' \
+	>/out/log 2>&1
+echo $? >/out/rc
+sync
+poweroff -f
