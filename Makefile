@@ -42,7 +42,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean setup test check unit unit-build bench san fuzz fuzz-build fuzz-replay
+.PHONY: all clean setup test test-kernels check unit unit-build bench san fuzz fuzz-build fuzz-replay
 # The builds of make test and make check run side by side, one job a CPU.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 all: pyprof-bpf
@@ -195,6 +195,7 @@ setup:
 	scripts/provision-pythons.sh
 	scripts/install-consumers.sh
 	scripts/provision-minbase.sh
+	scripts/provision-kernels.sh
 
 # Self-sufficient on a fresh machine: the setup scripts are idempotent and
 # return at once when everything is there.
@@ -203,6 +204,7 @@ test:
 	scripts/provision-pythons.sh
 	scripts/install-consumers.sh
 	scripts/provision-minbase.sh
+	scripts/provision-kernels.sh
 	$(MAKE) -j$(NPROC) all unit-build san fuzz-build
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
@@ -216,6 +218,12 @@ check:
 	$(MAKE) unit
 	PYPROF_CHECK=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=20 \
 		-m 'not slow' tests
+
+# The kernel matrix alone (issue #33): tests/test_kernels.py, every check in a QEMU
+# guest of each of Debian's kernels (KERNELS="bullseye bookworm trixie sid" by default).
+test-kernels: pyprof-bpf
+	scripts/provision-kernels.sh $(KERNELS)
+	KERNELS="$(KERNELS)" /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_kernels.py
 
 bench: pyprof-bpf
 	scripts/bench

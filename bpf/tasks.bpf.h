@@ -70,13 +70,15 @@ static __always_inline void copy_task_name(struct scratch *sc, struct pyprof_tas
  * reproduce); @link's count of awaiters is the set's. 0: none, or a read
  * failed (flagged).
  */
+_Static_assert((PYPROF_SET_SCAN & (PYPROF_SET_SCAN - 1)) == 0, "PYPROF_SET_SCAN masks a length");
+
 static __always_inline __u64 lowest_awaiter(struct scratch *sc, struct pyprof_task_link *link,
 					    __u64 aw)
 {
 	struct pyprof_tasks *tk = &sc->tk;
 	struct loop_ctx slc = { .sc = sc };
-	__u64 used = 0, mask = 0, table = 0;
-	__u32 cnt, len;
+	__u64 used = 0, mask = 0, table = 0, len;
+	__u32 cnt;
 
 	if (bpf_probe_read_user(&used, sizeof(used), (const void *)(aw + sc->cfg.set_used)) ||
 	    bpf_probe_read_user(&mask, sizeof(mask), (const void *)(aw + sc->cfg.set_mask)) ||
@@ -89,10 +91,11 @@ static __always_inline __u64 lowest_awaiter(struct scratch *sc, struct pyprof_ta
 	cnt = mask + 1 > PYPROF_SET_SCAN ? PYPROF_SET_SCAN : (__u32)mask + 1;
 	if (mask + 1 > PYPROF_SET_SCAN)
 		tk->flags |= PYPROF_TF_SET_CUT;
-	len = cnt * 16;
-	if (len > sizeof(sc->set_buf))
-		len = sizeof(sc->set_buf);
-	if (!len || bpf_probe_read_user(sc->set_buf, len, (const void *)table)) {
+	/* cnt is 1 to PYPROF_SET_SCAN (a power of two) or 0: the length is
+	 * masked, not compared, so that every verifier sees its bound (6.1's
+	 * lost it where clang compared a copy of it; 6.12's did not). */
+	len = ((((__u64)cnt - 1) & (PYPROF_SET_SCAN - 1)) + 1) * 16;
+	if (!cnt || bpf_probe_read_user(sc->set_buf, len, (const void *)table)) {
 		tk->flags |= PYPROF_TF_FAULT;
 		return 0;
 	}

@@ -245,7 +245,7 @@ def test_target_exits_during_dump(label, tmp_path):
     interp = by_label(label)
     outcomes = {"json": 0, "error": 0}
     rng = random.Random(1234)
-    for rnd in range(6):
+    for rnd in range(4):
         ps = Procs()
         try:
             script = stage_unique(interp, CHURN, ps)

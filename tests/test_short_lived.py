@@ -219,7 +219,7 @@ def test_thread_per_request(interp, events, procs, tmp_path):
     # sample falls on swings with load (the handler in 7.8% to 96% of the
     # samples against its own 77-85%). At ~4 kHz each thread is sampled
     # 4-5 times along its life.
-    hz, secs = (999 if events == "cpu" else 3989), 3
+    hz, secs = (999 if events == "cpu" else 3989), 2
     seen, host = out_path(interp, procs, tmp_path, "requests.stats")
     p, script = start(interp, procs, tmp_path, "sl_requests.py", [seen], "requests")
     what = f"sl_requests.py on {interp.label}"

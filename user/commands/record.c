@@ -191,11 +191,17 @@ static int load_bpf(struct recording *rec, struct pyproc *p)
 		return 0;
 	rc = sampler__open("bpf", p, o, &rec->sampler, why, sizeof(why));
 	if (rc && (rec->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU ||
-		   o->native_stack || o->kernel_stacks)) {
+		   o->native_stack || o->kernel_stacks || o->async_tasks || o->all_procs ||
+		   rec->env->subprocesses)) {
+		/* Said with why BPF failed: "needs root" would be wrong when
+		 * the kernel's verifier refused the program. */
 		snprintf(rec->err, sizeof(rec->err), "BPF backend%s: %s",
 			 o->mode == SAMPLER_MODE_OFFCPU ? " (--mode off-cpu needs it)" :
 			 o->native_stack ? " (--native needs it)" :
-			 o->kernel_stacks ? " (--kernel needs it)" : "", why);
+			 o->kernel_stacks ? " (--kernel needs it)" :
+			 o->async_tasks ? " (--async needs it)" :
+			 o->all_procs ? " (-a needs it)" :
+			 rec->env->subprocesses ? " (--subprocesses needs it)" : "", why);
 		return rc;
 	}
 	if (rc) {
@@ -374,6 +380,8 @@ static int announce(struct recording *rec)
 	int rc;
 
 	sampler__detail(rec->sampler, &d);
+	if (env->verbose && d.program && d.program[0])
+		fprintf(stderr, "pyprof-bpf: BPF program: %s\n", d.program);
 	per_cpu = events && d.per_cpu;
 	info.per_cpu = per_cpu;
 	if (rec->live) {

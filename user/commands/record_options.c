@@ -148,7 +148,9 @@ const struct argp_option record_options[] = {
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0, "Python frames kept per sample (default 2048)", 0 },
 	{ "raw", OPT_RAW, "FILE", 0, "Also write a raw recording of the same samples (for "
 	  "`pyprof-bpf report`)", 0 },
-	{ "verbose", 'v', NULL, 0, "Verbose (libbpf) messages", 0 },
+	{ "verbose", 'v', NULL, 0, "Verbose: the BPF program loaded and the verifier's figures, "
+	  "libbpf's warnings; twice (-vv), libbpf's debug output and a rejected program's "
+	  "whole verifier log", 0 },
 	{ 0 },
 };
 
@@ -416,7 +418,10 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		env->raw = arg;
 		break;
 	case 'v':
-		env->verbose = 1;
+		/* -v: libbpf's warnings and the verifier's figures; -vv: its
+		 * debug output and a rejected program's whole verifier log. */
+		if (env->verbose < 2)
+			env->verbose++;
 		break;
 	case ARGP_KEY_ARG:
 		/* The first argument that is not an option (parsed in order:

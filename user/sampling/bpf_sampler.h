@@ -167,6 +167,9 @@ bool bpf_sampler__execed(const struct bpf_sampler *s);
 
 /* Whether the events are per CPU (else per thread of the target). */
 bool bpf_sampler__per_cpu(const struct bpf_sampler *s);
+/* The program loaded, why, and what the kernel's verifier said of each of
+ * its programs (instructions and stack against their limits): one line. */
+const char *bpf_sampler__program(const struct bpf_sampler *s);
 
 /*
  * Stop sampling (detach every event); what the ring holds can still be

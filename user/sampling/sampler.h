@@ -157,6 +157,9 @@ struct sampler_detail {
 	uint64_t inferred;		/* intervals closed by inference (the kernel's) */
 	/* Off-CPU intervals whose stack never reached us (ring full), not delivered. */
 	uint64_t lost_intervals;
+	/* The BPF backend: the program it loaded and the verifier's figures
+	 * (one line, the sampler's; NULL for other backends). */
+	const char *program;
 };
 
 /*

@@ -11,6 +11,7 @@
  *   intervals.c  off-CPU intervals: opened, delivered, seeded
  *   config.c     the walk's configuration and the procs map
  *   target.c     the main target named: configured, its threads found
+ *   verifier.c   what the kernel's verifier said of each program loaded
  *
  * This header names libbpf's and the skeleton's types without including
  * them (only the .c files here do), so unit tests can build a sampler by
@@ -185,7 +186,29 @@ struct bpf_sampler {
 		uint32_t nframes;
 		struct py_rawframe frames[SAMPLE_MAX_AWAIT_FRAMES];
 	} tks[64];
+
+	/* -v: the program loaded and what the verifier said of each of its
+	 * programs (verifier.c), one line. */
+	char program_note[1024];
 };
+
+/* verifier.c: the figures of a verifier's statistics log (BPF_LOG_STATS). */
+struct verifier_figures {
+	bool known;			/* the log had them */
+	unsigned long insns, limit;	/* instructions processed, the kernel's limit */
+	unsigned long stack;		/* the largest stack frame: the program's or a subprogram's */
+	unsigned int subprogs;
+	unsigned int stack_limit;
+};
+/* 0, or -ENOENT when @log holds no figures (a rejection, an old kernel). */
+int verifier__parse(const char *log, struct verifier_figures *f);
+/* The verdict of a rejection's @log: its last line that is not a figure. */
+void verifier__reason(const char *log, char *out, size_t len);
+/* Within @pct percent of the instruction or the stack limit. */
+bool verifier__near_limit(const struct verifier_figures *f, unsigned int pct);
+/* "PROG N insns of LIMIT (P%), stack S of 512 bytes" (S: the largest
+ * frame); snprintf's count. */
+int verifier__describe(const char *prog, const struct verifier_figures *f, char *out, size_t len);
 
 /* lifecycle.c */
 bool bpf_lifecycle__off_cpu(const struct bpf_sampler *s);

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""The kernel matrix's checks (issue #33), run inside a QEMU guest booted from
+one of Debian's kernels (tests/test_kernels.py, through scripts/vm-run), or on
+the host to try them:
+
+    python3 tests/kernels/checks.py BINARY [CHECK...]
+
+Each check records (or dumps) tests/targets/kernel_mix.py, started on one
+interpreter of each kind the guest reaches (the host's /usr/bin/python3, the
+sid root's through chroot), and looks for the function its mode is about
+where it must be: hot_spot on top in cpu mode, idle_wait in off-CPU time,
+in_handler in exception mode, stat_loop over kernel frames with --kernel,
+and so on (CHECKS). Every recording runs with -v: its start line must say
+the BPF backend, and its "BPF program:" line (the verifier's figures for
+each program loaded) is passed on.
+
+Prints one JSON object per line: first {"kernel": uname -r}, then per check
+{"check", "interp", "ok", "why", "backend", "program", "secs"}. Exits 0 once
+every check has run (their verdicts are in the lines), 2 on bad usage.
+"""
+import collections
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = os.path.join(HERE, "..", "targets", "kernel_mix.py")
+PYTHONS = os.path.join(os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf"), "pythons.txt")
+WORK = "/tmp/pyprof-kernel-checks"
+SECS = 1.5
+HZ = 199
+TIMEOUT = 120
+
+
+class Interp:
+    def __init__(self, label, launcher):
+        self.label = label
+        self.root, self.exe = None, launcher
+        if launcher.startswith("chroot:"):
+            _, self.root, self.exe = launcher.split(":", 2)
+
+    def argv(self, args):
+        return (["chroot", self.root] if self.root else []) + [self.exe] + list(args)
+
+    def stage(self, path):
+        """The path under which this interpreter sees a copy of path."""
+        if not self.root:
+            return path
+        d = os.path.join(self.root, "tmp", "pyprof-kernel-checks")
+        os.makedirs(d, exist_ok=True)
+        shutil.copyfile(path, os.path.join(d, os.path.basename(path)))
+        return os.path.join("/tmp/pyprof-kernel-checks", os.path.basename(path))
+
+    def host(self, seen):
+        return os.path.join(self.root, seen.lstrip("/")) if self.root else seen
+
+
+def interpreters():
+    out = {"host": Interp("host", "/usr/bin/python3")}
+    with open(PYTHONS) as f:
+        for line in f:
+            label, _, launcher = line.strip().partition("\t")
+            if label in ("sid-3.14", "sid-3.15"):
+                out[label] = Interp(label, launcher)
+    return out
+
+
+class Target:
+    """kernel_mix.py KIND on interp, up and ready."""
+
+    def __init__(self, interp, kind):
+        self.interp = interp
+        script = interp.stage(os.path.abspath(TARGET))
+        seen = os.path.join("/tmp/pyprof-kernel-checks" if interp.root else WORK,
+                            f"ready-{kind}-{time.monotonic_ns()}")
+        os.makedirs(os.path.dirname(interp.host(seen)), exist_ok=True)
+        self.err = open(os.path.join(WORK, f"target-{interp.label}-{kind}.stderr"), "w+")
+        self.p = subprocess.Popen(interp.argv([script, seen, kind]), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=self.err)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(interp.host(seen)):
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                self.err.seek(0)
+                raise RuntimeError(f"kernel_mix.py {kind} on {interp.label} did not start: "
+                                   f"{self.err.read()[-500:]}")
+            time.sleep(0.05)
+        with open(interp.host(seen)) as f:
+            self.pid = int(f.read())       # the python's own (chroot runs it as a child)
+        time.sleep(0.3)
+
+    def close(self):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+        self.err.close()
+
+
+def folded(path):
+    """{tuple of frames: weight} of a collapsed file."""
+    out = collections.Counter()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            if stack:
+                out[tuple(stack.split(";"))] += int(w)
+    return out
+
+
+def py_name(frame):
+    """The function of a collapsed Python frame "py::QUALNAME:FILE:LINE"
+    (its last dotted part), else None."""
+    m = re.match(r"py::([^:]+):", frame)
+    return m.group(1).rsplit(".", 1)[-1] if m else None
+
+
+def leaf_py(stack):
+    for fr in reversed(stack):
+        if py_name(fr):
+            return py_name(fr)
+    return None
+
+
+def shares(stacks):
+    """{function: share of the weight of stacks whose innermost Python frame it is}."""
+    total = sum(stacks.values()) or 1
+    out = collections.Counter()
+    for st, w in stacks.items():
+        out[leaf_py(st)] += w / total
+    return out
+
+
+def record(binary, args, out, secs=SECS):
+    cmd = [binary, "record", "-v", "-F", str(HZ), "-d", str(secs), "--format", "collapsed",
+           "-o", out] + args
+    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    return r
+
+
+def start_line(stderr):
+    for line in stderr.splitlines():
+        if "sampling " in line and " backend" in line:
+            return line
+    return ""
+
+
+def program_line(stderr):
+    for line in stderr.splitlines():
+        if line.startswith("pyprof-bpf: BPF program: "):
+            return line[len("pyprof-bpf: BPF program: "):]
+    return ""
+
+
+def want(sh, fn, at_least, top=False):
+    if sh.get(fn, 0.0) < at_least:
+        return f"{fn} has {100 * sh.get(fn, 0.0):.0f}% of the weight, want {100 * at_least:.0f}%+"
+    if top and max(sh, key=sh.get) != fn:
+        return f"{max(sh, key=sh.get)} is on top, not {fn}"
+    return None
+
+
+def any_stack(stacks, pred):
+    return any(pred(st) for st in stacks)
+
+
+# check name -> (target kind, interpreters, record args, verdict(stacks) -> None or why)
+def after(fn, pred):
+    """Some stack has fn, and a frame after it for which pred holds."""
+    def check(stacks):
+        for st in stacks:
+            names = [py_name(f) for f in st]
+            if fn in names and any(pred(f) for f in st[names.index(fn) + 1:]):
+                return None
+        return f"no stack with {fn} followed by the frames asked for"
+    return check
+
+
+CHECKS = {
+    "cpu": ("mix", ["host", "sid-3.15"], [],
+            lambda st: want(shares(st), "hot_spot", 0.3, top=True)),
+    # The busy thread waits too (for the GIL it hands over): 8-15% seen.
+    "off-cpu": ("mix", ["host", "sid-3.14"], ["--mode", "off-cpu"],
+                lambda st: want(shares(st), "idle_wait", 0.1)
+                or ("hot_spot is on top of the off-CPU time"
+                    if max(shares(st), key=shares(st).get) == "hot_spot" else None)),
+    "wall": ("mix", ["host"], ["--mode", "wall"],
+             lambda st: want(shares(st), "hot_spot", 0.05) or want(shares(st), "idle_wait", 0.05)),
+    "gil": ("mix", ["host"], ["--mode", "gil"],
+            lambda st: want(shares(st), "hot_spot", 0.2)),
+    "exception": ("mix", ["host"], ["--mode", "exception"],
+                  lambda st: want(shares(st), "in_handler", 0.5, top=True)),
+    "native": ("mix", ["host"], ["--native"],
+               after("hot_spot", lambda f: not f.startswith(("py::", "[")))),
+    "kernel": ("mix", ["host"], ["--kernel"], after("stat_loop", lambda f: f.endswith("_[k]"))),
+    "opcodes": ("mix", ["host"], ["--opcodes"], after("hot_spot", lambda f: f.startswith("[op] "))),
+    "async": ("async", ["sid-3.14", "sid-3.15"], ["--async"],
+              lambda st: want(shares(st), "hot_spot", 0.3)
+              or (None if any_stack(st, lambda s: "async_busy" in map(py_name, s))
+                  else "no stack holds the task's async_busy")),
+    "subprocesses": ("spawn", ["host"], ["--subprocesses"],
+                     lambda st: want(shares(st), "child_hot", 0.02)),
+}
+OTHER = ("all", "dump", "agent")
+
+
+def run_record(binary, name, interp, target, args, verdict):
+    out = os.path.join(WORK, f"{name}-{interp.label}.folded")
+    r = record(binary, ["-p", str(target.pid)] + args, out,
+               secs=2.5 if name == "subprocesses" else SECS)
+    res = {"backend": "bpf" if "with the BPF backend" in start_line(r.stderr) else
+           ("remote" if "remote backend" in start_line(r.stderr) else "?"),
+           "program": program_line(r.stderr)}
+    if r.returncode != 0:
+        return dict(res, ok=False, why=f"exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if res["backend"] != "bpf":
+        return dict(res, ok=False, why=f"not the BPF backend: {start_line(r.stderr)!r}")
+    stacks = folded(out)
+    if not stacks:
+        return dict(res, ok=False, why=f"nothing recorded: {r.stderr.strip()[-300:]}")
+    why = verdict(stacks)
+    top = ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares(stacks).most_common(4))
+    return dict(res, ok=why is None, why=why or f"top: {top}")
+
+
+def run_all(binary, interp, target):
+    out = os.path.join(WORK, "all.folded")
+    r = subprocess.run([binary, "record", "-v", "-a", "-F", str(HZ), "-d", str(SECS),
+                        "--format", "collapsed", "-o", out], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    res = {"backend": "bpf" if "BPF backend" in start_line(r.stderr) else "?",
+           "program": program_line(r.stderr)}
+    if r.returncode != 0:
+        return dict(res, ok=False, why=f"exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    why = want(shares(folded(out)), "hot_spot", 0.2)
+    return dict(res, ok=why is None, why=why or "hot_spot named")
+
+
+def run_dump(binary, interp, target):
+    r = subprocess.run([binary, "dump", "-p", str(target.pid), "--json"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    if r.returncode != 0:
+        return {"ok": False, "why": f"exit {r.returncode}: {r.stderr.strip()[-400:]}"}
+    missing = [f for f in ("busy", "sleeper", "raiser", "sys_worker") if f'"{f}"' not in r.stdout]
+    return {"ok": not missing, "why": f"threads' functions missing: {missing}" if missing
+            else "every thread's function named"}
+
+
+def run_agent(binary, interp, target):
+    d = os.path.join(WORK, "agent")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    p = subprocess.Popen([binary, "agent", "-v", "-p", str(target.pid), "--window", "1",
+                          "-F", str(HZ), "--output-dir", d], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.5)
+    p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return {"ok": False, "why": "the agent did not exit 30 s after SIGTERM"}
+    files = [f for f in os.listdir(d) if f.endswith(".pb.gz")]
+    named = [f for f in files if b"hot_spot" in gzip.open(os.path.join(d, f)).read()]
+    # The agent's start line names no backend: its "BPF program:" line does.
+    res = {"backend": "bpf" if program_line(err) else "?", "program": program_line(err)}
+    if p.returncode != 0 or not named or res["backend"] != "bpf":
+        return dict(res, ok=False, why=f"exit {p.returncode}, {len(files)} profiles, "
+                    f"{len(named)} naming hot_spot, backend {res['backend']}: "
+                    f"{err.strip()[-300:]}")
+    return dict(res, ok=True, why=f"{len(files)} profiles, {len(named)} naming hot_spot")
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary, only = os.path.abspath(sys.argv[1]), set(sys.argv[2:])
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    print(json.dumps({"kernel": os.uname().release}), flush=True)
+    interps = interpreters()
+    plan = collections.defaultdict(list)     # (kind, interp) -> [check]
+    for name, (kind, labels, _, _) in CHECKS.items():
+        for label in labels:
+            if not only or name in only:
+                plan[(kind, label)].append(name)
+    for name in OTHER:
+        if not only or name in only:
+            plan[("mix", "host")].append(name)
+    for (kind, label), names in plan.items():
+        interp = interps[label]
+        try:
+            target = Target(interp, kind)
+        except (RuntimeError, OSError) as e:
+            for name in names:
+                print(json.dumps({"check": name, "interp": label, "ok": False, "why": str(e)}),
+                      flush=True)
+            continue
+        try:
+            for name in names:
+                t0 = time.monotonic()
+                try:
+                    if name in CHECKS:
+                        _, _, args, verdict = CHECKS[name]
+                        res = run_record(binary, name, interp, target, args, verdict)
+                    else:
+                        res = globals()[f"run_{name}"](binary, interp, target)
+                except (subprocess.TimeoutExpired, OSError, ValueError) as e:
+                    res = {"ok": False, "why": f"{type(e).__name__}: {e}"}
+                res.update(check=name, interp=label, secs=round(time.monotonic() - t0, 1))
+                print(json.dumps(res), flush=True)
+        finally:
+            target.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
