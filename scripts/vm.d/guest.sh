@@ -14,6 +14,16 @@ mount -t bpf bpf /host/sys/fs/bpf 2>/dev/null
 mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /host/sys/kernel/tracing 2>/dev/null
 mount --bind /out /host/run/pyprof-vm
+# The directory the command runs in, when it lies where the guest has
+# fresh file systems (a clone under /tmp): vm-run shares it as "cwd".
+cwd=$(cat /out/cwd)
+case $cwd in
+/tmp/*|/run/*)
+	mkdir -p "/host$cwd"
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose cwd "/host$cwd" ||
+		echo "vm-guest: cannot mount $cwd"
+	;;
+esac
 sid=$(cat /out/sidroot 2>/dev/null)
 if [ -n "$sid" ] && [ -d "/host$sid/proc" ]; then
 	mount -t tmpfs tmpfs "/host$sid/tmp"
