@@ -110,7 +110,12 @@ BLOCKING_OLD_CFRAME_MAX = 0.005
 # The remote backend without --blocking (issue #26 item 1): one copy of each
 # thread's stack chunks per sample, kept when it held still and in shape.
 # At most REMOTE_UNREAD_MAX of the samples unread (measured 0.6-2.2% on
-# these programs, 3.11 to 3.15). Other unnamed frames: REMOTE_UNNAMED_MAX,
+# these programs, 3.11 to 3.15, on the machine of issue #26; on this AMD
+# EPYC one, Debian's PGO-built 3.11 tears 3.6-6.9% of its copies (9 runs,
+# 5.02% failed a CI rehearsal at the old 5%), pyenv's 3.12 1.6-2.5%, with
+# 0-1 per 2 s refused by the call-site check: the copies change under the
+# reader, a property of the machine, not of the build). 12% still catches a
+# reader that stops keeping copies. Other unnamed frames: REMOTE_UNNAMED_MAX,
 # for the code objects of exec'd code (namedtuple, dataclasses) that are
 # freed before the reader gets to them (0.5-1.2% on stdlib), where the BPF
 # backend reads them in the kernel while the thread is stopped.
@@ -119,7 +124,7 @@ BLOCKING_OLD_CFRAME_MAX = 0.005
 # on sid 3.15 (all eight interpreters measured by hand: 0.9-2.1%).
 REMOTE_ON = {"stdlib": {"system-3.11", "pyenv-3.12.1", "sid-3.13", "sid-3.14d"},
              "sympy": {"sid-3.15"}, "docutils": {"sid-3.15"}}
-REMOTE_UNREAD_MAX = 0.05
+REMOTE_UNREAD_MAX = 0.12
 REMOTE_UNNAMED_MAX = 0.03
 
 
