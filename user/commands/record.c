@@ -193,8 +193,7 @@ static int load_bpf(struct recording *rec, struct pyproc *p)
 	if (rc && (rec->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU ||
 		   o->native_stack || o->kernel_stacks || o->async_tasks || o->all_procs ||
 		   rec->env->subprocesses)) {
-		/* Said with why BPF failed: "needs root" would be wrong when
-		 * the kernel's verifier refused the program. */
+		/* Why BPF failed: not always "needs root" (a verifier). */
 		snprintf(rec->err, sizeof(rec->err), "BPF backend%s: %s",
 			 o->mode == SAMPLER_MODE_OFFCPU ? " (--mode off-cpu needs it)" :
 			 o->native_stack ? " (--native needs it)" :
@@ -380,7 +379,7 @@ static int announce(struct recording *rec)
 	int rc;
 
 	sampler__detail(rec->sampler, &d);
-	if (env->verbose && d.program && d.program[0])
+	if (env->verbose && d.program && d.program[0])	/* and the verifier's figures */
 		fprintf(stderr, "pyprof-bpf: BPF program: %s\n", d.program);
 	per_cpu = events && d.per_cpu;
 	info.per_cpu = per_cpu;
