@@ -30,44 +30,19 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))       # tests/: lib.pyenvs, pytest-free
+from lib import pyenvs  # noqa: E402
 TARGET = os.path.join(HERE, "..", "targets", "kernel_mix.py")
-PYTHONS = os.path.join(os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf"), "pythons.txt")
 WORK = "/tmp/pyprof-kernel-checks"
 SECS = 1.5
 HZ = 199
 TIMEOUT = 120
 
 
-class Interp:
-    def __init__(self, label, launcher):
-        self.label = label
-        self.root, self.exe = None, launcher
-        if launcher.startswith("chroot:"):
-            _, self.root, self.exe = launcher.split(":", 2)
-
-    def argv(self, args):
-        return (["chroot", self.root] if self.root else []) + [self.exe] + list(args)
-
-    def stage(self, path):
-        """The path under which this interpreter sees a copy of path."""
-        if not self.root:
-            return path
-        d = os.path.join(self.root, "tmp", "pyprof-kernel-checks")
-        os.makedirs(d, exist_ok=True)
-        shutil.copyfile(path, os.path.join(d, os.path.basename(path)))
-        return os.path.join("/tmp/pyprof-kernel-checks", os.path.basename(path))
-
-    def host(self, seen):
-        return os.path.join(self.root, seen.lstrip("/")) if self.root else seen
-
-
 def interpreters():
-    out = {"host": Interp("host", "/usr/bin/python3")}
-    with open(PYTHONS) as f:
-        for line in f:
-            label, _, launcher = line.strip().partition("\t")
-            if label in ("sid-3.14", "sid-3.15"):
-                out[label] = Interp(label, launcher)
+    """The host's /usr/bin/python3, and the sid root's 3.14 and 3.15 (chroot)."""
+    out = {"host": pyenvs.Interp("host", "/usr/bin/python3")}
+    out.update({i.label: i for i in pyenvs.load() if i.label in ("sid-3.14", "sid-3.15")})
     return out
 
 
@@ -77,20 +52,20 @@ class Target:
     def __init__(self, interp, kind):
         self.interp = interp
         script = interp.stage(os.path.abspath(TARGET))
-        seen = os.path.join("/tmp/pyprof-kernel-checks" if interp.root else WORK,
+        # beside the staged script: a directory the interpreter sees and can write
+        seen = os.path.join(os.path.dirname(script) if interp.root else WORK,
                             f"ready-{kind}-{time.monotonic_ns()}")
-        os.makedirs(os.path.dirname(interp.host(seen)), exist_ok=True)
         self.err = open(os.path.join(WORK, f"target-{interp.label}-{kind}.stderr"), "w+")
         self.p = subprocess.Popen(interp.argv([script, seen, kind]), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=self.err)
         deadline = time.monotonic() + 60
-        while not os.path.exists(interp.host(seen)):
+        while not os.path.exists(interp.host_path(seen)):
             if self.p.poll() is not None or time.monotonic() > deadline:
                 self.err.seek(0)
                 raise RuntimeError(f"kernel_mix.py {kind} on {interp.label} did not start: "
                                    f"{self.err.read()[-500:]}")
             time.sleep(0.05)
-        with open(interp.host(seen)) as f:
+        with open(interp.host_path(seen)) as f:
             self.pid = int(f.read())       # the python's own (chroot runs it as a child)
         time.sleep(0.3)
 
