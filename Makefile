@@ -27,8 +27,8 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
-BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
-SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS)) $(OUTPUT)/pyprof_noloop.bpf.o
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS)) $(OUTPUT)/pyprof_noloop.skel.h
 USER_SRCS := $(wildcard user/*/*.c user/*/*/*.c)
 USER_HDRS := $(wildcard user/*/*.h user/*/*/*.h)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
@@ -65,6 +65,28 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/pyprof.h $(wildcard bpf/*.bpf.h) $(VMLINUX) |
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# The program for kernels without bpf_loop (5.10-5.16; bpf/compat.bpf.h):
+# the same source built with PYPROF_NO_BPF_LOOP. The loader opens it through
+# pyprof.skel.h, so its skeleton (named like the main one) must declare the
+# same maps, programs and globals at the same places: all but the embedded
+# object's bytes must be the same text, or the build stops.
+SKEL_LAYOUT = sed '/^static inline const void \*pyprof_bpf__elf_bytes(size_t \*sz)$$/,/^}$$/d'
+$(OUTPUT)/pyprof_noloop.bpf.o: bpf/pyprof.bpf.c bpf/pyprof.h $(wildcard bpf/*.bpf.h) $(VMLINUX) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -DPYPROF_NO_BPF_LOOP \
+		-Ivmlinux/$(ARCH) -Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(OUTPUT)/pyprof_noloop.skel.h: $(OUTPUT)/pyprof_noloop.bpf.o $(OUTPUT)/pyprof.skel.h
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name pyprof_bpf > $@.tmp
+	$(Q)$(SKEL_LAYOUT) $(OUTPUT)/pyprof.skel.h > $@.main
+	$(Q)$(SKEL_LAYOUT) $@.tmp > $@.noloop
+	$(Q)diff -u $@.main $@.noloop >&2 || { rm -f $@.tmp $@.main $@.noloop; \
+		echo "pyprof_noloop.bpf.o declares other maps, programs or globals than pyprof.bpf.o" >&2; exit 1; }
+	$(Q)rm -f $@.main $@.noloop
+	$(Q)mv -f $@.tmp $@
 
 # x86-64 syscall names by number (user/offcpu/syscalls.c), from linux-libc-dev.
 SYSCALLS_H := /usr/include/x86_64-linux-gnu/asm/unistd_64.h

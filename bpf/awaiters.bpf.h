@@ -19,6 +19,7 @@
 
 #include "maps.bpf.h"
 #include "frames.bpf.h"
+#include "compat.bpf.h"
 
 /* _PyInterpreterFrame.owner of a generator's own frame (3.11-3.15). */
 #define FRAME_OWNED_BY_GENERATOR 1
@@ -155,6 +156,7 @@ static long await_step(__u32 i, void *arg)
 	read_level(sc, link);
 	return 0;
 }
+DEFINE_LOOP(await_step)
 
 /*
  * Read the awaiters' frames of the chain in sc->tk and send them (before the
@@ -163,7 +165,6 @@ static long await_step(__u32 i, void *arg)
  */
 static __always_inline long send_await_frames(struct scratch *sc, struct pyprof_sample *s)
 {
-	struct loop_ctx lc = { .sc = sc };
 	__u32 n;
 
 	sc->af.kind = PYPROF_REC_AWAIT_FRAMES;
@@ -174,7 +175,8 @@ static __always_inline long send_await_frames(struct scratch *sc, struct pyprof_
 	sc->aw_gen = 0;
 	/* Each task: an open step, its levels (each one a frame, but for the
 	 * last), a close step. */
-	bpf_loop(3 * PYPROF_MAX_TASKS + PYPROF_MAX_AWAIT_FRAMES + 2, await_step, &lc, 0);
+	RUN_LOOP(3 * PYPROF_MAX_TASKS + PYPROF_MAX_AWAIT_FRAMES + 2, await_step,
+		 3 * PYPROF_MAX_TASKS + PYPROF_MAX_AWAIT_FRAMES + 2);
 	if (sc->aw_open)
 		close_task(sc);
 	n = sc->af.nframes;

@@ -98,6 +98,9 @@ static __always_inline __u32 copy_str(struct scratch *sc, __u8 *dst, __u32 max, 
 	*fault = false;
 	if (hdr > 64)
 		hdr = 64;
+	/* The clamped value from here on: clang spilled the unclamped one
+	 * before the compare, and 5.10's verifier bounds no copy of it. */
+	barrier_var(hdr);
 	if (!addr || bpf_probe_read_user(dst, hdr, (const void *)addr)) {
 		*fault = true;
 		return 0;

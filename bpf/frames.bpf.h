@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
  * frames.bpf.h - the frame walk: from the thread state's current frame
- * outwards, one frame per bpf_loop iteration, read in windows of the data
+ * outwards, one frame per loop step (compat.bpf.h), read in windows of the data
  * stack; the 3.11/3.12 check that the chain passes the caller's frame; the
  * 3.15 frame cache's anchor.
  */
@@ -11,6 +11,7 @@
 #include "maps.bpf.h"
 #include "codes.bpf.h"
 #include "tstate.bpf.h"
+#include "compat.bpf.h"
 
 /* A field of a frame copy; the loader checked it lies inside frame_size. */
 static __always_inline __u64 field64(const __u8 *buf, __u64 off)
@@ -180,6 +181,7 @@ static long walk_frame(__u32 i, void *arg)
 	}
 	return 0;
 }
+DEFINE_LOOP(walk_frame)
 
 /*
  * 3.15 frame cache: stop at the anchor only when anchor and sequence are
@@ -217,7 +219,6 @@ static __always_inline void walk_from_caller(struct scratch *sc, const struct ts
 {
 	struct pyprof_sample *s = &sc->s;
 	struct walk *w = &sc->w;
-	struct loop_ctx lc = { .sc = sc };
 	bool eval_entry = w->cycle || w->must || tv->unfilled;
 
 	if (w->must && tv->caller_ok) {
@@ -231,7 +232,7 @@ static __always_inline void walk_from_caller(struct scratch *sc, const struct ts
 		w->mark = 0;
 		w->steps = 0;
 		w->lap = 1;
-		bpf_loop(sc->cfg.max_walk, walk_frame, &lc, 0);
+		RUN_LOOP(sc->cfg.max_walk, walk_frame, PYPROF_MAX_FRAMES * PYPROF_WALK_FACTOR);
 		eval_entry = w->cycle || w->fp ||
 			     (w->status != PYPROF_COMPLETE && w->status != PYPROF_TRUNCATED);
 		if (!eval_entry) {
@@ -295,13 +296,12 @@ static __always_inline void walk_stack(struct scratch *sc, struct pyprof_thread 
 				       const struct tstate_view *tv)
 {
 	struct walk *w = &sc->w;
-	struct loop_ctx lc = { .sc = sc };
 
 	w->fp = tv->fp;
 	if (sc->cfg.frame_cache && th)
 		set_anchor(sc, th);
 	w->must = tv->caller;
-	bpf_loop(sc->cfg.max_walk, walk_frame, &lc, 0);
+	RUN_LOOP(sc->cfg.max_walk, walk_frame, PYPROF_MAX_FRAMES * PYPROF_WALK_FACTOR);
 	/* A truncated chain is let be: a deep one stops before the caller's frame. */
 	if (sc->cfg.tstate_cframe && !w->met &&
 	    (!w->must || w->cycle || w->status != PYPROF_TRUNCATED))

@@ -198,6 +198,9 @@ struct scratch {
 	struct pyprof_thread new_thread;	/* a thread's first entry (remember()) */
 	struct tstate_view tv;			/* the sampled thread's state */
 	struct ident_reads id311;		/* 3.11's code identity (ident311()) */
+	/* A thread's user registers, where the kernel has no bpf_task_pt_regs
+	 * (compat.bpf.h's user_regs()). */
+	struct pt_regs regs;
 	struct pyprof_sample s;
 };
 

@@ -9,6 +9,7 @@
 #define PYPROF_NATIVE_BPF_H
 
 #include "maps.bpf.h"
+#include "compat.bpf.h"
 
 /* --kernel: the kernel stack of a tick that interrupted the kernel, sent
  * before its sample (same CPU: the ring keeps the order). */
@@ -41,10 +42,13 @@ static __always_inline void tick_kstack(struct bpf_perf_event_data *ctx)
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
+#ifndef PYPROF_NO_BPF_LOOP
 /* Newer kernels (6.17+): a user read straight into a ring record sized at
- * run time. Elsewhere the record has the fixed, largest size. */
+ * run time. Elsewhere the record has the fixed, largest size (and always
+ * in the program for kernels without bpf_loop, which have none of it). */
 extern int bpf_probe_read_user_dynptr(struct bpf_dynptr *dptr, __u64 off, __u64 size,
 				      const void *unsafe_ptr__ign) __weak __ksym;
+#endif
 
 #define USTACK_HDR	offsetof(struct pyprof_ustack, stack)
 
@@ -88,6 +92,7 @@ static __always_inline __u32 ustack_chunk(__u64 at, __u32 len, __u32 want)
 	return n > PYPROF_PAGE ? 0 : n;
 }
 
+#ifndef PYPROF_NO_BPF_LOOP
 /*
  * The copy into a record sized at run time (USTACK_HDR + @want bytes), where
  * the kernel can read user memory into a dynptr.
@@ -124,6 +129,7 @@ static __always_inline void ustack_dynptr(__u64 id, const struct pt_regs *regs, 
 	h->len = len;
 	bpf_ringbuf_submit_dynptr(&dp, BPF_RB_NO_WAKEUP);
 }
+#endif
 
 /* The copy into a record of the fixed, largest size (older kernels). */
 static __always_inline void ustack_fixed(__u64 id, const struct pt_regs *regs, __u64 sp,
@@ -168,15 +174,18 @@ static __always_inline void ustack_fixed(__u64 id, const struct pt_regs *regs, _
 static __always_inline void tick_ustack(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct task_struct *task;
+	__u32 want = native_stack, tid = (__u32)id, cpu;
 	struct pt_regs *regs;
-	__u32 want = native_stack, tid = (__u32)id;
+	struct scratch *sc;
 	__u64 sp, *end;
 
 	if (only_tgid && (id >> 32) != only_tgid)
 		return;
-	task = bpf_get_current_task_btf();
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	cpu = bpf_get_smp_processor_id();
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc)
+		return;
+	regs = user_regs(current_task(), &sc->regs);
 	if (!regs)
 		return;
 	/* From 128 bytes below sp: the red zone, where an epilogue's
@@ -190,10 +199,13 @@ static __always_inline void tick_ustack(void)
 	end = bpf_map_lookup_elem(&ustack_end, &tid);
 	if (end && *end > sp && *end - sp < want)
 		want = *end - sp;
-	if (bpf_probe_read_user_dynptr)		/* resolved: 0 when absent */
+#ifndef PYPROF_NO_BPF_LOOP
+	if (bpf_probe_read_user_dynptr) {	/* resolved: 0 when absent */
 		ustack_dynptr(id, regs, sp, want);
-	else
-		ustack_fixed(id, regs, sp, want);
+		return;
+	}
+#endif
+	ustack_fixed(id, regs, sp, want);
 }
 
 #endif

@@ -114,7 +114,9 @@ static __always_inline void note_walked(struct scratch *sc, struct pyprof_thread
 static __always_inline void send_switch(void *ctx, struct task_struct *prev, __u32 state)
 {
 	struct pyprof_switch *r;
-	struct pt_regs *regs;
+	struct pt_regs *regs = NULL;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
 	long got;
 
 	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
@@ -126,7 +128,8 @@ static __always_inline void send_switch(void *ctx, struct task_struct *prev, __u
 	r->tid = prev->pid;
 	r->pid = prev->tgid;
 	r->state = state;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (sc)
+		regs = user_regs(prev, &sc->regs);
 	r->syscall_nr = -1;
 	r->syscall_arg0 = 0;
 	if (regs) {

@@ -9,6 +9,7 @@
 #define PYPROF_PROCS_BPF_H
 
 #include "maps.bpf.h"
+#include "compat.bpf.h"
 
 /* A process event for the loader (struct pyprof_proc_event). */
 static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid)
@@ -34,8 +35,8 @@ static __always_inline void note_new_proc(__u32 tgid)
 
 	if (!tgid || tgid == own_tgid)
 		return;
-	task = bpf_get_current_task_btf();
-	if (!task->mm)
+	task = current_task();
+	if (!TASK_READ(task, mm))
 		return;
 	err = bpf_map_update_elem(&procs, &tgid, &unseen_proc, BPF_NOEXIST);
 	if (err) {

@@ -268,10 +268,10 @@ static __always_inline int take_sample(bool switch_out)
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
 		return 0;
-	task = bpf_get_current_task_btf();
-	if (!sampled_process(sc, tgid, (__u64)task->mm, switch_out))
+	task = current_task();
+	if (!sampled_process(sc, tgid, (__u64)TASK_READ(task, mm), switch_out))
 		return 0;
-	born = task->start_time;
+	born = TASK_READ(task, start_time);
 	th = thread_entry(tid, born);
 	begin_sample(sc, tgid, tid, cpu);
 	tv = &sc->tv;
@@ -283,7 +283,7 @@ static __always_inline int take_sample(bool switch_out)
 	 * lend its stack to this one (a request's thread sampled 2.3 ms after
 	 * join() showed the next request's handler).
 	 */
-	exiting = task->flags & PF_EXITING;
+	exiting = TASK_READ(task, flags) & PF_EXITING;
 	tstate = exiting ? 0 : find_tstate(sc, th, tid, thread_id_of(task), born, tv);
 	sc->s.tstate = tstate;
 	/* Exception mode: a thread with none is not sampled at all. */
@@ -347,10 +347,19 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
  * comes here; a task of no target costs one comparison (two lookups with
  * several targets).
  */
+#ifdef PYPROF_NO_BPF_LOOP
+/* Before 5.18 the tracepoint passes no prev_state: the task's own, read here
+ * (what 5.18 passes, but for a wake-up racing with this switch). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pyprof_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	unsigned int prev_state = task_state(prev);
+#else
 SEC("tp_btf/sched_switch")
 int BPF_PROG(pyprof_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+#endif
 	if (is_target(prev->tgid))
 		switch_out(ctx, prev, prev_state, preempt);
 	if (is_target(next->tgid))

@@ -40,6 +40,8 @@
  * budget, but a corrupt or cyclic chain must still end.
  */
 #define PYPROF_WALK_FACTOR	4
+/* Steps of the in-kernel thread-state lookup, at most (config.lookup_steps). */
+#define PYPROF_LOOKUP_STEPS_MAX	4096
 
 /* Same values as enum sample_status in user/sampling/sampler.h. */
 enum pyprof_status {
@@ -225,7 +227,8 @@ struct pyprof_config {
 	 * (an absolute address: _PyRuntime + interpreters.head), each
 	 * interpreter's next and threads.head, each thread state's next
 	 * (inside the block). lookup_steps bounds the walk (thread states and
-	 * interpreters visited); 0 disables the lookup.
+	 * interpreters visited, at most PYPROF_LOOKUP_STEPS_MAX); 0 disables
+	 * the lookup.
 	 */
 	__u64 interpreters_head;
 	__u64 interp_next;

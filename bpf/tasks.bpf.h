@@ -8,6 +8,7 @@
 #define PYPROF_TASKS_BPF_H
 
 #include "maps.bpf.h"
+#include "compat.bpf.h"
 #include "awaiters.bpf.h"
 
 /* One entry of an awaiter set's table: the lowest live key so far. */
@@ -27,6 +28,7 @@ static long set_scan_step(__u32 k, void *arg)
 		sc->set_best = key;
 	return 0;
 }
+DEFINE_LOOP(set_scan_step)
 
 /*
  * Has the chain come back to @task? Brent's check: one task saved at each
@@ -76,7 +78,6 @@ static __always_inline __u64 lowest_awaiter(struct scratch *sc, struct pyprof_ta
 					    __u64 aw)
 {
 	struct pyprof_tasks *tk = &sc->tk;
-	struct loop_ctx slc = { .sc = sc };
 	__u64 used = 0, mask = 0, table = 0, len;
 	__u32 cnt;
 
@@ -101,7 +102,7 @@ static __always_inline __u64 lowest_awaiter(struct scratch *sc, struct pyprof_ta
 	}
 	sc->set_best = 0;
 	/* bpf_loop: an unrolled scan was half of what the verifier walked */
-	bpf_loop(cnt, set_scan_step, &slc, 0);
+	RUN_LOOP(cnt, set_scan_step, PYPROF_SET_SCAN);
 	return sc->set_best;
 }
 
@@ -164,13 +165,13 @@ static long task_step(__u32 i, void *arg)
 	sc->task_next = best;
 	return best ? 0 : 1;
 }
+DEFINE_LOOP(task_step)
 
 /* --async: send the running task of @tstate's thread and its awaiters
  * before the sample. */
 static __always_inline void send_tasks(struct scratch *sc, struct pyprof_sample *s, __u64 tstate)
 {
 	struct pyprof_tasks *tk = &sc->tk;
-	struct loop_ctx lc = { .sc = sc };
 	__u64 task = 0;
 	__u32 n;
 
@@ -185,7 +186,7 @@ static __always_inline void send_tasks(struct scratch *sc, struct pyprof_sample 
 	sc->task_saved = 0;
 	sc->task_power = 1;
 	sc->task_lam = 0;
-	bpf_loop(PYPROF_MAX_TASKS + 1, task_step, &lc, 0);
+	RUN_LOOP(PYPROF_MAX_TASKS + 1, task_step, PYPROF_MAX_TASKS + 1);
 	n = tk->ntasks;
 	if (!n)
 		return;

@@ -9,6 +9,7 @@
 #define PYPROF_TSTATE_BPF_H
 
 #include "maps.bpf.h"
+#include "compat.bpf.h"
 
 /* A thread-state field from the block read in one go; 0 when absent. */
 static __always_inline __u64 block64(const __u8 *tsb, __u32 rel)
@@ -100,7 +101,7 @@ static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct
 static __always_inline __u64 thread_id_of(const struct task_struct *task)
 {
 #if defined(__TARGET_ARCH_x86)
-	return task->thread.fsbase;
+	return TASK_READ(task, thread.fsbase);
 #else
 	return 0;
 #endif
@@ -147,6 +148,7 @@ static long lookup_step(__u32 i, void *arg)
 	l->ts = block64(sc->tsb, sc->cfg.next_rel);
 	return 0;
 }
+DEFINE_LOOP(lookup_step)
 
 /*
  * Find the thread state of the current thread by walking every
@@ -157,7 +159,6 @@ static long lookup_step(__u32 i, void *arg)
 static __always_inline __u64 lookup_tstate(struct scratch *sc, __u64 want, __u32 *n)
 {
 	struct lookup *l = &sc->l;
-	struct loop_ctx lc = { .sc = sc };
 
 	__builtin_memset(l, 0, sizeof(*l));
 	*n = 0;
@@ -165,7 +166,7 @@ static __always_inline __u64 lookup_tstate(struct scratch *sc, __u64 want, __u32
 		return 0;
 	l->want = want;
 	count(PYPROF_CNT_LOOKUPS);
-	bpf_loop(sc->cfg.lookup_steps, lookup_step, &lc, 0);
+	RUN_LOOP(sc->cfg.lookup_steps, lookup_step, PYPROF_LOOKUP_STEPS_MAX);
 	*n = l->nfound;
 	if (!l->nfound) {
 		count(PYPROF_CNT_LOOKUP_MISSES);
@@ -322,7 +323,7 @@ static __always_inline __u32 stateless_status(const struct pyprof_thread *th,
 	if (exiting || (th && th->had_state))
 		return PYPROF_THREAD_EXIT;
 	if (now - born < PYPROF_THREAD_YOUNG_NS ||
-	    (leader && task->se.sum_exec_runtime < PYPROF_MAIN_START_CPU_NS))
+	    (leader && TASK_READ(task, se.sum_exec_runtime) < PYPROF_MAIN_START_CPU_NS))
 		return PYPROF_THREAD_YOUNG;
 	return PYPROF_NO_PYSTATE;
 }

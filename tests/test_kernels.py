@@ -16,9 +16,9 @@ kernel's limits (instructions processed, stack).
 
 KERNELS (environment, space-separated release names) picks kernels: `make
 test-kernels KERNELS=bookworm`. Kernels without bpf_loop (5.10 to 5.16)
-cannot run today's program: their BPF cells are expected to fail (strict
-xfail: a pass there fails the test and says to lift it) until the program
-without bpf_loop lands (#33, item 3).
+run pyprof_noloop.bpf.o (bpf/compat.bpf.h), every other one pyprof.bpf.o:
+every BPF cell checks that the program the loader chose by probing is the
+one its kernel must run.
 """
 import importlib.util
 import json
@@ -35,6 +35,8 @@ CACHE = os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf")
 ALL = {"bullseye": "5.10", "bookworm": "6.1", "trixie": "6.12", "sid": "newest"}
 KERNELS = os.environ.get("KERNELS", "").split() or list(ALL)
 NO_BPF_LOOP = {"bullseye"}
+# The object each kernel must run, as the "BPF program:" line names it.
+PROGRAM = {rel: "pyprof_noloop.bpf.o" if rel in NO_BPF_LOOP else "pyprof.bpf.o" for rel in ALL}
 GUEST_TIMEOUT = 420
 
 
@@ -93,12 +95,7 @@ def guest(rel):
 def cell_params():
     for rel in KERNELS:
         for name, label in CELLS:
-            marks = []
-            if rel in NO_BPF_LOOP and name not in NO_BPF:
-                marks.append(pytest.mark.xfail(
-                    strict=True, reason="no BPF program without bpf_loop yet (#33, item 3)"))
-            yield pytest.param(rel, name, label, id=f"{ALL.get(rel, rel)}-{name}-{label}",
-                               marks=marks)
+            yield pytest.param(rel, name, label, id=f"{ALL.get(rel, rel)}-{name}-{label}")
 
 
 @pytest.mark.slow
@@ -112,6 +109,10 @@ def test_cell(rel, name, label):
     print(f"{rel} ({g['release']}) {name} {label}: {c.get('backend', '-')} {c['secs']} s: "
           f"{c['why']}")
     assert c["ok"], f"{rel} ({g['release']}) {name} on {label}: {c['why']}"
+    if name not in NO_BPF:
+        want = PROGRAM.get(rel, "pyprof.bpf.o")
+        assert (c.get("program") or "").startswith(want + " ("), \
+            f"{rel} ({g['release']}) {name} on {label}: loaded {c.get('program')!r}, not {want}"
 
 
 # "PROG N insns of L (P%), stack S of 512 bytes", or "stack not said" where
@@ -122,8 +123,7 @@ FIGURE = re.compile(r"(\w+) (\d+) insns of (\d+) \(([\d.]+)%\), stack (?:(\d+) o
 
 @pytest.mark.slow
 @pytest.mark.vm
-@pytest.mark.parametrize("rel", [pytest.param(r, id=ALL.get(r, r)) for r in KERNELS
-                                 if r not in NO_BPF_LOOP])
+@pytest.mark.parametrize("rel", [pytest.param(r, id=ALL.get(r, r)) for r in KERNELS])
 def test_verifier_headroom(rel):
     """Each program loaded on this kernel: instructions processed and stack
     depth, printed; within 20% of either limit fails."""

@@ -24,7 +24,7 @@
  * thousand threads), and how long a thread that had none waits before the
  * next lookup (a C thread of the target costs one walk per interval).
  */
-#define LOOKUP_STEPS		4096
+#define LOOKUP_STEPS		PYPROF_LOOKUP_STEPS_MAX
 #define LOOKUP_RETRY_NS		(2 * 1000000ULL)
 /*
  * Off-CPU modes: a switch-out in the same innermost frame at the same

@@ -12,6 +12,8 @@
  *   config.c     the walk's configuration and the procs map
  *   target.c     the main target named: configured, its threads found
  *   verifier.c   what the kernel's verifier said of each program loaded
+ *   programs.c   which BPF object this kernel runs; what each mode needs
+ *   load.c       that object opened and loaded, the verifier's logs read
  *
  * This header names libbpf's and the skeleton's types without including
  * them (only the .c files here do), so unit tests can build a sampler by
@@ -191,6 +193,29 @@ struct bpf_sampler {
 	 * programs (verifier.c), one line. */
 	char program_note[1024];
 };
+
+/* programs.c: the BPF object to load. */
+struct bpf_program_choice {
+	bool noloop;			/* pyprof_noloop.bpf.o */
+	const void *bytes;		/* its ELF bytes; NULL: the skeleton's own */
+	size_t size;
+	const char *name;		/* the object's file name */
+	char why[128];			/* why this one */
+};
+
+/* What both programs need that the kernel lacks, named; NULL: nothing. */
+const char *bpf_programs__base_missing(void);
+/* What the modes of @o need that the kernel lacks, named; NULL: nothing. */
+const char *bpf_programs__mode_missing(const struct sampler_opts *o, bool off_cpu);
+/* The object for this kernel (or PYPROF_BPF_PROGRAM's). 0 or -EINVAL. */
+int bpf_programs__choose(struct bpf_program_choice *c, char *err, size_t errlen);
+
+/* load.c: the object @c names opened into s->skel (the modes of @o checked
+ * first), then loaded. 0, or -errno with @err. */
+int bpf_load__open(struct bpf_sampler *s, const struct sampler_opts *o,
+		   struct bpf_program_choice *c, char *err, size_t errlen);
+int bpf_load__load(struct bpf_sampler *s, const struct sampler_opts *o,
+		   const struct bpf_program_choice *c, char *err, size_t errlen);
 
 /* verifier.c: the figures of a verifier's statistics log (BPF_LOG_STATS). */
 struct verifier_figures {

@@ -176,9 +176,9 @@ int bpf_sampler__available(char *why, size_t len)
 		missing = "perf_event BPF programs";
 	else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
 		missing = "BPF ring buffers (5.8+)";
-	else if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) != 1)
-		missing = "bpf_loop (5.17+)";
 	libbpf_set_print(old);
+	if (!missing)
+		missing = bpf_programs__base_missing();
 	if (missing) {
 		snprintf(why, len, "kernel cannot run the BPF sampler: no %s", missing);
 		return -ENOTSUP;
@@ -380,121 +380,16 @@ static int open_maps(struct bpf_sampler *s, char *err, size_t errlen)
 	return ret;
 }
 
-/*
- * The verifier's statistics log of each program to load, in buffers of
- * their own (@logs: one per program, VERIFIER_LOG_SIZE each). With -vv
- * libbpf keeps its own full log, printed when a program is rejected.
- */
-#define VERIFIER_LOG_SIZE	(64 << 10)
-#define VERIFIER_MAX_PROGS	16
-
-static int verifier_logs(struct pyprof_bpf *skel, int verbose, char **logs)
-{
-	struct bpf_program *prog;
-	size_t i = 0;
-
-	*logs = NULL;
-	if (verbose > 1)
-		return 0;
-	*logs = calloc(VERIFIER_MAX_PROGS, VERIFIER_LOG_SIZE);
-	if (!*logs)
-		return -ENOMEM;
-	bpf_object__for_each_program(prog, skel->obj) {
-		if (i == VERIFIER_MAX_PROGS)
-			break;
-		if (!bpf_program__autoload(prog))
-			continue;
-		bpf_program__set_log_level(prog, 4);	/* BPF_LOG_STATS */
-		bpf_program__set_log_buf(prog, *logs + i++ * VERIFIER_LOG_SIZE, VERIFIER_LOG_SIZE);
-	}
-	return 0;
-}
-
-/*
- * A program loaded whose log is empty (7.x kernels write no statistics for
- * a program accepted): the instructions the kernel says it verified (5.16+),
- * against the limit every kernel since 5.2 has; no stack figure.
- */
-static void verified_insns(int fd, struct verifier_figures *f)
-{
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.verified_insns)
-		return;
-	f->known = true;
-	f->insns = info.verified_insns;
-	f->limit = 1000000;		/* BPF_COMPLEXITY_LIMIT_INSNS */
-	f->stack = 0;
-	f->stack_limit = 0;		/* unknown */
-}
-
-/* After the load: the figures of each program into s->program_note, or the
- * reason of the first one rejected into @reason. */
-static void read_verifier_logs(struct bpf_sampler *s, const char *logs, char *reason,
-			       size_t rlen)
-{
-	struct bpf_program *prog;
-	size_t i = 0, n;
-
-	n = (size_t)snprintf(s->program_note, sizeof(s->program_note),
-			     "pyprof.bpf.o, with bpf_loop (the kernel has it)");
-	if (rlen)
-		reason[0] = '\0';
-	if (!logs)
-		return;
-	n += (size_t)snprintf(s->program_note + n, sizeof(s->program_note) - n, "; verifier:");
-	bpf_object__for_each_program(prog, s->skel->obj) {
-		struct verifier_figures f;
-		const char *log;
-
-		if (i == VERIFIER_MAX_PROGS || n >= sizeof(s->program_note))
-			break;
-		if (!bpf_program__autoload(prog))
-			continue;
-		log = logs + i++ * VERIFIER_LOG_SIZE;
-		/* A rejection's log has figures too: the program that failed
-		 * is the first one without a descriptor. */
-		if (verifier__parse(log, &f) && bpf_program__fd(prog) >= 0)
-			verified_insns(bpf_program__fd(prog), &f);
-		if (rlen && !reason[0] && bpf_program__fd(prog) < 0 && log[0]) {
-			char why[256];
-
-			verifier__reason(log, why, sizeof(why));
-			snprintf(reason, rlen, "%s: %s", bpf_program__name(prog), why);
-		}
-		n += (size_t)snprintf(s->program_note + n, sizeof(s->program_note) - n, " ");
-		if (n < sizeof(s->program_note))
-			n += (size_t)verifier__describe(bpf_program__name(prog), &f,
-							s->program_note + n,
-							sizeof(s->program_note) - n);
-		if (n < sizeof(s->program_note) && !f.known)
-			n += (size_t)snprintf(s->program_note + n, sizeof(s->program_note) - n,
-					      " (its log: \"%.80s\")", log);
-		if (n < sizeof(s->program_note) && verifier__near_limit(&f, 20))
-			n += (size_t)snprintf(s->program_note + n, sizeof(s->program_note) - n,
-					      " (near a limit)");
-		if (n < sizeof(s->program_note))
-			n += (size_t)snprintf(s->program_note + n, sizeof(s->program_note) - n, ";");
-	}
-	if (n && n < sizeof(s->program_note) && s->program_note[n - 1] == ';')
-		s->program_note[n - 1] = '\0';
-}
-
 static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
-	char reason[300], *logs = NULL;
+	struct bpf_program_choice choice;
 	struct pyprof_bpf *skel;
 	int ret;
 
-	skel = pyprof_bpf__open();
-	if (!skel) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+	ret = bpf_load__open(s, o, &choice, err, errlen);
+	if (ret)
 		return ret;
-	}
-	s->skel = skel;
+	skel = s->skel;
 	s->max_frames = o->max_frames ? o->max_frames : DEFAULT_MAX_FRAMES;
 	skel->rodata->follow_children = !!o->follow_children;
 	skel->rodata->all_procs = !!o->all_procs;
@@ -511,25 +406,9 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	if (ret)
 		return ret;
 	choose_programs(s, o);
-	ret = verifier_logs(skel, o->verbose, &logs);
-	if (ret) {
-		snprintf(err, errlen, "out of memory");
+	ret = bpf_load__load(s, o, &choice, err, errlen);
+	if (ret)
 		return ret;
-	}
-	ret = pyprof_bpf__load(skel);
-	read_verifier_logs(s, logs, reason, sizeof(reason));
-	free(logs);
-	if (ret == -EPERM && !reason[0]) {
-		snprintf(err, errlen, "loading the BPF program: permission denied "
-			 "(needs root, or CAP_BPF and CAP_PERFMON)");
-		return ret;
-	}
-	if (ret) {
-		snprintf(err, errlen, "the kernel's BPF verifier rejected the program (%s)%s%s%s",
-			 strerror(-ret), reason[0] ? ": " : "", reason,
-			 o->verbose > 1 ? "" : "; rerun with -vv for its log");
-		return ret;
-	}
 	return open_maps(s, err, errlen);
 }
 

@@ -62,7 +62,8 @@ void verifier__reason(const char *log, char *out, size_t len)
 {
 	const char *end = log + strlen(log), *line;
 
-	/* The last line that is not a statistic: the verifier's verdict. */
+	/* The last line that is not a statistic, nor a global function's
+	 * check passed (5.10 logs those at any level): the verdict. */
 	while (end > log) {
 		while (end > log && (end[-1] == '\n' || end[-1] == ' '))
 			end--;
@@ -70,7 +71,8 @@ void verifier__reason(const char *log, char *out, size_t len)
 		while (line > log && line[-1] != '\n')
 			line--;
 		if (end > line && strncmp(line, "processed ", 10) && strncmp(line, "stack depth", 11) &&
-		    strncmp(line, "verification time", 17)) {
+		    strncmp(line, "verification time", 17) && strncmp(line, "Func#", 5) &&
+		    strncmp(line, "Validating ", 11)) {
 			snprintf(out, len, "%.*s", (int)(end - line), line);
 			return;
 		}
