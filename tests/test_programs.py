@@ -14,6 +14,7 @@ forced program is the only one tried, so a clean stderr means it ran), and
 the -v line must name it. The choice by probing is the matrix's to show;
 the override's errors are checked here.
 """
+import re
 import subprocess
 
 import pytest
@@ -93,3 +94,20 @@ def test_task_tree(noloop, procs, tmp_path):
 
 def test_native_kernel_paths(noloop, procs, tmp_path):
     test_native.test_native_kernel_paths("sid-3.14", procs, tmp_path)
+
+
+def test_version_names_programs():
+    """--version -v: both programs carried, the one this kernel loads and
+    why; PYPROF_BPF_PROGRAM's choice said as such."""
+    def version(env):
+        r = subprocess.run([binary(), "--version", "-v"], env=env, capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    out = version({"PATH": "/usr/bin:/bin"})
+    assert "BPF programs: pyprof.bpf.o (kernels with bpf_loop" in out, out
+    assert "pyprof_noloop.bpf.o (5.8 to 5.16)" in out, out
+    assert re.search(r"this kernel \(\S+\): loads pyprof(_noloop)?\.bpf\.o \(the kernel has ", out), out
+    out = version({"PATH": "/usr/bin:/bin", "PYPROF_BPF_PROGRAM": PROGRAM})
+    assert re.search(r"this kernel \(\S+\): loads pyprof_noloop\.bpf\.o \(PYPROF_BPF_PROGRAM "
+                     r"says so\)", out), out

@@ -188,7 +188,7 @@ CHECKS = {
     "subprocesses": ("spawn", ["host"], ["--subprocesses"],
                      lambda st: want(shares(st), "child_hot", 0.02)),
 }
-OTHER = ("all", "dump", "agent")
+OTHER = ("all", "dump", "agent", "version")
 
 
 def run_record(binary, name, interp, target, args, verdict):
@@ -232,6 +232,17 @@ def run_dump(binary, interp, target):
     missing = [f for f in ("busy", "sleeper", "raiser", "sys_worker") if f'"{f}"' not in r.stdout]
     return {"ok": not missing, "why": f"threads' functions missing: {missing}" if missing
             else "every thread's function named"}
+
+
+def run_version(binary, interp, target):
+    """--version -v: the program this kernel loads, found by probing, and why."""
+    r = subprocess.run([binary, "--version", "-v"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    m = re.search(r"^this kernel \(\S+\): loads (.*)$", r.stdout, re.M)
+    res = {"backend": "bpf" if m else "?", "program": m.group(1) if m else None}
+    if r.returncode != 0 or not m:
+        return dict(res, ok=False, why=f"exit {r.returncode}: {(r.stdout + r.stderr)[-400:]}")
+    return dict(res, ok=True, why=m.group(0))
 
 
 def run_agent(binary, interp, target):

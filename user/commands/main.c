@@ -8,13 +8,16 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include "commands/dump.h"
 #include "target/pyproc.h"
 #include "commands/record.h"
 #include "commands/top/top.h"
 #include "agent/agent.h"
+#include "sampling/sampler.h"
 #include "version.h"	/* PYPROF_VERSION, PYPROF_COMMIT: made by the Makefile */
 #include "util/parse.h"
 
@@ -213,6 +216,24 @@ static void usage(FILE *f)
 	      "    sudo pyprof-bpf agent --push pyroscope=http://host:4040  # continuous\n", f);
 }
 
+/* --version; with -v, the BPF programs carried and the one this kernel runs. */
+static int print_version(bool verbose)
+{
+	char why[PYPROF_ERRLEN] = "";
+	struct utsname u;
+	int rc;
+
+	puts(argp_program_version);
+	if (!verbose)
+		return 0;
+	puts("BPF programs: pyprof.bpf.o (kernels with bpf_loop: 5.17+, or a backport), "
+	     "pyprof_noloop.bpf.o (5.8 to 5.16)");
+	rc = sampler__available("bpf", why, sizeof(why));
+	printf("this kernel (%s): %s%s\n", uname(&u) ? "?" : u.release,
+	       rc ? "no BPF backend: " : "loads ", why);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
@@ -225,10 +246,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-		puts(argp_program_version);
-		return 0;
-	}
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
+		return print_version(argc > 2 && (!strcmp(argv[2], "-v") ||
+						   !strcmp(argv[2], "--verbose")));
 	if (strcmp(cmd, "dump") == 0) {
 		argv[1] = "pyprof-bpf dump";
 		return cmd_dump(argc - 1, argv + 1);

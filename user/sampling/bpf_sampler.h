@@ -48,8 +48,9 @@ struct bpf_sampler;
 /*
  * Can this process use the BPF backend here? 0 if so; otherwise -EPERM (no
  * CAP_BPF + CAP_PERFMON, nor CAP_SYS_ADMIN) or -ENOTSUP (no BTF, or a kernel
- * without perf_event programs, ring buffers or bpf_loop), with one line in
- * @why that the CLI can print before falling back to the remote backend.
+ * without perf_event programs, ring buffers or a helper both programs call),
+ * with one line in @why that the CLI can print before falling back to the
+ * remote backend. On 0, @why names the program the kernel would run, and why.
  */
 int bpf_sampler__available(char *why, size_t len);
 

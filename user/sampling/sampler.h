@@ -164,7 +164,8 @@ struct sampler_detail {
 
 /*
  * Can backend @backend ("bpf", "remote": sampler_ops.id) be used here? 0 if
- * so, else -errno with one line in @why (-ENOENT: no such backend).
+ * so, else -errno with one line in @why (-ENOENT: no such backend). On 0,
+ * @why may say how (the BPF backend: the program it would load, and why).
  */
 int sampler__available(const char *backend, char *why, size_t len);
 /*

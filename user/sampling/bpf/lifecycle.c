@@ -158,6 +158,7 @@ static int check_privileges(char *why, size_t len)
 
 int bpf_sampler__available(char *why, size_t len)
 {
+	struct bpf_program_choice choice;
 	libbpf_print_fn_t old;
 	const char *missing = NULL;
 	int err;
@@ -183,7 +184,10 @@ int bpf_sampler__available(char *why, size_t len)
 		snprintf(why, len, "kernel cannot run the BPF sampler: no %s", missing);
 		return -ENOTSUP;
 	}
-	return 0;
+	err = bpf_programs__choose(&choice, why, len);
+	if (!err)
+		snprintf(why, len, "%s (%s)", choice.name, choice.why);
+	return err;
 }
 
 static long read_long(const char *path)
