@@ -111,3 +111,32 @@ def test_version_names_programs():
     out = version({"PATH": "/usr/bin:/bin", "PYPROF_BPF_PROGRAM": PROGRAM})
     assert re.search(r"this kernel \(\S+\): loads pyprof_noloop\.bpf\.o \(PYPROF_BPF_PROGRAM "
                      r"says so\)", out), out
+
+
+def test_no_btf_said_plainly(procs, tmp_path):
+    """A kernel without BTF (here: an empty /sys/kernel/btf in a mount
+    namespace of the recorder's own): one line naming it; cpu mode samples
+    with the remote backend, off-CPU mode is refused, --version -v says so."""
+    interp = by_label("sid-3.14")
+    p, script, info = test_record.start_deep(interp, procs, tmp_path, 20)
+    hide = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount -t tmpfs none /sys/kernel/btf && exec "$@"', "sh"]
+    out = tmp_path / "nobtf.perf"
+
+    def run(args):
+        return subprocess.run(hide + [binary()] + args, capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+    why = "kernel has no BTF (/sys/kernel/btf/vmlinux)"
+    r = run(["record", "-p", str(p.pid), "-d", "1", "-o", str(out)])
+    assert r.returncode == 0, r.stderr
+    assert f"cannot use BPF ({why}): sampling with the remote backend instead" in r.stderr, \
+        r.stderr
+    samples = test_record.parse_perf(test_record.read_file(str(out)))
+    assert samples, r.stderr
+    test_record.check_deep(samples, script, info, 2048, "sid-3.14 20 deep, remote, no BTF")
+    r = run(["record", "-p", str(p.pid), "-d", "1", "--mode", "off-cpu", "-o", str(out)])
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == \
+        f"pyprof-bpf: BPF backend (--mode off-cpu needs it): {why}", r.stderr
+    r = run(["--version", "-v"])
+    assert f"no BPF backend: {why}" in r.stdout, r.stdout

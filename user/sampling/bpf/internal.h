@@ -207,8 +207,9 @@ struct bpf_program_choice {
 const char *bpf_programs__base_missing(void);
 /* What the modes of @o need that the kernel lacks, named; NULL: nothing. */
 const char *bpf_programs__mode_missing(const struct sampler_opts *o, bool off_cpu);
-/* The object for this kernel (or PYPROF_BPF_PROGRAM's). 0 or -EINVAL. */
-int bpf_programs__choose(struct bpf_program_choice *c, char *err, size_t errlen);
+/* The object for this kernel (or PYPROF_BPF_PROGRAM's), @off_cpu: with the
+ * off-CPU programs. 0 or -EINVAL. */
+int bpf_programs__choose(struct bpf_program_choice *c, bool off_cpu, char *err, size_t errlen);
 
 /* load.c: the object @c names opened into s->skel (the modes of @o checked
  * first), then loaded. 0, or -errno with @err. */

@@ -184,7 +184,7 @@ int bpf_sampler__available(char *why, size_t len)
 		snprintf(why, len, "kernel cannot run the BPF sampler: no %s", missing);
 		return -ENOTSUP;
 	}
-	err = bpf_programs__choose(&choice, why, len);
+	err = bpf_programs__choose(&choice, false, why, len);
 	if (!err)
 		snprintf(why, len, "%s (%s)", choice.name, choice.why);
 	return err;

@@ -160,7 +160,7 @@ int bpf_load__open(struct bpf_sampler *s, const struct sampler_opts *o,
 			 missing);
 		return -ENOTSUP;
 	}
-	ret = bpf_programs__choose(c, err, errlen);
+	ret = bpf_programs__choose(c, bpf_lifecycle__off_cpu(s), err, errlen);
 	if (ret)
 		return ret;
 	s->skel = open_object(c);

@@ -5,7 +5,8 @@
  * number: RHEL 9's 5.14 has bpf_loop backported).
  *
  * pyprof.bpf.o needs bpf_loop (5.17+), bpf_get_current_task_btf (5.11+)
- * and bpf_task_pt_regs (5.15+); pyprof_noloop.bpf.o, the same source
+ * and bpf_task_pt_regs (5.15+), and in off-CPU modes a sched_switch that
+ * passes prev_state (5.18+); pyprof_noloop.bpf.o, the same source
  * without them (bpf/compat.bpf.h), runs from 5.8 (ring buffers) on. Both
  * are in the binary; pyprof_noloop.skel.h is generated under the main
  * skeleton's name and its layout checked equal at build, so the loader
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "sampling/bpf/internal.h"
@@ -100,7 +102,36 @@ const char *bpf_programs__mode_missing(const struct sampler_opts *o, bool off_cp
 	return NULL;
 }
 
-int bpf_programs__choose(struct bpf_program_choice *c, char *err, size_t errlen)
+/*
+ * Does the kernel's sched_switch pass prev_state (5.18+)? pyprof.bpf.o's
+ * off-CPU program takes it as an argument; pyprof_noloop.bpf.o reads the
+ * task's state, so a kernel with bpf_loop but the older tracepoint (a
+ * backport) runs that one for off-CPU modes. True when unknown: the load
+ * then says what is wrong.
+ */
+static bool switch_has_prev_state(void)
+{
+	libbpf_print_fn_t old = libbpf_set_print(print_nothing);
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	bool has = true;
+	int id;
+
+	libbpf_set_print(old);
+	if (!btf)
+		return true;
+	/* typedef void (*btf_trace_sched_switch)(void *, bool, prev, next[, state]) */
+	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	t = t ? btf__type_by_id(btf, t->type) : NULL;		/* the pointer */
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	if (t && btf_is_func_proto(t))
+		has = btf_vlen(t) >= 5;
+	btf__free(btf);
+	return has;
+}
+
+int bpf_programs__choose(struct bpf_program_choice *c, bool off_cpu, char *err, size_t errlen)
 {
 	const char *force = getenv("PYPROF_BPF_PROGRAM"), *missing;
 
@@ -115,6 +146,8 @@ int bpf_programs__choose(struct bpf_program_choice *c, char *err, size_t errlen)
 		snprintf(c->why, sizeof(c->why), "PYPROF_BPF_PROGRAM says so");
 	} else {
 		missing = first_missing(loop_needs, sizeof(loop_needs) / sizeof(loop_needs[0]));
+		if (!missing && off_cpu && !switch_has_prev_state())
+			missing = "prev_state in sched_switch (5.18+)";
 		c->noloop = missing != NULL;
 		snprintf(c->why, sizeof(c->why), "%s%s", missing ? "the kernel has no " :
 			 "the kernel has bpf_loop", missing ? missing : "");
