@@ -71,7 +71,7 @@ static __always_inline struct task_struct *current_task(void)
 #define TASK_READ(t, field) BPF_CORE_READ((t), field)
 
 /* The user registers of @task (saved at its entry into the kernel), copied
- * into @buf; NULL when unreadable. */
+ * into @buf; NULL when unreadable, or not a user context's. */
 static __always_inline struct pt_regs *user_regs(struct task_struct *task, struct pt_regs *buf)
 {
 	__u64 stack = (__u64)BPF_CORE_READ(task, stack);
@@ -79,6 +79,10 @@ static __always_inline struct pt_regs *user_regs(struct task_struct *task, struc
 	if (!stack || bpf_probe_read_kernel(buf, sizeof(*buf),
 					    (const void *)(stack + PYPROF_THREAD_SIZE -
 							   sizeof(*buf))))
+		return NULL;
+	/* Saved in user mode (privilege level 3), or not what was meant: a
+	 * kernel built with another stack size. */
+	if ((buf->cs & 3) != 3)
 		return NULL;
 	return buf;
 }
