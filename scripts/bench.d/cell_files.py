@@ -16,3 +16,29 @@ def write(outdir, stem, res, text, bench_dir=None):
     if bench_dir and os.path.dirname(outdir) == bench_dir:
         shutil.copy(md, os.path.join(bench_dir, "latest-%s.md" % stem))
     return text
+
+
+def add_common_args(ap, stem, bench_dir, repo):
+    """--binary, --out and --report, as every cell that runs alone takes them."""
+    ap.add_argument("--binary", default=os.path.join(repo, "pyprof-bpf"))
+    ap.add_argument("--out", help="results directory (default %s/<UTC time>-%s)"
+                    % (bench_dir, stem))
+    ap.add_argument("--report", metavar="JSON",
+                    help="print the report of a finished run's %s.json again, and exit" % stem)
+
+
+def reprint(args, text):
+    """--report: the table of a finished run printed again. True when done."""
+    if not args.report:
+        return False
+    with open(args.report) as f:
+        print(text(json.load(f)))
+    return True
+
+
+def make_outdir(args, stem, bench_dir, stamp):
+    """The run's directory (--out, else bench_dir/STAMP-STEM) and its logs/."""
+    outdir = os.path.abspath(args.out or os.path.join(bench_dir, stamp + "-" + stem))
+    logdir = os.path.join(outdir, "logs")
+    os.makedirs(logdir, exist_ok=True)
+    return outdir, logdir
