@@ -10,11 +10,15 @@
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-OUTPUT    := .output
 CLANG     ?= clang
 CC        ?= gcc
 BPFTOOL   ?= bpftool
-ARCH      := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+# ARCH (x86, arm64): the machine's unless given (make ARCH=arm64 ...); another
+# architecture's build goes to .output/ARCH (issue #34: so far its BPF
+# objects and skeletons, `make ARCH=arm64 bpf`).
+HOST_ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+ARCH      := $(HOST_ARCH)
+OUTPUT    := $(if $(filter $(HOST_ARCH),$(ARCH)),.output,.output/$(ARCH))
 VMLINUX   := vmlinux/$(ARCH)/vmlinux.h
 
 CFLAGS    ?= -O2 -g
@@ -42,10 +46,13 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all clean setup test test-kernels check unit unit-build bench san fuzz fuzz-build fuzz-replay
+.PHONY: all bpf clean setup test test-kernels check unit unit-build bench san fuzz fuzz-build fuzz-replay
 # The builds of make test and make check run side by side, one job a CPU.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 all: pyprof-bpf
+
+# The BPF objects and their skeletons alone (any ARCH with a vmlinux/ARCH).
+bpf: $(SKELS)
 
 $(OUTPUT):
 	$(Q)mkdir -p $@

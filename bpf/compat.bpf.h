@@ -19,7 +19,8 @@
  *  - The task is bpf_get_current_task()'s, its fields read with
  *    BPF_CORE_READ.
  *  - A task's user registers are the pt_regs at the top of its kernel stack
- *    (x86-64: task->stack + THREAD_SIZE - sizeof(struct pt_regs)), copied.
+ *    (task->stack + THREAD_SIZE - sizeof(struct pt_regs); the size is the
+ *    architecture's, arch_*.bpf.h), copied.
  *  - sched_switch passes no prev_state before 5.18: the task's is read.
  * The records, maps and globals are the same: the loader opens either
  * object through one skeleton (the build checks that they agree).
@@ -33,8 +34,6 @@
 #ifdef PYPROF_NO_BPF_LOOP
 
 #define PYPROF_LOOP_CHUNK	64
-/* x86-64's kernel stack (PAGE_SIZE << 2; Debian's kernels have no KASAN). */
-#define PYPROF_THREAD_SIZE	16384
 
 /* Global (not static): checked once, on its own; see above. */
 #define DEFINE_LOOP(fn)								\
@@ -70,23 +69,6 @@ static __always_inline struct task_struct *current_task(void)
 
 #define TASK_READ(t, field) BPF_CORE_READ((t), field)
 
-/* The user registers of @task (saved at its entry into the kernel), copied
- * into @buf; NULL when unreadable, or not a user context's. */
-static __always_inline struct pt_regs *user_regs(struct task_struct *task, struct pt_regs *buf)
-{
-	__u64 stack = (__u64)BPF_CORE_READ(task, stack);
-
-	if (!stack || bpf_probe_read_kernel(buf, sizeof(*buf),
-					    (const void *)(stack + PYPROF_THREAD_SIZE -
-							   sizeof(*buf))))
-		return NULL;
-	/* Saved in user mode (privilege level 3), or not what was meant: a
-	 * kernel built with another stack size. */
-	if ((buf->cs & 3) != 3)
-		return NULL;
-	return buf;
-}
-
 /* Before 5.14 a task's state was `long state`. */
 struct task_struct___pre514 {
 	long state;
@@ -117,11 +99,30 @@ static __always_inline struct task_struct *current_task(void)
 
 #define TASK_READ(t, field) ((t)->field)
 
+#endif
+
+#include "arch.bpf.h"
+
+#ifdef PYPROF_NO_BPF_LOOP
+/* The user registers of @task (saved at its entry into the kernel, at the
+ * top of its kernel stack), copied into @buf; NULL when unreadable, or not
+ * a user context's (or not what was meant: a kernel built with another
+ * stack size). */
+static __always_inline struct pt_regs *user_regs(struct task_struct *task, struct pt_regs *buf)
+{
+	__u64 stack = (__u64)BPF_CORE_READ(task, stack);
+
+	if (!stack || bpf_probe_read_kernel(buf, sizeof(*buf),
+					    (const void *)(stack + PYPROF_THREAD_SIZE -
+							   sizeof(*buf))))
+		return NULL;
+	return arch_user_mode(buf) ? buf : NULL;
+}
+#else
 static __always_inline struct pt_regs *user_regs(struct task_struct *task, struct pt_regs *buf)
 {
 	return (struct pt_regs *)bpf_task_pt_regs(task);
 }
-
 #endif
 
 #endif

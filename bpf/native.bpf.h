@@ -60,23 +60,7 @@ static __always_inline void ustack_header(struct pyprof_ustack *r, __u64 id,
 	r->kind = PYPROF_REC_USTACK;
 	r->tid = (__u32)id;
 	r->pid = id >> 32;
-	r->regs[0] = regs->ax;
-	r->regs[1] = regs->dx;
-	r->regs[2] = regs->cx;
-	r->regs[3] = regs->bx;
-	r->regs[4] = regs->si;
-	r->regs[5] = regs->di;
-	r->regs[6] = regs->bp;
-	r->regs[7] = regs->sp;
-	r->regs[8] = regs->r8;
-	r->regs[9] = regs->r9;
-	r->regs[10] = regs->r10;
-	r->regs[11] = regs->r11;
-	r->regs[12] = regs->r12;
-	r->regs[13] = regs->r13;
-	r->regs[14] = regs->r14;
-	r->regs[15] = regs->r15;
-	r->regs[16] = regs->ip;
+	arch_user_regs(r->regs, regs);
 }
 
 /* Bytes of the next copy from @at, @len in: to the page's end, at most @want. */
@@ -190,7 +174,7 @@ static __always_inline void tick_ustack(void)
 		return;
 	/* From 128 bytes below sp: the red zone, where an epilogue's
 	 * popped registers still are. */
-	sp = regs->sp - PYPROF_USTACK_REDZONE;
+	sp = arch_sp(regs) - PYPROF_USTACK_REDZONE;
 	if (want > PYPROF_USTACK_MAX)
 		want = PYPROF_USTACK_MAX;
 	/* No further than the thread's outermost frame: a pthread's stack

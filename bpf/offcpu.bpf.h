@@ -133,8 +133,8 @@ static __always_inline void send_switch(void *ctx, struct task_struct *prev, __u
 	r->syscall_nr = -1;
 	r->syscall_arg0 = 0;
 	if (regs) {
-		r->syscall_nr = (__s64)regs->orig_ax;
-		r->syscall_arg0 = regs->di;
+		r->syscall_nr = arch_syscall_nr(regs);
+		r->syscall_arg0 = arch_syscall_arg0(regs);
 	}
 	/* Always taken, walked or not: what it sleeps in is this very wait's. */
 	r->pad = 0;

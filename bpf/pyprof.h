@@ -632,14 +632,20 @@ struct pyprof_switch_in {
 };
 
 /*
- * --native: the user registers of a tick (x86-64 DWARF order: rax, rdx,
- * rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, rip) and the top of its user
- * stack, len bytes from rsp (cut at the first unreadable page).
+ * --native: the user registers of a tick, in the architecture's DWARF order
+ * (x86-64: rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, rip; AArch64:
+ * x0-x30, sp, pc), and the top of its user stack, len bytes from the stack
+ * pointer (cut at the first unreadable page), starting the red zone below
+ * it (x86-64's 128 bytes; AArch64 has none).
  */
+#if defined(__TARGET_ARCH_arm64) || defined(__aarch64__)
+#define PYPROF_NREGS		33
+#define PYPROF_USTACK_REDZONE	0
+#else
 #define PYPROF_NREGS		17
-#define PYPROF_USTACK_MAX	32768
-/* The copy starts this far below rsp (the x86-64 red zone). */
 #define PYPROF_USTACK_REDZONE	128
+#endif
+#define PYPROF_USTACK_MAX	32768
 
 struct pyprof_ustack {
 	__u32 kind;			/* PYPROF_REC_USTACK */

@@ -96,17 +96,6 @@ static __always_inline long read_tstate(struct scratch *sc, __u64 tstate, struct
 	return 0;
 }
 
-/* pthread_self() of the current thread: its TCB, which is its fs base on
- * x86-64 (glibc and musl alike), what CPython stores as thread_id. */
-static __always_inline __u64 thread_id_of(const struct task_struct *task)
-{
-#if defined(__TARGET_ARCH_x86)
-	return TASK_READ(task, thread.fsbase);
-#else
-	return 0;
-#endif
-}
-
 /* One step of the lookup: one thread state, or the move to an interpreter. */
 static long lookup_step(__u32 i, void *arg)
 {
