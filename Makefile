@@ -20,6 +20,21 @@ HOST_ARCH := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 ARCH      := $(HOST_ARCH)
 OUTPUT    := $(if $(filter $(HOST_ARCH),$(ARCH)),.output,.output/$(ARCH))
 VMLINUX   := vmlinux/$(ARCH)/vmlinux.h
+BIN       := pyprof-bpf
+OBJCOPY   ?= objcopy
+# Another architecture: clang and lld against a sysroot of Debian's packages
+# for it (scripts/provision-sysroot.sh ARCH), the binary in $(OUTPUT).
+ifneq ($(ARCH),$(HOST_ARCH))
+TRIPLE_x86   := x86_64-linux-gnu
+TRIPLE_arm64 := aarch64-linux-gnu
+SYSROOT   ?= $(or $(PYPROF_CACHE),/var/cache/pyprof-bpf)/sysroot-$(ARCH)
+CC        := $(CLANG) --target=$(TRIPLE_$(ARCH)) --sysroot=$(SYSROOT)
+LDFLAGS   += -fuse-ld=lld
+OBJCOPY   := llvm-objcopy
+BIN       := $(OUTPUT)/pyprof-bpf
+export PKG_CONFIG_SYSROOT_DIR := $(SYSROOT)
+export PKG_CONFIG_LIBDIR := $(SYSROOT)/usr/lib/$(TRIPLE_$(ARCH))/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+endif
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
@@ -49,7 +64,7 @@ endif
 .PHONY: all bpf clean setup test test-kernels check unit unit-build bench san fuzz fuzz-build fuzz-replay
 # The builds of make test and make check run side by side, one job a CPU.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
-all: pyprof-bpf
+all: $(BIN)
 
 # The BPF objects and their skeletons alone (any ARCH with a vmlinux/ARCH).
 bpf: $(SKELS)
@@ -95,26 +110,30 @@ $(OUTPUT)/pyprof_noloop.skel.h: $(OUTPUT)/pyprof_noloop.bpf.o $(OUTPUT)/pyprof.s
 	$(Q)rm -f $@.main $@.noloop
 	$(Q)mv -f $@.tmp $@
 
-# x86-64 syscall names by number (user/offcpu/syscalls.c), from linux-libc-dev.
-SYSCALLS_H := /usr/include/x86_64-linux-gnu/asm/unistd_64.h
-$(OUTPUT)/syscall_table.h: $(wildcard $(SYSCALLS_H)) | $(OUTPUT)
+# The architecture's system call names by number (user/offcpu/syscalls.c):
+# <asm/unistd.h>'s __NR_ macros as the compiler sees them (linux-libc-dev's;
+# arm64's generic table names some through others, resolved here).
+$(OUTPUT)/syscall_table.h: | $(OUTPUT)
 	$(call msg,GEN,$@)
-	$(Q)test -r $(SYSCALLS_H) || { echo "$(SYSCALLS_H) missing: install the Debian package linux-libc-dev" >&2; exit 1; }
-	$(Q)awk 'BEGIN { print "/* Generated from $(SYSCALLS_H): do not edit. */"; \
-		print "static const char *const syscall_table[] = {" } \
-		$$1 == "#define" && $$2 ~ /^__NR_/ && $$3 ~ /^[0-9]+$$/ { \
-		printf "\t[%s] = \"%s\",\n", $$3, substr($$2, 6); n++ } \
-		END { print "};"; if (!n) { print "no __NR_ line in $(SYSCALLS_H)" > "/dev/stderr"; exit 1 } }' \
-		$(SYSCALLS_H) > $@
+	$(Q)echo '#include <asm/unistd.h>' | $(CC) -E -dM -x c - | awk ' \
+		$$1 == "#define" && $$2 ~ /^__NR/ { v[$$2] = $$3 } \
+		function val(s, d) { while (s in v && d++ < 8) s = v[s]; return s } \
+		END { print "/* Generated from <asm/unistd.h>: do not edit. */"; \
+		print "static const char *const syscall_table[] = {"; \
+		for (k in v) if (k ~ /^__NR_/ && (n = val(k)) ~ /^[0-9]+$$/) { \
+			printf "\t[%s] = \"%s\",\n", n, substr(k, 6); c++ } \
+		print "};"; if (!c) { print "no __NR_ macro in <asm/unistd.h>" > "/dev/stderr"; exit 1 } }' \
+		| { read -r l1; read -r l2; echo "$$l1"; echo "$$l2"; grep '^	\[' | sort -t'[' -k2 -n; echo "};"; } > $@.tmp
+	$(Q)mv $@.tmp $@
 
 $(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/pyprof.h $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-pyprof-bpf: $(USER_OBJS)
+$(BIN): $(USER_OBJS)
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Unit tests: every tests/unit/test_*.c is linked against the library objects,
 # rebuilt with ASan/UBSan in their own directory.
@@ -225,6 +244,7 @@ setup:
 	scripts/install-consumers.sh
 	scripts/provision-minbase.sh
 	scripts/provision-kernels.sh
+	scripts/provision-sysroot.sh arm64
 
 # Self-sufficient on a fresh machine: the setup scripts are idempotent and
 # return at once when everything is there.
@@ -234,6 +254,7 @@ test:
 	scripts/install-consumers.sh
 	scripts/provision-minbase.sh
 	scripts/provision-kernels.sh
+	scripts/provision-sysroot.sh arm64
 	$(MAKE) -j$(NPROC) all unit-build san fuzz-build
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
@@ -306,13 +327,13 @@ $(RELEASE_BIN): $(USER_OBJS) | $(OUTPUT)
 		echo "release: pkg-config knows no static link line for: $(RELEASE_PKGS)" >&2; exit 1; }; \
 	static=; dynamic=; for l in $$libs; do case " $(GLIBC_LIBS) " in \
 		*" $$l "*) dynamic="$$dynamic $$l" ;; *) static="$$static $$l" ;; esac; done; \
-	$(CC) $(CFLAGS) $(RELEASE_LDFLAGS) $^ -Wl,-Bstatic $$static -Wl,-Bdynamic $$dynamic -o $@.tmp
+	$(CC) $(CFLAGS) $(LDFLAGS) $(RELEASE_LDFLAGS) $^ -Wl,-Bstatic $$static -Wl,-Bdynamic $$dynamic -o $@.tmp
 	$(Q)needed=$$(readelf -d $@.tmp | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' \
 		| grep -Ev '^(libc|libm|libpthread|libdl|librt|libresolv)\.so\.|^ld-linux' || true); \
 	if [ -n "$$needed" ]; then echo "release: still linked dynamically: $$needed" >&2; \
 		rm -f $@.tmp; exit 1; fi
-	$(Q)objcopy --only-keep-debug $@.tmp $@.debug
-	$(Q)objcopy --strip-debug --add-gnu-debuglink=$@.debug $@.tmp $@
+	$(Q)$(OBJCOPY) --only-keep-debug $@.tmp $@.debug
+	$(Q)$(OBJCOPY) --strip-debug --add-gnu-debuglink=$@.debug $@.tmp $@
 	$(Q)rm -f $@.tmp
 
 release: $(RELEASE_BIN)

@@ -30,6 +30,10 @@ PKGS=(
 	gdb
 	# `agent --push`: libcurl's headers (the library itself is opened at run time)
 	libcurl4-openssl-dev
+	# the arm64 build on this machine (issue #34): lld links it against
+	# scripts/provision-sysroot.sh's sysroot, qemu-user-static runs it
+	# (tests/test_cross.py), zstd opens kernel images (scripts/btf-from-image.py)
+	lld qemu-user-static zstd
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -409,7 +409,8 @@ def test_minbase_root_has_no_build_tools(minbase):
 # --version
 
 
-VERSION_RE = re.compile(r"^pyprof-bpf (\S+) \(commit ([0-9a-f]{7,40})(-dirty)?\)$")
+VERSION_RE = re.compile(r"^pyprof-bpf (\S+) \(commit ([0-9a-f]{7,40})(-dirty)?, (x86-64|arm64)\)$")
+ARCH = {"x86_64": "x86-64", "aarch64": "arm64"}[os.uname().machine]
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["-V"], ["record", "--version"],
@@ -421,6 +422,7 @@ def test_version_names_version_and_commit(argv):
     m = VERSION_RE.match(p.stdout.strip())
     assert m, f"--version does not say version and commit: {p.stdout!r}"
     assert m.group(1) == makefile_version(), (m.group(1), makefile_version())
+    assert m.group(4) == ARCH, f"--version names {m.group(4)}, not {ARCH}"
     # The commit is one of this repository's.
     g = run(["git", "-C", REPO, "cat-file", "-e", m.group(2) + "^{commit}"], timeout=30)
     assert g.returncode == 0, f"commit {m.group(2)} is not in {REPO}: {g.stderr}"

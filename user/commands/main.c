@@ -21,7 +21,15 @@
 #include "version.h"	/* PYPROF_VERSION, PYPROF_COMMIT: made by the Makefile */
 #include "util/parse.h"
 
-const char *argp_program_version = "pyprof-bpf " PYPROF_VERSION " (commit " PYPROF_COMMIT ")";
+#if defined(__x86_64__)
+#define PYPROF_ARCH "x86-64"
+#elif defined(__aarch64__)
+#define PYPROF_ARCH "arm64"
+#else
+#error "pyprof-bpf: x86-64 and arm64 only"
+#endif
+const char *argp_program_version = "pyprof-bpf " PYPROF_VERSION " (commit " PYPROF_COMMIT ", "
+				   PYPROF_ARCH ")";
 const char *argp_program_bug_address = "<https://github.com/pyprof-bpf/pyprof-bpf/issues>";
 
 /* ---- dump ---- */

@@ -4,7 +4,12 @@
 #include <asm/perf_regs.h>
 #include "native/unwind.h"
 
-/* perf's register numbers (asm/perf_regs.h) of each DWARF register. */
+/*
+ * perf's register numbers (asm/perf_regs.h) of each DWARF register. The
+ * unwinder is x86-64's so far (#34): elsewhere --native is refused, and no
+ * register maps.
+ */
+#if defined(__x86_64__)
 static const int perf_of_dwarf[NATIVE_REG_COUNT] = {
 	PERF_REG_X86_AX, PERF_REG_X86_DX, PERF_REG_X86_CX, PERF_REG_X86_BX,
 	PERF_REG_X86_SI, PERF_REG_X86_DI, PERF_REG_X86_BP, PERF_REG_X86_SP,
@@ -12,6 +17,11 @@ static const int perf_of_dwarf[NATIVE_REG_COUNT] = {
 	PERF_REG_X86_R12, PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15,
 	PERF_REG_X86_IP,
 };
+#else
+static const int perf_of_dwarf[NATIVE_REG_COUNT] = {
+	[0 ... NATIVE_REG_COUNT - 1] = -1,
+};
+#endif
 
 void native_regs__from_dwarf(struct native_regs *out, const uint64_t *regs)
 {
@@ -24,7 +34,8 @@ uint64_t native_regs__perf_mask(void)
 	uint64_t mask = 0;
 
 	for (int i = 0; i < NATIVE_REG_COUNT; i++)
-		mask |= 1ull << perf_of_dwarf[i];
+		if (perf_of_dwarf[i] >= 0)
+			mask |= 1ull << perf_of_dwarf[i];
 	return mask;
 }
 
