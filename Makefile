@@ -61,7 +61,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all bpf clean setup test test-kernels check unit unit-build bench san fuzz fuzz-build fuzz-replay
+.PHONY: all bpf clean setup test test-kernels test-arm64 check unit unit-build bench san fuzz fuzz-build fuzz-replay
 # The builds of make test and make check run side by side, one job a CPU.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 all: $(BIN)
@@ -245,6 +245,7 @@ setup:
 	scripts/provision-minbase.sh
 	scripts/provision-kernels.sh
 	scripts/provision-sysroot.sh arm64
+	scripts/provision-arm64.sh
 
 # Self-sufficient on a fresh machine: the setup scripts are idempotent and
 # return at once when everything is there.
@@ -255,6 +256,7 @@ test:
 	scripts/provision-minbase.sh
 	scripts/provision-kernels.sh
 	scripts/provision-sysroot.sh arm64
+	scripts/provision-arm64.sh
 	$(MAKE) -j$(NPROC) all unit-build san fuzz-build
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
@@ -271,6 +273,13 @@ check:
 
 # The kernel matrix alone (issue #33): tests/test_kernels.py, every check in a QEMU
 # guest of each of Debian's kernels (KERNELS="bullseye bookworm trixie sid" by default).
+# The arm64 cell alone (issue #34): tests/test_arm64.py, the arm64 build's checks in a
+# QEMU arm64 guest.
+test-arm64:
+	scripts/provision-sysroot.sh arm64
+	scripts/provision-arm64.sh
+	/usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_arm64.py
+
 test-kernels: pyprof-bpf
 	scripts/provision-kernels.sh $(KERNELS)
 	KERNELS="$(KERNELS)" /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_kernels.py

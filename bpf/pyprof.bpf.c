@@ -284,7 +284,7 @@ static __always_inline int take_sample(bool switch_out)
 	 * join() showed the next request's handler).
 	 */
 	exiting = TASK_READ(task, flags) & PF_EXITING;
-	tstate = exiting ? 0 : find_tstate(sc, th, tid, arch_thread_id(task), born, tv);
+	tstate = exiting ? 0 : find_tstate(sc, th, tid, arch_thread_id(task) - sc->cfg.thread_id_below_tp, born, tv);
 	sc->s.tstate = tstate;
 	/* Exception mode: a thread with none is not sampled at all. */
 	if (sc->cfg.exc_mode && !switch_out &&

@@ -235,6 +235,9 @@ struct pyprof_config {
 	__u64 interp_threads_head;
 	__u32 next_rel;
 	__u32 lookup_steps;
+	/* A thread state's thread_id (pthread_self()) is the thread pointer
+	 * less this: 0 on x86-64, glibc's sizeof(struct pthread) on AArch64. */
+	__u64 thread_id_below_tp;
 	/* A thread with no thread state is looked up again this long after a
 	 * lookup that found none. */
 	__u64 lookup_retry_ns;

@@ -34,6 +34,8 @@ PKGS=(
 	# scripts/provision-sysroot.sh's sysroot, qemu-user-static runs it
 	# (tests/test_cross.py), zstd opens kernel images (scripts/btf-from-image.py)
 	lld qemu-user-static zstd
+	# the arm64 guest (scripts/provision-arm64.sh, tests/test_arm64.py)
+	qemu-system-arm
 )
 
 if [ "$(id -u)" -ne 0 ]; then

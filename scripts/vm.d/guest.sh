@@ -30,6 +30,26 @@ if [ -n "$sid" ] && [ -d "/host$sid/proc" ]; then
 	mount -t proc proc "/host$sid/proc"
 fi
 echo "vm-guest: kernel $(uname -r) up; running cmd.sh"
+# Another architecture's root (vm-run: arm64): the command runs there, in
+# busybox sh, with the host's root at /host and the host's mounts above.
+chroot=$(cat /out/chroot 2>/dev/null)
+if [ -n "$chroot" ]; then
+	r=/host$chroot
+	for fs in proc:proc sysfs:sys devtmpfs:dev tmpfs:tmp tmpfs:run; do
+		mount -t ${fs%%:*} ${fs%%:*} $r/${fs#*:}
+	done
+	mount -t bpf bpf $r/sys/fs/bpf 2>/dev/null
+	mount -t debugfs debugfs $r/sys/kernel/debug 2>/dev/null
+	mount -t tracefs tracefs $r/sys/kernel/tracing 2>/dev/null
+	mount --rbind /host $r/host
+	mkdir -p $r/run/pyprof-vm
+	mount --bind /out $r/run/pyprof-vm
+	chroot $r /bin/sh -c 'cd "/host$(cat /run/pyprof-vm/cwd)" && exec /bin/sh /run/pyprof-vm/cmd.sh' \
+		>/out/log 2>&1
+	echo $? >/out/rc
+	sync
+	poweroff -f
+fi
 chroot /host /bin/sh -c 'cd "$(cat /run/pyprof-vm/cwd)" && exec /bin/bash /run/pyprof-vm/cmd.sh' \
 	>/out/log 2>&1
 echo $? >/out/rc

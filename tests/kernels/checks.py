@@ -3,7 +3,7 @@
 one of Debian's kernels (tests/test_kernels.py, through scripts/vm-run), or on
 the host to try them:
 
-    python3 tests/kernels/checks.py BINARY [CHECK...]
+    python3 tests/kernels/checks.py BINARY [--host-only] [CHECK...]
 
 Each check records (or dumps) tests/targets/kernel_mix.py, started on one
 interpreter of each kind the guest reaches (the host's /usr/bin/python3, the
@@ -39,9 +39,12 @@ HZ = 199
 TIMEOUT = 120
 
 
-def interpreters():
-    """The host's /usr/bin/python3, and the sid root's 3.14 and 3.15 (chroot)."""
+def interpreters(host_only=False):
+    """The host's /usr/bin/python3, and the sid root's 3.14 and 3.15 (chroot)
+    unless @host_only (the arm64 guest's root has its own Python alone)."""
     out = {"host": pyenvs.Interp("host", "/usr/bin/python3")}
+    if host_only:
+        return out
     out.update({i.label: i for i in pyenvs.load() if i.label in ("sid-3.14", "sid-3.15")})
     return out
 
@@ -274,15 +277,17 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    binary, only = os.path.abspath(sys.argv[1]), set(sys.argv[2:])
+    args = sys.argv[2:]
+    host_only = "--host-only" in args
+    binary, only = os.path.abspath(sys.argv[1]), set(args) - {"--host-only"}
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     print(json.dumps({"kernel": os.uname().release}), flush=True)
-    interps = interpreters()
+    interps = interpreters(host_only)
     plan = collections.defaultdict(list)     # (kind, interp) -> [check]
     for name, (kind, labels, _, _) in CHECKS.items():
         for label in labels:
-            if not only or name in only:
+            if label in interps and (not only or name in only):
                 plan[(kind, label)].append(name)
     for name in OTHER:
         if not only or name in only:

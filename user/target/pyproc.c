@@ -11,6 +11,7 @@
 #include "target/exc_offsets.h"
 #include "target/call_sites.h"
 #include "target/frame_sizes.h"
+#include "target/libc_tls.h"
 #include "target/offsets_legacy.h"
 #include "target/procdir.h"
 #include "target/procmaps.h"
@@ -34,6 +35,7 @@ struct pyproc {
 	uint64_t runtime;
 	uint64_t code_type;
 	uint64_t coro_type, asyncgen_type;
+	uint64_t thread_id_below_tp;	/* libc_tls.h */
 	char version[32];
 	struct tid_pair *tids;		/* namespace tid -> host tid */
 	size_t ntids;
@@ -56,6 +58,7 @@ uint64_t pyproc__runtime(const struct pyproc *p) { return p->runtime; }
 uint64_t pyproc__code_type(const struct pyproc *p) { return p->code_type; }
 uint64_t pyproc__coro_type(const struct pyproc *p) { return p->coro_type; }
 uint64_t pyproc__asyncgen_type(const struct pyproc *p) { return p->asyncgen_type; }
+uint64_t pyproc__thread_id_below_tp(const struct pyproc *p) { return p->thread_id_below_tp; }
 
 struct frame_sizes *pyproc__frame_sizes(struct pyproc *p)
 {
@@ -631,6 +634,7 @@ static int attach(struct pyproc *p, const struct pyproc_files *fs, const char *e
 	p->code_type = loc.info.code_type ? loc.bias + loc.info.code_type : 0;
 	p->coro_type = loc.info.coro_type ? loc.bias + loc.info.coro_type : 0;
 	p->asyncgen_type = loc.info.asyncgen_type ? loc.bias + loc.info.asyncgen_type : 0;
+	p->thread_id_below_tp = libc_tls__thread_id_below_tp(fs, maps);
 	rc = read_version(p, &loc, err, errlen);
 	if (!rc)
 		rc = load_offsets(p, err, errlen);

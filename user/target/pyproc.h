@@ -82,6 +82,8 @@ uint64_t pyproc__code_type(const struct pyproc *p);
 /* PyCoro_Type and PyAsyncGen_Type in the target; 0: not found. */
 uint64_t pyproc__coro_type(const struct pyproc *p);
 uint64_t pyproc__asyncgen_type(const struct pyproc *p);
+/* How far below a thread's thread pointer its thread_id lies (libc_tls.h). */
+uint64_t pyproc__thread_id_below_tp(const struct pyproc *p);
 /* The process's frame sizes per code object (frame_sizes.h); NULL when its
  * offsets cannot give them or memory ran out. */
 struct frame_sizes;

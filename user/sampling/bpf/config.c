@@ -170,10 +170,11 @@ static void fill_snapshots(struct pyprof_config *c, const struct py_offsets *o)
 
 /* The walk's config from the flat offsets table, checked against what the
  * BPF program can read. */
-int bpf_config__fill(struct pyprof_config *c, const struct py_offsets *o, uint64_t runtime,
+int bpf_config__fill(struct pyprof_config *c, const struct pyproc *p,
 		     unsigned int max_frames, bool cache, char *err, size_t errlen)
 {
-	uint64_t need;
+	const struct py_offsets *o = pyproc__offsets(p);
+	uint64_t need, runtime = pyproc__runtime(p);
 	int ret;
 
 	ret = check_offsets(o, &need, err, errlen);
@@ -191,6 +192,7 @@ int bpf_config__fill(struct pyprof_config *c, const struct py_offsets *o, uint64
 	c->interp_next = o->interp_next;
 	c->interp_threads_head = o->interp_threads_head;
 	c->lookup_steps = LOOKUP_STEPS;
+	c->thread_id_below_tp = pyproc__thread_id_below_tp(p);
 	c->lookup_retry_ns = LOOKUP_RETRY_NS;
 	c->frame_previous = o->frame_previous;
 	c->frame_executable = o->frame_executable;
@@ -282,8 +284,7 @@ int bpf_sampler__add_process(struct bpf_sampler *s, struct pyproc *p, char *err,
 	struct py_gil_gc g;
 	int ret;
 
-	ret = bpf_config__fill(&c, pyproc__offsets(p), pyproc__runtime(p), s->max_frames, false,
-			       err, errlen);
+	ret = bpf_config__fill(&c, p, s->max_frames, false, err, errlen);
 	if (ret)
 		return ret;
 	bpf_config__entries(s, &c, pyproc__offsets(p));

@@ -287,7 +287,7 @@ void bpf_intervals__prune(struct bpf_sampler *s);
 void bpf_intervals__seed(struct bpf_sampler *s);
 
 /* config.c */
-int bpf_config__fill(struct pyprof_config *c, const struct py_offsets *o, uint64_t runtime,
+int bpf_config__fill(struct pyprof_config *c, const struct pyproc *p,
 		     unsigned int max_frames, bool cache, char *err, size_t errlen);
 void bpf_config__entries(const struct bpf_sampler *s, struct pyprof_config *c,
 			 const struct py_offsets *o);

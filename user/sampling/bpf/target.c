@@ -49,8 +49,7 @@ int bpf_sampler__set_target(struct bpf_sampler *s, struct pyproc *p, char *err, 
 			 "unknown", pyproc__version(p));
 		return -ENOTSUP;
 	}
-	ret = bpf_config__fill(&s->main_cfg, pyproc__offsets(p), pyproc__runtime(p),
-			       s->max_frames, !s->no_frame_cache, err, errlen);
+	ret = bpf_config__fill(&s->main_cfg, p, s->max_frames, !s->no_frame_cache, err, errlen);
 	if (ret)
 		return ret;
 	bpf_config__entries(s, &s->main_cfg, pyproc__offsets(p));
