@@ -15,13 +15,13 @@ in exception mode, stat_loop over kernel frames with --kernel, every
 thread's function in dump, the agent's profiles naming hot_spot. About a
 minute of guest time; `make test-arm64` runs it alone.
 """
-import json
 import os
 import subprocess
 
 import pytest
 
 from lib import pyenvs
+from lib.vmguest import run_checks
 
 ROOT = pyenvs.REPO
 CHECKS = ["cpu", "off-cpu", "wall", "gil", "exception", "kernel", "opcodes", "subprocesses",
@@ -42,26 +42,12 @@ def guest():
     cmd = [os.path.join(ROOT, "scripts", "vm-run"), "--timeout", str(GUEST_TIMEOUT), "arm64",
            "--", "python3", "tests/kernels/checks.py", ".output/arm64/release/pyprof-bpf",
            "--host-only"] + CHECKS
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                       timeout=GUEST_TIMEOUT + 60, stdin=subprocess.DEVNULL)
-    cells, release, junk = {}, None, []
-    for line in r.stdout.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            junk.append(line)
-            continue
-        if "kernel" in obj:
-            release = obj["kernel"]
-        else:
-            cells[obj["check"]] = obj
-    return {"cells": cells, "release": release, "rc": r.returncode,
-            "log": "\n".join(junk[-30:]) + r.stderr[-2000:]}
+    return run_checks(cmd, ROOT, GUEST_TIMEOUT + 60)
 
 
 @pytest.mark.parametrize("name", CHECKS)
 def test_arm64_cell(guest, name):
-    c = guest["cells"].get(name)
+    c = guest["cells"].get((name, "host"))
     assert c is not None, (f"arm64: the guest gave no verdict for {name} (vm-run exit "
                            f"{guest['rc']}):\n{guest['log']}")
     print(f"arm64 ({guest['release']}) {name}: {c.get('backend', '-')} {c['secs']} s: {c['why']}")

@@ -21,7 +21,6 @@ every BPF cell checks that the program the loader chose by probing is the
 one its kernel must run.
 """
 import importlib.util
-import json
 import os
 import re
 import subprocess
@@ -29,6 +28,7 @@ import subprocess
 import pytest
 
 from lib.tool import binary
+from lib.vmguest import run_checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf")
@@ -73,21 +73,7 @@ def guest(rel):
     provision(rel)
     cmd = [os.path.join(ROOT, "scripts", "vm-run"), "--timeout", str(GUEST_TIMEOUT), rel, "--",
            "/usr/bin/python3", os.path.join(ROOT, "tests", "kernels", "checks.py"), binary()]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                       timeout=GUEST_TIMEOUT + 60, stdin=subprocess.DEVNULL)
-    cells, release, junk = {}, None, []
-    for line in r.stdout.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            junk.append(line)
-            continue
-        if "kernel" in obj:
-            release = obj["kernel"]
-        else:
-            cells[(obj["check"], obj["interp"])] = obj
-    out = {"cells": cells, "release": release, "rc": r.returncode,
-           "log": "\n".join(junk[-30:]) + r.stderr[-2000:]}
+    out = run_checks(cmd, ROOT, GUEST_TIMEOUT + 60)
     _results[rel] = out
     return out
 

@@ -1,0 +1,24 @@
+"""tests/kernels/checks.py run in a QEMU guest through scripts/vm-run, its JSON
+lines read back (tests/test_kernels.py, tests/test_arm64.py)."""
+import json
+import subprocess
+
+
+def run_checks(cmd, cwd, timeout):
+    """{"cells": {(check, interp): verdict}, "release": the guest's uname -r,
+    "rc": vm-run's exit code, "log": what else it printed (the tail)}."""
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    cells, release, junk = {}, None, []
+    for line in r.stdout.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            junk.append(line)
+            continue
+        if "kernel" in obj:
+            release = obj["kernel"]
+        else:
+            cells[(obj["check"], obj["interp"])] = obj
+    return {"cells": cells, "release": release, "rc": r.returncode,
+            "log": "\n".join(junk[-30:]) + r.stderr[-2000:]}
