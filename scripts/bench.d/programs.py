@@ -32,7 +32,6 @@ noloop first in odd ones. Measured per run:
 Reported: the medians over rounds, and noloop/main.
 """
 import argparse
-import json
 import os
 import re
 import shutil
