@@ -32,6 +32,9 @@ CC        := $(CLANG) --target=$(TRIPLE_$(ARCH)) --sysroot=$(SYSROOT)
 LDFLAGS   += -fuse-ld=lld
 OBJCOPY   := llvm-objcopy
 BIN       := $(OUTPUT)/pyprof-bpf
+DEB_ARCH_arm64 := arm64
+DEB_ARCH_x86 := amd64
+DEB_CROSS := DEB_ARCH=$(DEB_ARCH_$(ARCH)) SYSROOT=$(SYSROOT) TRIPLE=$(TRIPLE_$(ARCH))
 export PKG_CONFIG_SYSROOT_DIR := $(SYSROOT)
 export PKG_CONFIG_LIBDIR := $(SYSROOT)/usr/lib/$(TRIPLE_$(ARCH))/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
 endif
@@ -390,7 +393,7 @@ uninstall:
 
 deb: $(RELEASE_BIN)
 	$(call msg,DEB,$(OUTPUT))
-	$(Q)RELEASE_PKGS='$(RELEASE_PKGS)' scripts/build-deb.sh $(RELEASE_BIN) $(VERSION) $(COMMIT) $(OUTPUT)
+	$(Q)RELEASE_PKGS='$(RELEASE_PKGS)' $(DEB_CROSS) scripts/build-deb.sh $(RELEASE_BIN) $(VERSION) $(COMMIT) $(OUTPUT)
 
 .PHONY: install uninstall release deb FORCE
 FORCE:

@@ -17,6 +17,10 @@
 # gcc and dpkg -S). $RELEASE_PKGS lists them as pkg-config names (default
 # "libbpf libelf zlib"); $DEB_VERSION overrides the package version;
 # $DEB_MAINTAINER the maintainer (default: git's committer identity).
+# Another architecture's binary (make deb ARCH=arm64): $DEB_ARCH names it,
+# $SYSROOT and $TRIPLE say where its libraries are (scripts/provision-sysroot.sh):
+# Depends is then libc6 (>= the newest GLIBC_ version the binary uses), and
+# Static-Built-Using comes from the sysroot's .static-sources.
 # Prints the path of the .deb.
 set -euo pipefail
 
@@ -33,7 +37,8 @@ for tool in dpkg-deb dpkg-shlibdeps pkg-config gzip; do
 		exit 1
 	fi
 done
-arch=$(dpkg --print-architecture)
+arch=${DEB_ARCH:-$(dpkg --print-architecture)}
+cross=${SYSROOT:+1}
 deb=$outdir/pyprof-bpf_${version}_${arch}.deb
 
 mkdir -p "$outdir"
@@ -90,9 +95,16 @@ EOF
 	printf ' -- %s  %s\n' "$maint" "$(date -R)"
 } | gzip -9n > "$doc/changelog.gz"
 
-# Depends: what the binary needs from the system, as dpkg-shlibdeps says.
-depends=$(cd "$work" && dpkg-shlibdeps -O -edebian/pyprof-bpf/usr/bin/pyprof-bpf |
-	sed -n 's/^shlibs:Depends=//p')
+# Depends: what the binary needs from the system, as dpkg-shlibdeps says
+# (another architecture's: the newest glibc symbol version it uses).
+if [ -n "$cross" ]; then
+	glibc=$(readelf --dyn-syms -W "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
+		sort -V | tail -n 1)
+	depends=${glibc:+libc6 (>= $glibc)}
+else
+	depends=$(cd "$work" && dpkg-shlibdeps -O -edebian/pyprof-bpf/usr/bin/pyprof-bpf |
+		sed -n 's/^shlibs:Depends=//p')
+fi
 if [ -z "$depends" ]; then
 	echo "build-deb: dpkg-shlibdeps found no dependency for the binary" >&2
 	exit 1
@@ -102,6 +114,13 @@ built_using=()
 # shellcheck disable=SC2086 # $pkgs is a list
 for l in $(pkg-config --static --libs-only-l $pkgs); do
 	case $l in -lc | -lm | -ldl | -lpthread | -lrt | -lresolv) continue ;; esac
+	if [ -n "$cross" ]; then
+		a=/usr/lib/$TRIPLE/lib${l#-l}.a
+		src=$(awk -F'\t' -v a="$a" '$1 == a { print $2; exit }' "$SYSROOT/.static-sources")
+		[ -n "$src" ] || { echo "build-deb: no static library $SYSROOT$a" >&2; exit 1; }
+		case " ${built_using[*]-} " in *" $src,"*) ;; *) built_using+=("$src,") ;; esac
+		continue
+	fi
 	a=$(gcc -print-file-name="lib${l#-l}.a")
 	[ -f "$a" ] || { echo "build-deb: no static library for $l" >&2; exit 1; }
 	owner=$(dpkg -S "$(realpath "$a")" 2>/dev/null | head -n 1 | cut -d: -f1) ||

@@ -23,7 +23,7 @@ PKGS=(libc6 libc6-dev linux-libc-dev libgcc-12-dev libgcc-s1 libcrypt1 libcrypt-
       libbpf1 libbpf-dev libelf1 libelf-dev libdw1 libdw-dev zlib1g zlib1g-dev
       libzstd1 libzstd-dev liblzma5 liblzma-dev libbz2-1.0 libbz2-dev
       libncursesw6 libncurses6 libncurses-dev libtinfo6)
-want="$rel ${PKGS[*]}"
+want="$rel ${PKGS[*]} (static-sources)"
 if [ -f "$out/.packages" ] && [ "$(cat "$out/.packages")" = "$want" ]; then
 	exit 0
 fi
@@ -39,9 +39,22 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get "${APT_OPTS[@]}" download "${PKGS[@]}" >download.log 2>&1) ||
 	{ cat "$tmp/download.log" >&2; exit 1; }
 mkdir "$tmp/root"
+# .static-sources: each static library's source package and version, as
+# `make deb ARCH=...` names them in Static-Built-Using (no dpkg database
+# knows this sysroot's packages).
+: >"$tmp/static-sources"
 for p in "$tmp"/*.deb; do
 	dpkg -x "$p" "$tmp/root"
+	src=$(dpkg-deb -f "$p" Source)
+	ver=$(dpkg-deb -f "$p" Version)
+	case $src in
+	*"("*) ver=${src#*(}; ver=${ver%)}; src=${src%% *} ;;
+	"") src=$(dpkg-deb -f "$p" Package) ;;
+	esac
+	dpkg-deb -c "$p" | awk '{print $6}' | sed -n 's|^\./|/|; /\.a$/p' |
+		sed "s|\$|\t$src (= $ver)|" >>"$tmp/static-sources"
 done
+mv "$tmp/static-sources" "$tmp/root/.static-sources"
 # Absolute symlinks (libfoo.so -> /lib/...) resolved inside the sysroot.
 find "$tmp/root" -type l -lname '/*' | while read -r l; do
 	ln -sfn "$tmp/root$(readlink "$l")" "$l.tmp" && t=$(readlink "$l") &&

@@ -91,3 +91,32 @@ def test_arm64_release():
     p = qemu(binary, ["record", "--native", "-p", "1"])
     assert p.returncode != 0
     assert "--native: native frames are unwound on x86-64 only so far" in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_arm64_deb():
+    """`make deb ARCH=arm64`: a package for arm64 holding the AArch64 release
+    binary, its Depends the glibc it needs, its Static-Built-Using the
+    sysroot's source packages of the libraries linked in."""
+    r = subprocess.run(["make", "-s", "ARCH=arm64", "deb"], cwd=pyenvs.REPO,
+                       capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, f"make ARCH=arm64 deb failed:\n{r.stdout}{r.stderr}"
+    debs = [f for f in os.listdir(OUT) if f.endswith("_arm64.deb")]
+    assert len(debs) == 1, os.listdir(OUT)
+    deb = os.path.join(OUT, debs[0])
+    field = lambda name: subprocess.run(["dpkg-deb", "-f", deb, name], capture_output=True,
+                                        text=True, check=True).stdout.strip()
+    assert field("Architecture") == "arm64"
+    assert re.fullmatch(r"libc6 \(>= 2\.\d+\)", field("Depends")), field("Depends")
+    sbu = field("Static-Built-Using")
+    for src in ("libbpf", "elfutils", "zlib"):
+        assert re.search(rf"\b{src} \(= [^)]+\)", sbu), sbu
+    files = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True,
+                           check=True).stdout
+    assert "./usr/bin/pyprof-bpf" in files, files
+    x = os.path.join(OUT, "deb-x")
+    subprocess.run(["rm", "-rf", x], check=True)
+    subprocess.run(["dpkg-deb", "-x", deb, x], check=True)
+    with open(os.path.join(x, "usr/bin/pyprof-bpf"), "rb") as f:
+        head = f.read(20)
+    assert int.from_bytes(head[18:20], "little") == EM_AARCH64

@@ -95,6 +95,10 @@ UNREAD_MAX = 0.5
 # more against the target's ~50 ns calls. Bounded still: a backend that
 # gives up on nearly everything fails.
 ALT_UNREAD_MAX = 0.8
+# With a second writer moving the 3.15 anchor all the time (--hostile), what
+# counts is that no stack is a guess; fewer copies hold still: 72-75% unread
+# on this AMD EPYC machine when quiet (6 runs), 82.7% in a CI rehearsal.
+HOSTILE_UNREAD_MAX = 0.95
 MIXED_MAX = 0.01
 # 3.13 and 3.14 have no call-site check yet (the 3.11/3.12 one above): a
 # copy torn alike twice is still kept there, 1 in 2,228 samples of the plain
@@ -162,10 +166,10 @@ def record_remote(t, secs):
     return out, p.stderr
 
 
-def recorded(t, secs, what):
+def recorded(t, secs, what, unread_max=ALT_UNREAD_MAX):
     """Record @t for @secs s; the tally, checked: enough samples, no bad
-    stack, unread and mixed within bounds. Returns (samples, unread,
-    truncated, frame cache counters)."""
+    stack, unread (at most @unread_max) and mixed within bounds. Returns
+    (samples, unread, truncated, frame cache counters)."""
     out, err = record_remote(t, secs)
     total, unread, mixed, bad, truncated = tally(out, 10**9 // HZ)
     fc = cache_counts(err)
@@ -175,7 +179,7 @@ def recorded(t, secs, what):
     # machine)
     assert total >= secs * HZ / 4, f"{total} samples: {err}"
     assert not bad, f"{len(bad)} bad stacks, first: " + "\n".join(bad[:5])
-    assert unread <= total * ALT_UNREAD_MAX, f"{unread} of {total} samples unread on {what}: {err}"
+    assert unread <= total * unread_max, f"{unread} of {total} samples unread on {what}: {err}"
     assert mixed <= total * MIXED_MAX, (f"{mixed} of {total} samples hold both chains on "
                                         f"{what}: torn stacks kept")
     return total, unread, truncated, fc
@@ -262,6 +266,6 @@ def test_alternating_hostile_remote(target):  # noqa: F811
     t = target(by_label("sid-3.15"), "alternating.py", "--threads", "2", "--depth", "30",
                "--hostile")
     assert t.info["hostile"], "the target could not check the 3.15 anchor protocol"
-    _, _, truncated, fc = recorded(t, SECS_HOSTILE, "hostile")
+    _, _, truncated, fc = recorded(t, SECS_HOSTILE, "hostile", HOSTILE_UNREAD_MAX)
     # Never a guess: every stack whole and right, or truncated.
     assert truncated <= fc["mismatched"], (truncated, fc)

@@ -13,8 +13,8 @@
 
 /* The distance for the target whose files @fs opens and whose mappings are
  * @maps: 0 on x86-64, or when its libc says nothing we can trust (musl, a
- * stripped or odd libc: the BPF lookup then misses, the loader's scan
- * still names its threads). */
+ * stripped or odd glibc). On AArch64 that 0 is wrong: the BPF backend then
+ * finds no thread's state (its samples say [thread-exit]; #34). */
 uint64_t libc_tls__thread_id_below_tp(const struct pyproc_files *fs, const struct procmaps *maps);
 
 /* glibc's _thread_db_sizeof_pthread in the ELF file @fd (not closed):
