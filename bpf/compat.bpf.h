@@ -105,21 +105,23 @@ static __always_inline struct task_struct *current_task(void)
 
 #ifdef PYPROF_NO_BPF_LOOP
 /* The user registers of @task (saved at its entry into the kernel, at the
- * top of its kernel stack), copied into @buf; NULL when unreadable, or not
- * a user context's (or not what was meant: a kernel built with another
- * stack size). */
-static __always_inline struct pt_regs *user_regs(struct task_struct *task, struct pt_regs *buf)
+ * top of its kernel stack), copied into this CPU's scratch; NULL when
+ * unreadable, or not a user context's (or not what was meant: a kernel
+ * built with another stack size). */
+static __always_inline struct pt_regs *user_regs(struct task_struct *task)
 {
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
 	__u64 stack = (__u64)BPF_CORE_READ(task, stack);
 
-	if (!stack || bpf_probe_read_kernel(buf, sizeof(*buf),
-					    (const void *)(stack + PYPROF_THREAD_SIZE -
-							   sizeof(*buf))))
+	if (!sc || !stack ||
+	    bpf_probe_read_kernel(&sc->regs, sizeof(sc->regs),
+				  (const void *)(stack + PYPROF_THREAD_SIZE - sizeof(sc->regs))))
 		return NULL;
-	return arch_user_mode(buf) ? buf : NULL;
+	return arch_user_mode(&sc->regs) ? &sc->regs : NULL;
 }
 #else
-static __always_inline struct pt_regs *user_regs(struct task_struct *task, struct pt_regs *buf)
+static __always_inline struct pt_regs *user_regs(struct task_struct *task)
 {
 	return (struct pt_regs *)bpf_task_pt_regs(task);
 }

@@ -158,18 +158,13 @@ static __always_inline void ustack_fixed(__u64 id, const struct pt_regs *regs, _
 static __always_inline void tick_ustack(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 want = native_stack, tid = (__u32)id, cpu;
+	__u32 want = native_stack, tid = (__u32)id;
 	struct pt_regs *regs;
-	struct scratch *sc;
 	__u64 sp, *end;
 
 	if (only_tgid && (id >> 32) != only_tgid)
 		return;
-	cpu = bpf_get_smp_processor_id();
-	sc = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!sc)
-		return;
-	regs = user_regs(current_task(), &sc->regs);
+	regs = user_regs(current_task());
 	if (!regs)
 		return;
 	/* From 128 bytes below sp: the red zone, where an epilogue's

@@ -114,9 +114,7 @@ static __always_inline void note_walked(struct scratch *sc, struct pyprof_thread
 static __always_inline void send_switch(void *ctx, struct task_struct *prev, __u32 state)
 {
 	struct pyprof_switch *r;
-	struct pt_regs *regs = NULL;
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
+	struct pt_regs *regs;
 	long got;
 
 	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
@@ -128,8 +126,7 @@ static __always_inline void send_switch(void *ctx, struct task_struct *prev, __u
 	r->tid = prev->pid;
 	r->pid = prev->tgid;
 	r->state = state;
-	if (sc)
-		regs = user_regs(prev, &sc->regs);
+	regs = user_regs(prev);
 	r->syscall_nr = -1;
 	r->syscall_arg0 = 0;
 	if (regs) {
