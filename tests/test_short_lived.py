@@ -21,7 +21,8 @@ a. test_thread_per_request (every interpreter, --events cpu and thread): a
    of no Python frame. Before the
    in-kernel lookup ~90% of these samples were [no-python-state].
    test_thread_markers_tell_start_from_exit (3.14 and 3.12, both kinds of
-   events): the same target logging each request's thread id and times:
+   events): the same target logging each request's thread id and times
+   (recorded again, up to 5 rounds of 2 s, until 20 handler samples):
    [thread-exit] only after the handler ended, [thread-start/exit] never
    while it ran, handle_request only while the request's thread lived.
 b. test_exec_eval_code (every interpreter): functions exec'd from fresh
@@ -320,20 +321,43 @@ def test_thread_markers_tell_start_from_exit(label, events, procs, tmp_path):
     task between scheduler ticks, was below 250 us: 5 to 21 samples per run
     after the handler had run for ~1 ms)."""
     interp = by_label(label)
-    hz, secs = 999, 2
     seen, host = out_path(interp, procs, tmp_path, "requests.stats")
     log_seen, log_host = out_path(interp, procs, tmp_path, "requests.log")
     p, script = start(interp, procs, tmp_path, "sl_requests.py", [seen, "700-1000", log_seen],
                       "requests")
     what = f"sl_requests.py on {interp.label}"
     wait_file(p, host, what)
-    out = str(tmp_path / "requests.perf")
+    kinds, problems, nsamples, rounds = collections.Counter(), [], 0, 0
+    # Enough for the checks to mean something. With per-thread events a
+    # ~1 ms thread is sampled about once, and how often depends on the
+    # machine's load (42 to 469 in 2 s here, 15 in a CI run): record again
+    # (every sample checked) until there are enough, at most MARKER_ROUNDS.
+    while rounds < MARKER_ROUNDS and kinds["handle_request in its handler"] < MARKER_MIN_HANDLER:
+        nsamples += marker_round(p, procs, tmp_path, f"requests{rounds}.perf", events,
+                                 log_host, what, kinds, problems)
+        rounds += 1
+    report("markers", interp, events, samples=nsamples, rounds=rounds,
+           problems=len(problems),
+           **{k.replace(" ", "_").replace("[", "").replace("]", ""): v
+              for k, v in sorted(kinds.items())})
+    assert kinds["handle_request in its handler"] >= MARKER_MIN_HANDLER, dict(kinds)
+    fail_problems(problems, what, nsamples)
+
+
+MARKER_ROUNDS, MARKER_MIN_HANDLER = 5, 20
+
+
+def marker_round(p, procs, tmp_path, name, events, log_host, what, kinds, problems):
+    """One 2 s recording of sl_requests: each marker or handle_request
+    sample counted in kinds by where it fell in its request's life, the
+    ones in the wrong place in problems. Returns the number of samples."""
+    hz, secs = 999, 2
+    out = str(tmp_path / name)
     rec = Recorder(procs, tmp_path, p.pid, ["-F", hz, "-d", secs, "-o", out,
                                        "--events", events], retry_torn=True).wait_started()
     rec.finish(secs)
     by_tid = read_requests(p, log_host, what, int(rec.t_exit * 1e9))
     samples = parse_perf(open(out, "rb").read())
-    kinds, problems = collections.Counter(), []
     for s in samples:
         leaf = s.frames[0].sym
         handler = any(f.python and f.func == "handle_request" for f in s.frames)
@@ -367,13 +391,7 @@ def test_thread_markers_tell_start_from_exit(label, events, procs, tmp_path):
                             f"{(entered - started) / 1e6:.3f} ms and left "
                             f"{(left - started) / 1e6:.3f} ms after Thread.start(), the "
                             f"sample is at {(ts - started) / 1e6:.3f} ms")
-    report("markers", interp, events, samples=len(samples), problems=len(problems),
-           **{k.replace(" ", "_").replace("[", "").replace("]", ""): v
-              for k, v in sorted(kinds.items())})
-    # Enough for the checks to mean something (a loaded CI machine gave 26
-    # with per-thread events: a ~1 ms thread is sampled about once).
-    assert kinds["handle_request in its handler"] >= 20, dict(kinds)
-    fail_problems(problems, what, len(samples))
+    return len(samples)
 
 
 # --------------------------------------------------------------------------
