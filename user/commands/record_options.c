@@ -406,9 +406,6 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		env->opcodes = 1;
 		break;
 	case OPT_NATIVE:
-#if !defined(__x86_64__)
-		argp_error(state, "--native: native frames are unwound on x86-64 only so far");
-#endif
 		if (!env->native_stack)
 			env->native_stack = DEFAULT_NATIVE_STACK;
 		break;

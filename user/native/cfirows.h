@@ -8,7 +8,7 @@
  * CPython's _PyEval_EvalFrameDefault, built without frame pointers, that is
  * thousands of instructions and several allocations per frame of every
  * sample. A profile meets the same few thousand return addresses over and
- * over, so each row is decoded once into the rules x86-64 code uses (the
+ * over, so each row is decoded once into the rules compiled code uses (the
  * CFA as a register plus an offset; each register undefined, unchanged,
  * saved at CFA + N, equal to CFA + N, or another register's value) and
  * cached by pc. A row with anything else (DWARF expressions: PLT stubs,
@@ -35,10 +35,17 @@
 #include <stdint.h>
 #include "native/modules.h"
 
+#if defined(__aarch64__)
+#define CFI_NREGS 32		/* AArch64 DWARF registers x0-x30 and sp */
+#define CFI_REG_FP 29
+#define CFI_REG_SP 31
+#define CFI_REG_RA 30		/* the link register */
+#else
 #define CFI_NREGS 17		/* x86-64 DWARF registers 0-16 (16: the return address) */
 #define CFI_REG_FP 6		/* %rbp */
 #define CFI_REG_SP 7
 #define CFI_REG_RA 16
+#endif
 /* Bytes of a module's entry code (from its ELF entry point) taken as the
  * outermost frame when it has no CFI: glibc's x86-64 ld.so entry is ~50. */
 #define CFI_ENTRY_CODE 64

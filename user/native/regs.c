@@ -4,12 +4,8 @@
 #include <asm/perf_regs.h>
 #include "native/unwind.h"
 
-/*
- * perf's register numbers (asm/perf_regs.h) of each DWARF register. The
- * unwinder is x86-64's so far (#34): elsewhere --native is refused, and no
- * register maps.
- */
 #if defined(__x86_64__)
+/* perf's register numbers (asm/perf_regs.h) of each DWARF register */
 static const int perf_of_dwarf[NATIVE_REG_COUNT] = {
 	PERF_REG_X86_AX, PERF_REG_X86_DX, PERF_REG_X86_CX, PERF_REG_X86_BX,
 	PERF_REG_X86_SI, PERF_REG_X86_DI, PERF_REG_X86_BP, PERF_REG_X86_SP,
@@ -17,16 +13,28 @@ static const int perf_of_dwarf[NATIVE_REG_COUNT] = {
 	PERF_REG_X86_R12, PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15,
 	PERF_REG_X86_IP,
 };
+
+static int perf_reg_of(int dwarf)
+{
+	return perf_of_dwarf[dwarf];
+}
+#elif defined(__aarch64__)
+/* perf numbers x0-x30, sp and pc as DWARF does (x30 is PERF_REG_ARM64_LR) */
+_Static_assert(PERF_REG_ARM64_LR == NATIVE_REG_RA && PERF_REG_ARM64_SP == NATIVE_REG_SP &&
+	       PERF_REG_ARM64_PC == NATIVE_REG_IP, "arm64 perf and DWARF numbers differ");
+
+static int perf_reg_of(int dwarf)
+{
+	return dwarf;
+}
 #else
-static const int perf_of_dwarf[NATIVE_REG_COUNT] = {
-	[0 ... NATIVE_REG_COUNT - 1] = -1,
-};
+#error "native/regs.c: x86-64 and arm64 only"
 #endif
 
 void native_regs__from_dwarf(struct native_regs *out, const uint64_t *regs)
 {
 	memcpy(out->r, regs, sizeof(out->r));
-	out->valid = (1u << NATIVE_REG_COUNT) - 1;
+	out->valid = NATIVE_REG_BIT(NATIVE_REG_COUNT) - 1;
 }
 
 uint64_t native_regs__perf_mask(void)
@@ -34,8 +42,7 @@ uint64_t native_regs__perf_mask(void)
 	uint64_t mask = 0;
 
 	for (int i = 0; i < NATIVE_REG_COUNT; i++)
-		if (perf_of_dwarf[i] >= 0)
-			mask |= 1ull << perf_of_dwarf[i];
+		mask |= 1ull << perf_reg_of(i);
 	return mask;
 }
 
@@ -52,9 +59,9 @@ int native_regs__from_perf(struct native_regs *out, uint64_t mask, const uint64_
 		if (k == nvals)
 			return -EINVAL;
 		for (int d = 0; d < NATIVE_REG_COUNT; d++) {
-			if (perf_of_dwarf[d] == bit) {
+			if (perf_reg_of(d) == bit) {
 				out->r[d] = vals[k];
-				out->valid |= 1u << d;
+				out->valid |= NATIVE_REG_BIT(d);
 			}
 		}
 		k++;

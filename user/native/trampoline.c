@@ -133,6 +133,13 @@ static int find_template(struct py_trampoline *t, struct native_modules *mods)
 	uint64_t start, end;
 
 	t->state = -1;
+#if !defined(__x86_64__)
+	/* the decoder reads x86-64 instructions: elsewhere a copy is JIT code */
+	(void)mods;
+	(void)start;
+	(void)end;
+	return -ENOENT;
+#endif
 	if (native_modules__symbol(mods, "_Py_trampoline_func_start", &start) ||
 	    native_modules__symbol(mods, "_Py_trampoline_func_end", &end) || end <= start ||
 	    end - start > PY_TRAMPOLINE_MAX)

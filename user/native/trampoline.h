@@ -18,7 +18,9 @@
  * call *%rcx; pop %rbp; ret. pyenv's 3.12: sub $8,%rsp; call *%rcx; add
  * $8,%rsp; ret) say where the caller's registers are at each offset: a row
  * as exact as CFI would give. A template with any other instruction gives no rows,
- * and the unwind stops there as at any JIT code.
+ * and the unwind stops there as at any JIT code. So does every copy on
+ * AArch64, whose template (a stp/ldp of x29 and x30 around a blr) is not
+ * decoded yet.
  *
  * Not thread-safe.
  */

@@ -105,7 +105,7 @@ static bool stack_read(struct native_unwinder *u, uint64_t addr, uint64_t *val)
 }
 
 /* Only the copy: anything else would be read at another moment than the
- * sample, and CFI on x86-64 addresses only the stack. */
+ * sample, and CFI of user code addresses only the stack. */
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
 {
 	(void)dwfl;
@@ -121,11 +121,11 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	for (int i = 0; i < NATIVE_REG_COUNT;) {
 		int j = i;
 
-		if (!(regs->valid & (1u << i))) {
+		if (!(regs->valid & NATIVE_REG_BIT(i))) {
 			i++;
 			continue;
 		}
-		while (j < NATIVE_REG_COUNT && (regs->valid & (1u << j)))
+		while (j < NATIVE_REG_COUNT && (regs->valid & NATIVE_REG_BIT(j)))
 			j++;
 		if (!dwfl_thread_state_registers(thread, i, (unsigned int)(j - i), &regs->r[i]))
 			return false;
@@ -234,13 +234,29 @@ int native_unwinder__module(struct native_unwinder *u, uint64_t pc, struct nativ
 
 /* ---- unwinding ---- */
 
-/* Is the sampled pc at the end of its function (x86_tail.h)? */
+/*
+ * Is the sampled pc at the end of its function (x86_tail.h)? AArch64 code
+ * has CFI for its epilogues (unwind.h): a register said saved below sp is
+ * not one an epilogue popped.
+ */
 static bool epilogue_at(struct native_unwinder *u, uint64_t pc)
 {
+#if defined(__x86_64__)
 	const unsigned char *p;
 	size_t left;
 
 	return (p = native_modules__code(u->mods, pc, &left)) && x86_tail__is_tail(p, left);
+#else
+	(void)u;
+	(void)pc;
+	return false;
+#endif
+}
+
+/* A return address without its pointer-authentication signature (unwind.h). */
+static uint64_t strip_pac(uint64_t ra)
+{
+	return NATIVE_VA_BITS < 64 ? ra & ((1ull << (NATIVE_VA_BITS & 63)) - 1) : ra;
 }
 
 /*
@@ -255,7 +271,7 @@ static bool popped(struct native_unwinder *u, const struct native_regs *cur, int
 {
 	struct sample *s = &u->s;
 
-	if (!(cur->valid & (1u << reg)))
+	if (!(cur->valid & NATIVE_REG_BIT(reg)))
 		return false;
 	if (s->epilogue < 0)
 		s->epilogue = epilogue_at(u, cur->r[NATIVE_REG_IP]);
@@ -273,7 +289,7 @@ static bool step_row(struct native_unwinder *u, const struct cfi_row *row,
 	struct sample *s = &u->s;
 	uint64_t cfa;
 
-	if (!(cur->valid & (1u << row->cfa_reg)))
+	if (!(cur->valid & NATIVE_REG_BIT(row->cfa_reg)))
 		return false;
 	cfa = cur->r[row->cfa_reg] + (uint64_t)row->cfa_off;
 	next->valid = 0;
@@ -286,7 +302,7 @@ static bool step_row(struct native_unwinder *u, const struct cfi_row *row,
 			from = reg;
 			/* fall through */
 		case CFI_REG:
-			if (!(cur->valid & (1u << from)))
+			if (!(cur->valid & NATIVE_REG_BIT(from)))
 				continue;
 			v = cur->r[from];
 			break;
@@ -303,10 +319,20 @@ static bool step_row(struct native_unwinder *u, const struct cfi_row *row,
 			continue;
 		}
 		next->r[reg] = v;
-		next->valid |= 1u << reg;
+		next->valid |= NATIVE_REG_BIT(reg);
 	}
-	/* the caller's pc is the return address (register 16 is both) */
-	return (next->valid & (1u << NATIVE_REG_IP)) && next->r[NATIVE_REG_IP];
+	/* the caller's sp is the CFA, by definition, when no rule says
+	 * otherwise (libdw's AArch64 defaults give sp none) */
+	if (row->r[NATIVE_REG_SP].rule == CFI_SAME || row->r[NATIVE_REG_SP].rule == CFI_UNDEF) {
+		next->r[NATIVE_REG_SP] = cfa;
+		next->valid |= NATIVE_REG_BIT(NATIVE_REG_SP);
+	}
+	/* the caller's pc is the return address (x86-64: the same register) */
+	if (!(next->valid & NATIVE_REG_BIT(NATIVE_REG_RA)))
+		return false;
+	next->r[NATIVE_REG_IP] = strip_pac(next->r[NATIVE_REG_RA]);
+	next->valid |= NATIVE_REG_BIT(NATIVE_REG_IP);
+	return next->r[NATIVE_REG_IP] != 0;
 }
 
 static int step_frame_cb(Dwfl_Frame *state, void *arg)
@@ -323,12 +349,12 @@ static int step_frame_cb(Dwfl_Frame *state, void *arg)
 
 		if (dwfl_frame_reg(state, (unsigned int)reg, &v) == 0) {
 			next->r[reg] = v;
-			next->valid |= 1u << reg;
+			next->valid |= NATIVE_REG_BIT(reg);
 		}
 	}
 	if (dwfl_frame_pc(state, &pc, NULL)) {
-		next->r[NATIVE_REG_IP] = pc;
-		next->valid |= 1u << NATIVE_REG_IP;
+		next->r[NATIVE_REG_IP] = strip_pac(pc);
+		next->valid |= NATIVE_REG_BIT(NATIVE_REG_IP);
 	}
 	return DWARF_CB_ABORT;
 }
@@ -349,7 +375,7 @@ static bool step_libdwfl(struct native_unwinder *u, const struct native_regs *cu
 	s->step_frames = 0;
 	next->valid = 0;
 	dwfl_getthread_frames(u->dwfl, u->pid, step_frame_cb, u);
-	return s->step_frames == 2 && (next->valid & (1u << NATIVE_REG_IP)) &&
+	return s->step_frames == 2 && (next->valid & NATIVE_REG_BIT(NATIVE_REG_IP)) &&
 	       next->r[NATIVE_REG_IP];
 }
 
@@ -423,6 +449,24 @@ static void name_frame(struct native_unwinder *u, struct cfi_row *row, struct na
 	}
 }
 
+/*
+ * May a caller's sp equal its callee's? On AArch64 a function interrupted
+ * before it made a frame (a leaf, or a prologue) has its return address in
+ * x30 and its caller's sp: yes, for the frame the sample (or a signal)
+ * interrupted. A call leaves the callee's sp lower (x86-64: the return
+ * address pushed; AArch64: x30 saved before the next call), so never for
+ * a return address: the unwind would go round.
+ */
+static bool same_sp_ok(bool exact)
+{
+#if defined(__aarch64__)
+	return exact;
+#else
+	(void)exact;
+	return false;
+#endif
+}
+
 static enum native_end unwind_once(struct native_unwinder *u, const struct native_regs *regs,
 				   const struct native_stack *stack, struct native_frame *out,
 				   size_t max, size_t *n)
@@ -480,8 +524,10 @@ static enum native_end unwind_once(struct native_unwinder *u, const struct nativ
 			return s->read_beyond ? NATIVE_END_STACK : NATIVE_END_BAD;
 		/* a caller's stack pointer is above its callee's (but a signal
 		 * may have interrupted code on another stack) */
-		if (!row->signal && (!(next.valid & (1u << NATIVE_REG_SP)) ||
-				     next.r[NATIVE_REG_SP] <= cur.r[NATIVE_REG_SP]))
+		if (!row->signal && (!(next.valid & NATIVE_REG_BIT(NATIVE_REG_SP)) ||
+				     next.r[NATIVE_REG_SP] < cur.r[NATIVE_REG_SP] ||
+				     (next.r[NATIVE_REG_SP] == cur.r[NATIVE_REG_SP] &&
+				      !same_sp_ok(exact))))
 			return NATIVE_END_BAD;
 		/* the caller of a trampoline was interrupted, not calling */
 		exact = row->signal;
@@ -492,7 +538,7 @@ int native_unwinder__unwind(struct native_unwinder *u, const struct native_regs 
 			    const struct native_stack *stack, struct native_frame *out,
 			    size_t max, size_t *n, int *complete)
 {
-	const uint32_t need = (1u << NATIVE_REG_IP) | (1u << NATIVE_REG_SP);
+	const uint64_t need = NATIVE_REG_BIT(NATIVE_REG_IP) | NATIVE_REG_BIT(NATIVE_REG_SP);
 	struct sample *s = &u->s;
 	enum native_end end;
 

@@ -32,8 +32,16 @@
  * memory (JIT code, where a look finds nothing new). Modules still mapped
  * keep their caches.
  *
+ * AArch64: the same, with two differences. Its compilers emit CFI for
+ * every instruction, epilogues included (restore rules after each reload:
+ * 23,892 DW_CFA_restore in bookworm's arm64 libc), so no code is decoded
+ * at a pc. Return addresses signed for pointer authentication (pac-ret:
+ * paciasp before a store of x30) have their signature stripped (the
+ * address is the low NATIVE_VA_BITS bits): libdw reads
+ * DW_CFA_AARCH64_negate_ra_state but leaves the address as found.
+ *
  * Not thread-safe: one unwinder is used by one thread at a time.
- * x86-64 only.
+ * x86-64 and AArch64.
  */
 #ifndef PYPROF_NATIVE_UNWIND_H
 #define PYPROF_NATIVE_UNWIND_H
@@ -45,19 +53,45 @@
 
 struct native_unwinder;
 
-/* x86-64 registers in DWARF numbering (the order raw_sample.h's uregs use). */
+/*
+ * The build's registers in DWARF numbering (the order raw_sample.h's uregs
+ * use). NATIVE_REG_IP is the pc; NATIVE_REG_RA the column the CFI gives the
+ * return address in (x86-64: the same register, 16; AArch64: x30, the link
+ * register, while the pc is 32).
+ */
+#if defined(__aarch64__)
+enum native_reg {
+	NATIVE_REG_X0 = 0,
+	NATIVE_REG_FP = 29,
+	NATIVE_REG_RA = 30,	/* x30, the link register */
+	NATIVE_REG_SP = 31,
+	NATIVE_REG_IP = 32,	/* pc */
+	NATIVE_REG_COUNT
+};
+/* User addresses are below 2^48 (Linux's arm64 VA_BITS_48 layout; its
+ * 52-bit one maps above only on request): higher bits of a return address
+ * are a pointer-authentication signature. */
+#define NATIVE_VA_BITS 48
+#else
 enum native_reg {
 	NATIVE_REG_AX, NATIVE_REG_DX, NATIVE_REG_CX, NATIVE_REG_BX,
 	NATIVE_REG_SI, NATIVE_REG_DI, NATIVE_REG_BP, NATIVE_REG_SP,
 	NATIVE_REG_R8, NATIVE_REG_R9, NATIVE_REG_R10, NATIVE_REG_R11,
 	NATIVE_REG_R12, NATIVE_REG_R13, NATIVE_REG_R14, NATIVE_REG_R15,
 	NATIVE_REG_IP,
-	NATIVE_REG_COUNT
+	NATIVE_REG_COUNT,
+	NATIVE_REG_FP = NATIVE_REG_BP,
+	NATIVE_REG_RA = NATIVE_REG_IP,
 };
+#define NATIVE_VA_BITS 64
+#endif
+
+/* Bit @reg of native_regs.valid. */
+#define NATIVE_REG_BIT(reg) (1ull << (reg))
 
 struct native_regs {
 	uint64_t r[NATIVE_REG_COUNT];
-	uint32_t valid;		/* bit i: r[i] was sampled (IP and SP are required) */
+	uint64_t valid;		/* NATIVE_REG_BIT(i): r[i] was sampled (IP and SP are required) */
 };
 
 /* All NATIVE_REG_COUNT registers, in DWARF order (raw_sample.h's uregs). */
@@ -65,7 +99,7 @@ void native_regs__from_dwarf(struct native_regs *out, const uint64_t *regs);
 
 /*
  * From a PERF_SAMPLE_REGS_USER record: @mask is the event's
- * sample_regs_user (bits of enum perf_event_x86_regs), @vals its @nvals
+ * sample_regs_user (bits of asm/perf_regs.h's enum), @vals its @nvals
  * values in bit order. Registers the mask lacks stay invalid. Returns 0, or
  * -EINVAL when @nvals does not match @mask.
  */

@@ -19,15 +19,28 @@
 #define NT_FILE 0x46494c45
 #endif
 
-/* x86-64 struct elf_prstatus: pr_pid, then pr_reg (user_regs_struct). */
+/* struct elf_prstatus: pr_pid, then pr_reg (the architecture's user
+ * registers), then pr_fpvalid. */
 #define PRSTATUS_PID 32
 #define PRSTATUS_REGS 112
-#define PRSTATUS_SIZE 336
-#define REG_RDI 14
-#define REG_ORIG_RAX 15
-#define REG_RIP 16
-#define REG_RSP 19
-#define REG_FS_BASE 21
+#if defined(__aarch64__)
+#define CORE_MACHINE EM_AARCH64
+#define CORE_ARCH "AArch64"
+#define PRSTATUS_SIZE 392	/* x0-x30, sp, pc, pstate */
+#define REG_ARG0 0
+#define REG_NR 8
+#define REG_SP 31
+#define REG_PC 32
+#define SVC_0 0xd4000001u	/* svc #0 */
+#else
+#define CORE_MACHINE EM_X86_64
+#define CORE_ARCH "x86-64"
+#define PRSTATUS_SIZE 336	/* user_regs_struct */
+#define REG_ARG0 14		/* rdi */
+#define REG_NR 15		/* orig_rax */
+#define REG_PC 16
+#define REG_SP 19
+#endif
 /* struct elf_prpsinfo: pr_pid, pr_fname[16]. */
 #define PRPSINFO_UID 16
 #define PRPSINFO_PID 24
@@ -101,12 +114,28 @@ static int note_thread(struct core_file *cf, const unsigned char *d, size_t len)
 		return 0;	/* the rest are not shown */
 	t = &cf->threads[cf->nthreads++];
 	t->tid = (pid_t)get32(d + PRSTATUS_PID);
-	t->orig_rax = (int64_t)get64(d + PRSTATUS_REGS + 8 * REG_ORIG_RAX);
-	t->rdi = get64(d + PRSTATUS_REGS + 8 * REG_RDI);
-	t->rip = get64(d + PRSTATUS_REGS + 8 * REG_RIP);
-	t->rsp = get64(d + PRSTATUS_REGS + 8 * REG_RSP);
-	t->fs_base = get64(d + PRSTATUS_REGS + 8 * REG_FS_BASE);
+	t->syscall = (int64_t)get64(d + PRSTATUS_REGS + 8 * REG_NR);
+	t->arg0 = get64(d + PRSTATUS_REGS + 8 * REG_ARG0);
+	t->pc = get64(d + PRSTATUS_REGS + 8 * REG_PC);
+	t->sp = get64(d + PRSTATUS_REGS + 8 * REG_SP);
 	return 0;
+}
+
+/* AArch64: the system call of each thread whose pc is on an svc (x8), once
+ * the memory can be read; the others were in none (core_file.h). */
+static void threads_syscalls(struct core_file *cf)
+{
+#if defined(__aarch64__)
+	for (size_t i = 0; i < cf->nthreads; i++) {
+		struct core_thread *t = &cf->threads[i];
+		uint32_t insn;
+
+		if (core_file__read(cf, t->pc, &insn, sizeof(insn)) || insn != SVC_0)
+			t->syscall = -1;
+	}
+#else
+	(void)cf;
+#endif
 }
 
 /* NT_PRPSINFO: the process. */
@@ -283,8 +312,9 @@ int core_file__open_fd(int fd, const char *root, struct core_file **out, char *e
 		rc = fail(err, errlen, -ENOEXEC, "not a core file");
 		goto out;
 	}
-	if (eh.e_machine != EM_X86_64 || gelf_getclass(cf->elf) != ELFCLASS64) {
-		rc = fail(err, errlen, -ENOEXEC, "not an x86-64 core (pyprof-bpf reads x86-64's)");
+	if (eh.e_machine != CORE_MACHINE || gelf_getclass(cf->elf) != ELFCLASS64) {
+		rc = fail(err, errlen, -ENOEXEC, "not an " CORE_ARCH " core (this pyprof-bpf "
+			  "reads " CORE_ARCH "'s)");
 		goto out;
 	}
 	cf->raw = (const unsigned char *)elf_rawfile(cf->elf, &cf->size);
@@ -302,6 +332,7 @@ int core_file__open_fd(int fd, const char *root, struct core_file **out, char *e
 		snprintf(err, errlen, "its root %s: %s", root ? root : "/", strerror(errno));
 		goto out;
 	}
+	threads_syscalls(cf);
 	*out = cf;
 	return 0;
 out:

@@ -4,7 +4,8 @@
  * (gcore, systemd-coredump, the kernel's own), read through libelf, for
  * `dump --core` (issue #25 item 6).
  *
- * What a Linux x86-64 core holds: PT_LOAD segments (the memory dumped; a
+ * What a Linux core holds (x86-64's, or AArch64's in an arm64 build: the
+ * build's own architecture): PT_LOAD segments (the memory dumped; a
  * segment with less in the file than in memory was not dumped past that:
  * read-only file mappings usually, as coredump_filter leaves them out), and
  * PT_NOTE notes: NT_PRSTATUS per thread (its tid and registers), NT_PRPSINFO
@@ -30,13 +31,18 @@
 
 struct core_file;
 
-/* One thread of the core (NT_PRSTATUS). */
+/*
+ * One thread of the core (NT_PRSTATUS). The system call a thread was in:
+ * x86-64 keeps it (orig_rax, its first argument in rdi); an AArch64 core
+ * does not (the kernel forgets the number when it stops a thread in a
+ * system call, and moves pc back onto the svc to restart it): there a pc
+ * on `svc #0` says the thread was in system call x8, with argument x0.
+ */
 struct core_thread {
 	pid_t tid;
-	uint64_t fs_base;	/* pthread_self() on x86-64 */
-	int64_t orig_rax;	/* the system call it was in, or -1 */
-	uint64_t rdi;		/* its first argument */
-	uint64_t rip, rsp;
+	int64_t syscall;	/* the system call it was in, or -1 */
+	uint64_t arg0;		/* its first argument */
+	uint64_t pc, sp;
 };
 
 #define CORE_FILE_MAX_THREADS 4096
@@ -44,8 +50,8 @@ struct core_thread {
 
 /*
  * Open core file @path; @root: where the files it maps are found (NULL:
- * "/"). 0, or -errno with a line in @err: -ENOEXEC (not an x86-64 ELF
- * core), -EPROTO (its notes malformed), -EIO (truncated), -ENOENT...
+ * "/"). 0, or -errno with a line in @err: -ENOEXEC (not an ELF core of
+ * the build's architecture), -EPROTO (its notes malformed), -EIO (truncated), -ENOENT...
  */
 int core_file__open(const char *path, const char *root, struct core_file **out, char *err,
 		    size_t errlen);

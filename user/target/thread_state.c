@@ -34,9 +34,9 @@ static void core_look(const struct core_file *cf, const struct py_thread *t,
 	for (size_t k = 0; k < n; k++) {
 		if (ct[k].tid != t->host_tid)
 			continue;
-		out->kstate = ct[k].orig_rax >= 0 ? 'S' : 'R';
-		out->syscall = ct[k].orig_rax >= 0 ? (long)ct[k].orig_rax : -1;
-		*futex = out->syscall == SYS_futex ? ct[k].rdi : 0;
+		out->kstate = ct[k].syscall >= 0 ? 'S' : 'R';
+		out->syscall = ct[k].syscall >= 0 ? (long)ct[k].syscall : -1;
+		*futex = out->syscall == SYS_futex ? ct[k].arg0 : 0;
 		return;
 	}
 }
