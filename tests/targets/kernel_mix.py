@@ -1,7 +1,7 @@
 """The kernel matrix's target (tests/kernels/checks.py, issue #33): one thread
 of each kind a mode looks for, each in a function of its own.
 
-    python kernel_mix.py READY [mix|async|spawn]
+    python kernel_mix.py READY [mix|async|spawn|zlib]
 
 mix (the default): busy() spins in hot_spot() (cpu, gil, --native,
 --opcodes), sleeper() sleeps in idle_wait() (off-cpu, wall), raiser()
@@ -9,14 +9,22 @@ spends its time in in_handler() inside an except block (exception mode),
 sys_worker() stats "/" in stat_loop() (--kernel). async: an event loop
 whose task async_busy() calls hot_spot() (--async, 3.14+). spawn: busy()
 in this process while spawn_loop() starts a child running child_hot()
-every 0.3 s (--subprocesses). READY is written once the threads run.
+every 0.3 s (--subprocesses). zlib: busy() and zlib_worker(), whose
+compress_spot() spends its time in zlib's C code (--native: a C library's
+function under the Python frame that called it). READY is written once the
+threads run. On SIGUSR1 the interpreter writes its own traceback of every
+thread to READY.tb (faulthandler, from the signal handler: no Python frame
+of its own), what `dump` is compared with.
 """
 import asyncio
+import faulthandler
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import zlib
 
 
 def hot_spot(n):
@@ -67,6 +75,17 @@ def sys_worker():
         time.sleep(0.002)
 
 
+def compress_spot(data):
+    for _ in range(20):
+        zlib.compress(data, 9)
+
+
+def zlib_worker():
+    data = os.urandom(1 << 14) * 4
+    while True:
+        compress_spot(data)
+
+
 async def async_busy():
     while True:
         hot_spot(20000)
@@ -92,6 +111,9 @@ def spawn_loop():
 
 
 def ready(path):
+    tb = open(path + ".tb", "w")
+    faulthandler.register(signal.SIGUSR1, file=tb, all_threads=True)
+    ready.tb = tb      # kept open for the handler
     with open(path + ".tmp", "w") as f:
         f.write(f"{os.getpid()}\n")
     os.replace(path + ".tmp", path)
@@ -103,7 +125,8 @@ def main():
         ready(path)
         asyncio.run(async_main())
         return
-    workers = {"mix": (sleeper, raiser, sys_worker), "spawn": (spawn_loop,)}[kind]
+    workers = {"mix": (sleeper, raiser, sys_worker), "spawn": (spawn_loop,),
+               "zlib": (zlib_worker,)}[kind]
     for w in workers:
         threading.Thread(target=w, name=w.__name__, daemon=True).start()
     ready(path)
