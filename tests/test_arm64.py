@@ -1,34 +1,44 @@
 """The arm64 cell (issue #34): the arm64 build, run inside a QEMU guest
 (qemu-system-aarch64, TCG) booted from Debian trixie's arm64 kernel (6.12),
-against the Python of an arm64 root made from Debian's packages
-(scripts/provision-arm64.sh: bookworm's glibc and Python 3.11, busybox).
+against the Pythons of an arm64 root made from Debian's packages
+(scripts/provision-arm64.sh: sid's glibc, busybox and Python 3.13, 3.14 and
+3.15).
 
 `make release ARCH=arm64` cross-builds the binary here (tests/test_cross.py
 checks the file itself); scripts/vm-run arm64 boots the guest once for the
-module and runs tests/kernels/checks.py there on the root's Python
-(--host-only): the same checks as the x86 kernel matrix, but --native
-(native unwinding is x86-64's so far: refused, checked in test_cross) and
---async (3.14+; the root has 3.11). Each check is a test: the BPF backend
-(pyprof.bpf.o, chosen by probing), and the function its mode is about where
-it must be: hot_spot on top in cpu mode, idle_wait off the CPU, in_handler
-in exception mode, stat_loop over kernel frames with --kernel, every
-thread's function in dump, the agent's profiles naming hot_spot. About a
-minute of guest time; `make test-arm64` runs it alone.
+module and runs tests/kernels/checks.py there on the root's own interpreters
+(--local-pythons: what the x86 matrix runs on the host's Python runs on
+3.13, what it runs on sid's 3.14 and 3.15 on those, and cpu on all three):
+the same checks as the x86 kernel matrix but --native (arm64's native
+unwinding is new: its check here is coming). Each
+(check, interpreter) is a test: the BPF backend (pyprof.bpf.o, chosen by
+probing), and the function its mode is about where it must be: hot_spot on
+top in cpu mode on 3.13, 3.14 and 3.15, idle_wait off the CPU, in_handler in
+exception mode, stat_loop over kernel frames with --kernel, the task's
+async_busy with --async (3.14, 3.15), every thread's function in dump, the
+agent's profiles naming hot_spot. About 80 s of guest time (GUEST_TIMEOUT
+caps it at 4 minutes); `make test-arm64` runs it alone.
 """
 import os
 import subprocess
+import time
 
 import pytest
 
 from lib import pyenvs
-from lib.vmguest import run_checks
+from lib.vmguest import load_checks, run_checks
 
 ROOT = pyenvs.REPO
-CHECKS = ["cpu", "off-cpu", "wall", "gil", "exception", "kernel", "opcodes", "subprocesses",
-          "all", "dump", "agent", "version"]
-GUEST_TIMEOUT = 480
+CHECKS = ["cpu", "off-cpu", "wall", "gil", "exception", "kernel", "opcodes", "async",
+          "subprocesses", "all", "dump", "agent", "version"]
+GUEST_TIMEOUT = 240
+# Cells that do not need the BPF backend.
+NO_BPF = {"dump"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.vm]
+
+
+CELLS = [(name, label) for name in CHECKS for label in load_checks().labels_of(name, True)]
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +51,23 @@ def guest():
     assert r.returncode == 0, f"make ARCH=arm64 release failed:\n{r.stdout}{r.stderr}"
     cmd = [os.path.join(ROOT, "scripts", "vm-run"), "--timeout", str(GUEST_TIMEOUT), "arm64",
            "--", "python3", "tests/kernels/checks.py", ".output/arm64/release/pyprof-bpf",
-           "--host-only"] + CHECKS
-    return run_checks(cmd, ROOT, GUEST_TIMEOUT + 60)
+           "--local-pythons"] + CHECKS
+    t0 = time.monotonic()
+    out = run_checks(cmd, ROOT, GUEST_TIMEOUT + 60)
+    print(f"arm64: the guest ran {time.monotonic() - t0:.0f} s (vm-run exit {out['rc']})")
+    return out
 
 
-@pytest.mark.parametrize("name", CHECKS)
-def test_arm64_cell(guest, name):
-    c = guest["cells"].get((name, "host"))
-    assert c is not None, (f"arm64: the guest gave no verdict for {name} (vm-run exit "
-                           f"{guest['rc']}):\n{guest['log']}")
-    print(f"arm64 ({guest['release']}) {name}: {c.get('backend', '-')} {c['secs']} s: {c['why']}")
-    assert c["ok"], f"arm64 ({guest['release']}) {name}: {c['why']}"
+@pytest.mark.parametrize("name,label", [pytest.param(n, lb, id=f"{n}-{lb}") for n, lb in CELLS])
+def test_arm64_cell(guest, name, label):
+    c = guest["cells"].get((name, label))
+    assert c is not None, (f"arm64: the guest gave no verdict for {name} on {label} (vm-run "
+                           f"exit {guest['rc']}):\n{guest['log']}")
+    print(f"arm64 ({guest['release']}) {name} {label}: {c.get('backend', '-')} {c['secs']} s: "
+          f"{c['why']}")
+    assert c["ok"], f"arm64 ({guest['release']}) {name} on {label}: {c['why']}"
     assert guest["release"].endswith("-arm64"), guest["release"]
-    if name != "dump":
+    if name not in NO_BPF:
         assert (c.get("program") or "").startswith("pyprof.bpf.o ("), \
-            f"arm64 {name}: loaded {c.get('program')!r}"
+            f"arm64 {name} on {label}: loaded {c.get('program')!r}"
+

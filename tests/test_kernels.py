@@ -20,7 +20,6 @@ run pyprof_noloop.bpf.o (bpf/compat.bpf.h), every other one pyprof.bpf.o:
 every BPF cell checks that the program the loader chose by probing is the
 one its kernel must run.
 """
-import importlib.util
 import os
 import re
 import subprocess
@@ -28,7 +27,7 @@ import subprocess
 import pytest
 
 from lib.tool import binary
-from lib.vmguest import run_checks
+from lib.vmguest import load_checks, run_checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.environ.get("PYPROF_CACHE", "/var/cache/pyprof-bpf")
@@ -38,14 +37,6 @@ NO_BPF_LOOP = {"bullseye"}
 # The object each kernel must run, as the "BPF program:" line names it.
 PROGRAM = {rel: "pyprof_noloop.bpf.o" if rel in NO_BPF_LOOP else "pyprof.bpf.o" for rel in ALL}
 GUEST_TIMEOUT = 420
-
-
-def load_checks():
-    spec = importlib.util.spec_from_file_location(
-        "kernel_checks", os.path.join(ROOT, "tests", "kernels", "checks.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 CHECKS = load_checks()

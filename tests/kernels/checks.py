@@ -3,7 +3,7 @@
 one of Debian's kernels (tests/test_kernels.py, through scripts/vm-run), or on
 the host to try them:
 
-    python3 tests/kernels/checks.py BINARY [--host-only] [CHECK...]
+    python3 tests/kernels/checks.py BINARY [--local-pythons] [CHECK...]
 
 Each check records (or dumps) tests/targets/kernel_mix.py, started on one
 interpreter of each kind the guest reaches (the host's /usr/bin/python3, the
@@ -13,6 +13,12 @@ in_handler in exception mode, stat_loop over kernel frames with --kernel,
 and so on (CHECKS). Every recording runs with -v: its start line must say
 the BPF backend, and its "BPF program:" line (the verifier's figures for
 each program loaded) is passed on.
+
+With --local-pythons (the arm64 guest, tests/test_arm64.py, whose own root
+holds the versions) the interpreters are /usr/bin/python3.13, 3.14 and 3.15
+themselves, no chroot, labelled "3.13", "3.14" and "3.15": a check meant for
+"host" runs on 3.13, for "sid-3.14" on 3.14, for "sid-3.15" on 3.15 (LOCAL),
+and cpu on all three (LOCAL_ALL).
 
 Prints one JSON object per line: first {"kernel": uname -r}, then per check
 {"check", "interp", "ok", "why", "backend", "program", "secs"}. Exits 0 once
@@ -39,14 +45,28 @@ HZ = 199
 TIMEOUT = 120
 
 
-def interpreters(host_only=False):
-    """The host's /usr/bin/python3, and the sid root's 3.14 and 3.15 (chroot)
-    unless @host_only (the arm64 guest's root has its own Python alone)."""
+# --local-pythons: the label each of CHECKS' interpreters stands for, and the
+# checks that run on every local interpreter whatever CHECKS says.
+LOCAL = {"host": "3.13", "sid-3.14": "3.14", "sid-3.15": "3.15"}
+LOCAL_ALL = {"cpu"}
+
+
+def interpreters(local=False):
+    """The host's /usr/bin/python3 and the sid root's 3.14 and 3.15 (chroot),
+    or with @local this root's /usr/bin/python3.13, 3.14 and 3.15."""
+    if local:
+        return {v: pyenvs.Interp(v, f"/usr/bin/python{v}") for v in LOCAL.values()}
     out = {"host": pyenvs.Interp("host", "/usr/bin/python3")}
-    if host_only:
-        return out
     out.update({i.label: i for i in pyenvs.load() if i.label in ("sid-3.14", "sid-3.15")})
     return out
+
+
+def labels_of(name, local):
+    """The interpreters check @name runs on (OTHER's: the host's, or 3.13)."""
+    labels = CHECKS[name][1] if name in CHECKS else ["host"]
+    if not local:
+        return labels
+    return list(LOCAL.values()) if name in LOCAL_ALL else [LOCAL[label] for label in labels]
 
 
 class Target:
@@ -278,20 +298,18 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     args = sys.argv[2:]
-    host_only = "--host-only" in args
-    binary, only = os.path.abspath(sys.argv[1]), set(args) - {"--host-only"}
+    local = "--local-pythons" in args
+    binary, only = os.path.abspath(sys.argv[1]), set(args) - {"--local-pythons"}
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     print(json.dumps({"kernel": os.uname().release}), flush=True)
-    interps = interpreters(host_only)
+    interps = interpreters(local)
     plan = collections.defaultdict(list)     # (kind, interp) -> [check]
-    for name, (kind, labels, _, _) in CHECKS.items():
-        for label in labels:
+    for name in list(CHECKS) + list(OTHER):
+        kind = CHECKS[name][0] if name in CHECKS else "mix"
+        for label in labels_of(name, local):
             if label in interps and (not only or name in only):
                 plan[(kind, label)].append(name)
-    for name in OTHER:
-        if not only or name in only:
-            plan[("mix", "host")].append(name)
     for (kind, label), names in plan.items():
         interp = interps[label]
         try:

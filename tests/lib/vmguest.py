@@ -1,7 +1,20 @@
 """tests/kernels/checks.py run in a QEMU guest through scripts/vm-run, its JSON
 lines read back (tests/test_kernels.py, tests/test_arm64.py)."""
+import importlib.util
 import json
+import os
 import subprocess
+
+CHECKS_PY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "kernels", "checks.py")
+
+
+def load_checks():
+    """tests/kernels/checks.py as a module (its CHECKS, OTHER, labels_of)."""
+    spec = importlib.util.spec_from_file_location("kernel_checks", CHECKS_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def run_checks(cmd, cwd, timeout):
