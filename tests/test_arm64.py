@@ -9,15 +9,17 @@ checks the file itself); scripts/vm-run arm64 boots the guest once for the
 module and runs tests/kernels/checks.py there on the root's own interpreters
 (--local-pythons: what the x86 matrix runs on the host's Python runs on
 3.13, what it runs on sid's 3.14 and 3.15 on those, and cpu on all three):
-the same checks as the x86 kernel matrix but --native (arm64's native
-unwinding is new: its check here is coming). Each
-(check, interpreter) is a test: the BPF backend (pyprof.bpf.o, chosen by
+the same checks as the x86 kernel matrix. Each (check, interpreter) is a
+test: the BPF backend (pyprof.bpf.o, chosen by
 probing), and the function its mode is about where it must be: hot_spot on
 top in cpu mode on 3.13, 3.14 and 3.15, idle_wait off the CPU, in_handler in
-exception mode, stat_loop over kernel frames with --kernel, the task's
-async_busy with --async (3.14, 3.15), every thread's function in dump, the
-agent's profiles naming hot_spot. About 80 s of guest time (GUEST_TIMEOUT
-caps it at 4 minutes); `make test-arm64` runs it alone.
+exception mode, a C function under hot_spot and zlib's deflate under
+compress_spot with --native (AArch64 CFI through libdw), stat_loop over
+kernel frames with --kernel, the task's async_busy with --async (3.14,
+3.15), dump and dump --core (of the core the guest's kernel writes when the
+target aborts) matching the interpreter's own traceback of every thread
+(faulthandler), the agent's profiles naming hot_spot. About 100 s of guest
+time (GUEST_TIMEOUT caps it at 4 minutes); `make test-arm64` runs it alone.
 """
 import os
 import subprocess
@@ -29,11 +31,11 @@ from lib import pyenvs
 from lib.vmguest import load_checks, run_checks
 
 ROOT = pyenvs.REPO
-CHECKS = ["cpu", "off-cpu", "wall", "gil", "exception", "kernel", "opcodes", "async",
-          "subprocesses", "all", "dump", "agent", "version"]
+CHECKS = ["cpu", "off-cpu", "wall", "gil", "exception", "native", "native-zlib", "kernel",
+          "opcodes", "async", "subprocesses", "all", "dump", "agent", "version", "dump-core"]
 GUEST_TIMEOUT = 240
 # Cells that do not need the BPF backend.
-NO_BPF = {"dump"}
+NO_BPF = {"dump", "dump-core"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.vm]
 

@@ -4,8 +4,11 @@ booted from Debian's own kernel packages, on real Pythons.
 scripts/provision-kernels.sh keeps each kernel (bullseye's 5.10, bookworm's
 6.1, trixie's 6.12, sid's newest) with a small initramfs; scripts/vm-run
 boots one under TCG with this host's root shared read-only and runs
-tests/kernels/checks.py there: every mode, --native, --kernel, --opcodes,
---async, -a, --subprocesses, dump and an agent window, on the host's
+tests/kernels/checks.py there: every mode, --native (zlib's deflate under
+the Python frame that called it among them), --kernel, --opcodes, --async,
+-a, --subprocesses, dump and dump --core of the kernel's core of the target
+(each compared with the interpreter's own traceback of every thread) and an
+agent window, on the host's
 Python and the sid root's (CHECKS in checks.py says which where). One guest
 per kernel runs every check once (module-scoped); each (check, interpreter)
 is a test of its own here, so a failure names its cell.
@@ -43,7 +46,7 @@ CHECKS = load_checks()
 CELLS = [(name, label) for name, (_, labels, _, _) in CHECKS.CHECKS.items() for label in labels] \
     + [(name, "host") for name in CHECKS.OTHER]
 # Cells that do not need the BPF backend.
-NO_BPF = {"dump"}
+NO_BPF = {"dump", "dump-core"}
 
 
 def provision(rel):

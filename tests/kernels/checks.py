@@ -10,7 +10,11 @@ interpreter of each kind the guest reaches (the host's /usr/bin/python3, the
 sid root's through chroot), and looks for the function its mode is about
 where it must be: hot_spot on top in cpu mode, idle_wait in off-CPU time,
 in_handler in exception mode, stat_loop over kernel frames with --kernel,
-and so on (CHECKS). Every recording runs with -v: its start line must say
+zlib's deflate under compress_spot with --native, and so on (CHECKS);
+dump, and dump --core of the core the kernel writes when the target
+aborts, must match the interpreter's own traceback of every thread taken
+just before (faulthandler on SIGUSR1), but for the two innermost frames of
+each thread, which move on (OTHER). Every recording runs with -v: its start line must say
 the BPF backend, and its "BPF program:" line (the verifier's figures for
 each program loaded) is passed on.
 
@@ -79,7 +83,8 @@ class Target:
         seen = os.path.join(os.path.dirname(script) if interp.root else WORK,
                             f"ready-{kind}-{time.monotonic_ns()}")
         self.err = open(os.path.join(WORK, f"target-{interp.label}-{kind}.stderr"), "w+")
-        self.p = subprocess.Popen(interp.argv([script, seen, kind]), stdin=subprocess.DEVNULL,
+        self.p = subprocess.Popen(interp.argv([script, seen, "mix" if kind == "core" else kind]),
+                                  stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=self.err)
         deadline = time.monotonic() + 60
         while not os.path.exists(interp.host_path(seen)):
@@ -90,7 +95,29 @@ class Target:
             time.sleep(0.05)
         with open(interp.host_path(seen)) as f:
             self.pid = int(f.read())       # the python's own (chroot runs it as a child)
+        self.tb = interp.host_path(seen) + ".tb"
         time.sleep(0.3)
+
+    def own_traceback(self):
+        """The interpreter's own traceback of every thread (kernel_mix.py's
+        faulthandler on SIGUSR1): a list of stacks, innermost frame first,
+        each frame (function, file, line)."""
+        os.kill(self.pid, signal.SIGUSR1)
+        # written by the handler in one go: complete once it names the
+        # thread that took the signal and stops growing
+        deadline, text = time.monotonic() + 10, ""
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            with open(self.tb) as f:
+                last, text = text, f.read()
+            if "Current thread" in text and text == last:
+                break
+        stacks = []
+        for block in re.split(r"\n(?=(?:Current thread|Thread) 0x)", text.strip()):
+            frames = re.findall(r'File "(.*)", line (\d+) in (\S+)', block)
+            if frames:
+                stacks.append([(fn, path, int(line)) for path, line, fn in frames])
+        return stacks
 
     def close(self):
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -202,6 +229,9 @@ CHECKS = {
                   lambda st: want(shares(st), "in_handler", 0.5, top=True)),
     "native": ("mix", ["host"], ["--native"],
                after("hot_spot", lambda f: not f.startswith(("py::", "[")))),
+    # zlib's own function under the Python frame that called it
+    "native-zlib": ("zlib", ["host"], ["--native"],
+                    after("compress_spot", lambda f: f == "deflate")),
     "kernel": ("mix", ["host"], ["--kernel"], after("stat_loop", lambda f: f.endswith("_[k]"))),
     "opcodes": ("mix", ["host"], ["--opcodes"], after("hot_spot", lambda f: f.startswith("[op] "))),
     "async": ("async", ["sid-3.14", "sid-3.15"], ["--async"],
@@ -211,7 +241,9 @@ CHECKS = {
     "subprocesses": ("spawn", ["host"], ["--subprocesses"],
                      lambda st: want(shares(st), "child_hot", 0.02)),
 }
-OTHER = ("all", "dump", "agent", "version")
+OTHER = ("all", "dump", "agent", "version", "dump-core")
+# OTHER's targets: the host's mix, but dump-core's, which it aborts.
+OTHER_KIND = {"dump-core": "core"}
 
 
 def run_record(binary, name, interp, target, args, verdict):
@@ -246,15 +278,75 @@ def run_all(binary, interp, target):
     return dict(res, ok=why is None, why=why or "hot_spot named")
 
 
+def compare_dump(own, out):
+    """None when `dump --json` output @out matches the interpreter's own
+    traceback @own (Target.own_traceback, taken just before): as many
+    threads, and each of its stacks matched by one of the dump's, frame by
+    frame (function, file, line) from the outermost, up to the innermost
+    two (the threads ran on between the two looks); else why not."""
+    try:
+        threads = json.loads(out)["threads"]
+    except (ValueError, KeyError, TypeError) as e:
+        return f"dump --json unreadable: {e}"
+    dumped = [[(f["function"].rsplit(".", 1)[-1], f["file"], f["line"]) for f in t["frames"]]
+              for t in threads]
+    if len(dumped) != len(own):
+        return f"{len(dumped)} threads dumped, the interpreter has {len(own)}"
+    for st in own:
+        def common(d):
+            n = 0
+            for a, b in zip(reversed(st), reversed(d)):
+                if a != b:
+                    break
+                n += 1
+            return n
+        if not any(common(d) >= max(len(st), len(d)) - 2 for d in dumped):
+            return (f"no dumped thread matches the interpreter's own {st[::-1]} "
+                    f"(dumped: {[d[::-1] for d in dumped]})")[:900]
+    return None
+
+
 def run_dump(binary, interp, target):
+    own = target.own_traceback()
     r = subprocess.run([binary, "dump", "-p", str(target.pid), "--json"],
                        stdin=subprocess.DEVNULL, capture_output=True, text=True,
                        timeout=TIMEOUT)
     if r.returncode != 0:
         return {"ok": False, "why": f"exit {r.returncode}: {r.stderr.strip()[-400:]}"}
-    missing = [f for f in ("busy", "sleeper", "raiser", "sys_worker") if f'"{f}"' not in r.stdout]
-    return {"ok": not missing, "why": f"threads' functions missing: {missing}" if missing
-            else "every thread's function named"}
+    why = compare_dump(own, r.stdout)
+    return {"ok": why is None,
+            "why": why or f"{len(own)} threads, as the interpreter's own traceback says"}
+
+
+def run_dump_core(binary, interp, target):
+    """dump --core of the core the kernel writes when the target aborts,
+    compared with the interpreter's own traceback taken just before."""
+    import resource
+    pattern = "/proc/sys/kernel/core_pattern"
+    core = os.path.join(WORK, f"core.{target.pid}")
+    with open(pattern) as f:
+        old = f.read()
+    resource.prlimit(target.pid, resource.RLIMIT_CORE,
+                     (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    own = target.own_traceback()
+    try:
+        with open(pattern, "w") as f:
+            f.write(os.path.join(WORK, "core.%p"))
+        os.kill(target.pid, signal.SIGABRT)
+        target.p.wait(timeout=60)
+    finally:
+        with open(pattern, "w") as f:
+            f.write(old)
+    if not os.path.exists(core):
+        return {"ok": False, "why": f"the kernel wrote no core at {core}"}
+    r = subprocess.run([binary, "dump", "--core", core, "--json"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    os.unlink(core)
+    if r.returncode != 0:
+        return {"ok": False, "why": f"exit {r.returncode}: {r.stderr.strip()[-400:]}"}
+    why = compare_dump(own, r.stdout)
+    return {"ok": why is None, "why": why or f"{len(own)} threads, as the interpreter's own "
+            "traceback said before it aborted"}
 
 
 def run_version(binary, interp, target):
@@ -306,7 +398,7 @@ def main():
     interps = interpreters(local)
     plan = collections.defaultdict(list)     # (kind, interp) -> [check]
     for name in list(CHECKS) + list(OTHER):
-        kind = CHECKS[name][0] if name in CHECKS else "mix"
+        kind = CHECKS[name][0] if name in CHECKS else OTHER_KIND.get(name, "mix")
         for label in labels_of(name, local):
             if label in interps and (not only or name in only):
                 plan[(kind, label)].append(name)
@@ -327,7 +419,8 @@ def main():
                         _, _, args, verdict = CHECKS[name]
                         res = run_record(binary, name, interp, target, args, verdict)
                     else:
-                        res = globals()[f"run_{name}"](binary, interp, target)
+                        res = globals()[f"run_{name.replace('-', '_')}"](binary, interp,
+                                                                          target)
                 except (subprocess.TimeoutExpired, OSError, ValueError) as e:
                     res = {"ok": False, "why": f"{type(e).__name__}: {e}"}
                 res.update(check=name, interp=label, secs=round(time.monotonic() - t0, 1))

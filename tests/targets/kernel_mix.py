@@ -9,8 +9,8 @@ spends its time in in_handler() inside an except block (exception mode),
 sys_worker() stats "/" in stat_loop() (--kernel). async: an event loop
 whose task async_busy() calls hot_spot() (--async, 3.14+). spawn: busy()
 in this process while spawn_loop() starts a child running child_hot()
-every 0.3 s (--subprocesses). zlib: busy() and zlib_worker(), whose
-compress_spot() spends its time in zlib's C code (--native: a C library's
+every 0.3 s (--subprocesses). zlib: zlib_worker() alone on the CPU, its
+compress_spot() spending its time in zlib's C code (--native: a C library's
 function under the Python frame that called it). READY is written once the
 threads run. On SIGUSR1 the interpreter writes its own traceback of every
 thread to READY.tb (faulthandler, from the signal handler: no Python frame
@@ -130,6 +130,9 @@ def main():
     for w in workers:
         threading.Thread(target=w, name=w.__name__, daemon=True).start()
     ready(path)
+    if kind == "zlib":
+        while True:     # the CPU is zlib_worker's
+            time.sleep(1)
     busy()
 
 
