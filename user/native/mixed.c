@@ -219,6 +219,8 @@ static void trim_runs(struct native_mixer *m, uint32_t npy)
 	}
 }
 
+_Static_assert(SAMPLE_NREGS == NATIVE_REG_COUNT, "a sample's registers are the unwinder's");
+
 /* @r's native frames, innermost first, into m->nat: how many; *complete
  * when the unwind reached the stack's end. */
 static size_t unwind(struct native_mixer *m, struct native_unwinder *u,

@@ -81,9 +81,10 @@ struct raw_sample {
 	uint32_t nkstack;
 	const uint64_t *kstack;
 	/*
-	 * --native (ticks): the user registers (SAMPLE_NREGS, x86-64 DWARF
-	 * order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip) and ustack_len
-	 * bytes of user stack from rsp - PYPROF_USTACK_REDZONE; uregs NULL:
+	 * --native (ticks): the user registers (SAMPLE_NREGS, in DWARF
+	 * order: x86-64's rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip, AArch64's
+	 * x0-x30 sp pc) and ustack_len bytes of user stack from
+	 * sp - PYPROF_USTACK_REDZONE; uregs NULL:
 	 * none. Frames then include
 	 * the interpreter's entry frames (py_rawframe.reserved, SAMPLE_FF_*).
 	 */
@@ -152,7 +153,13 @@ enum {
 	SAMPLE_LF_FAULT = 1 << 2,	/* a read failed: the chain ends there */
 };
 
+/* The user registers of a --native tick: PYPROF_NREGS (bpf/pyprof.h) and
+ * NATIVE_REG_COUNT (native/unwind.h), asserted where they meet. */
+#if defined(__aarch64__)
+#define SAMPLE_NREGS 33		/* x0-x30, sp, pc */
+#else
 #define SAMPLE_NREGS 17
+#endif
 
 /* py_rawframe.reserved with --native */
 enum {

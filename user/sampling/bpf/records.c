@@ -17,6 +17,8 @@
 #include "sampling/frame_cache.h"
 #include "target/exc_offsets.h"
 
+_Static_assert(SAMPLE_NREGS == PYPROF_NREGS, "a sample carries the registers BPF copies");
+
 _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       offsetof(struct pyprof_frame, frame) == offsetof(struct py_rawframe, frame) &&
 	       offsetof(struct pyprof_frame, code) == offsetof(struct py_rawframe, code) &&
