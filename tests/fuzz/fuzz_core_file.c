@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t = core_file__threads(cf, &n);
 	CHECK(n >= 1 && n <= CORE_FILE_MAX_THREADS);
 	for (size_t i = 0; i < n; i++)
-		read_around(cf, t[i].rsp);
+		read_around(cf, t[i].sp);
 	CHECK(strnlen(core_file__comm(cf), 16) < 16);
 	(void)core_file__exe(cf);
 	(void)core_file__pid(cf);
