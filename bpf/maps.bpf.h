@@ -37,6 +37,10 @@ const volatile __u32 native_stack = 0;
  * does not walk it (half the instructions it processed were the awaiter
  * set's scan). */
 const volatile __u32 async_tasks = 0;
+/* Set by the loader before load (-e SUBSYS:NAME -c N): a tracepoint's
+ * program samples one event in this many on each CPU (its hits are not
+ * perf's to count: the program runs before perf's sampling). */
+const volatile __u32 tp_period = 1;
 
 /*
  * The only process sampled, while there is exactly one and none followed
@@ -166,7 +170,7 @@ struct scratch {
 	 * sampled thread is stopped. */
 	struct memo memo[PYPROF_VERSION_MEMO];
 	__u32 gen;			/* samples taken on this CPU */
-	__u32 pad;
+	__u32 tp_hits;			/* tracepoint hits of the target, tp_period's count */
 	/* The sampled process's configured entry, copied (its tgid and
 	 * procs_epoch then say which): its configuration and address space. */
 	struct pyprof_config cfg;

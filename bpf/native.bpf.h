@@ -13,7 +13,7 @@
 
 /* --kernel: the kernel stack of a tick that interrupted the kernel, sent
  * before its sample (same CPU: the ring keeps the order). */
-static __always_inline void tick_kstack(struct bpf_perf_event_data *ctx)
+static __always_inline void tick_kstack(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pyprof_switch *r;

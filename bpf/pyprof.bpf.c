@@ -203,6 +203,7 @@ static __always_inline void begin_sample(struct scratch *sc, __u32 tgid, __u32 t
 	s->cache_seq = 0;
 	s->cache_prev = 0;
 	s->exc_type = 0;
+	s->period = 0;
 }
 
 /* The stack of a thread with state @tstate, and what else its sample says. */
@@ -249,7 +250,7 @@ static __always_inline int submit_sample(struct scratch *sc, bool switch_out)
  * was sent without a walk (PYPROF_SF_REUSE), else 0. Every record sent
  * says in its status why its frames are what they are.
  */
-static __always_inline int take_sample(bool switch_out)
+static __always_inline int take_sample(bool switch_out, __u64 period)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
@@ -274,6 +275,7 @@ static __always_inline int take_sample(bool switch_out)
 	born = TASK_READ(task, start_time);
 	th = thread_entry(tid, born);
 	begin_sample(sc, tgid, tid, cpu);
+	sc->s.period = period;
 	tv = &sc->tv;
 	__builtin_memset(tv, 0, sizeof(*tv));
 	/*
@@ -306,7 +308,39 @@ int pyprof_sample(struct bpf_perf_event_data *ctx)
 		tick_ustack();
 	if (kernel_stacks)
 		tick_kstack(ctx);
-	take_sample(false);
+	take_sample(false, ctx->sample_period);
+	return 0;
+}
+
+/* -e SUBSYS:NAME -c N: is this hit the Nth on its CPU? Counted among the
+ * target's hits when there is one target, among every task's else. */
+static __always_inline bool tp_due(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *sc;
+
+	if (only_tgid && (bpf_get_current_pid_tgid() >> 32) != only_tgid)
+		return false;
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	return sc && ++sc->tp_hits % tp_period == 0;
+}
+
+/*
+ * -e SUBSYS:NAME: a tracepoint, attached once for the whole machine (a
+ * tracepoint's programs run at every hit, whichever perf event attached
+ * them); the target's hits are sampled, one in tp_period, by the same body
+ * as a tick's, each weighing tp_period events. Loaded only then.
+ */
+SEC("tracepoint")
+int pyprof_tracepoint(void *ctx)
+{
+	if (tp_period > 1 && !tp_due())
+		return 0;
+	if (native_stack)
+		tick_ustack();
+	if (kernel_stacks)
+		tick_kstack(ctx);
+	take_sample(false, tp_period);
 	return 0;
 }
 
@@ -328,7 +362,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 	if ((!blocked && state && !preempt) || (prev->flags & PF_EXITING))
 		return;
 	close_missed(prev);
-	if (!take_sample(true))
+	if (!take_sample(true, 0))
 		return;
 	/* The interval opens, noted here rather than in a helper: so built,
 	 * clang kept blocked's two halves across take_sample() and the

@@ -694,6 +694,10 @@ struct pyprof_sample {
 	__u64 cache_prev;
 	/* config.exc_mode: the type object of the thread's exception. */
 	__u64 exc_type;
+	/* A tick's weight in its event's units: the perf event's sample
+	 * period (cpu-clock: ns; page-faults: faults), a tracepoint's events;
+	 * 0 for a switch-out. */
+	__u64 period;
 	struct pyprof_frame frames[PYPROF_MAX_FRAMES];
 };
 

@@ -213,6 +213,15 @@ def after(fn, pred):
     return check
 
 
+def sleepers_only(stacks):
+    """None when every stack's innermost Python function is one that calls
+    time.sleep() (and the sleeper's idle_wait is among them)."""
+    leaves = {leaf_py(st) for st in stacks}
+    if not leaves <= {"idle_wait", "raiser", "sys_worker"}:
+        return f"clock_nanosleep hit in {sorted(leaves - {'idle_wait', 'raiser', 'sys_worker'})}"
+    return None if "idle_wait" in leaves else "no hit in idle_wait"
+
+
 CHECKS = {
     "cpu": ("mix", ["host", "sid-3.15"], [],
             lambda st: want(shares(st), "hot_spot", 0.3, top=True)),
@@ -233,6 +242,13 @@ CHECKS = {
     "native-zlib": ("zlib", ["host"], ["--native"],
                     after("compress_spot", lambda f: f == "deflate")),
     "kernel": ("mix", ["host"], ["--kernel"], after("stat_loop", lambda f: f.endswith("_[k]"))),
+    # -e: a software event on the target's threads (the sleeper's switches
+    # among them), and a tracepoint hit by time.sleep() alone
+    "event-cs": ("mix", ["host"], ["-e", "cs"],
+                 lambda st: None if any_stack(st, lambda s: "idle_wait" in map(py_name, s))
+                 else "no context switch in idle_wait"),
+    "event-tracepoint": ("mix", ["host"], ["-e", "syscalls:sys_enter_clock_nanosleep"],
+                         lambda st: sleepers_only(st)),
     "opcodes": ("mix", ["host"], ["--opcodes"], after("hot_spot", lambda f: f.startswith("[op] "))),
     "async": ("async", ["sid-3.14", "sid-3.15"], ["--async"],
               lambda st: want(shares(st), "hot_spot", 0.3)

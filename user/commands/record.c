@@ -7,6 +7,7 @@
  * and torn down; each step below is one of those.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,9 @@ static void setup_sampler_opts(struct recording *rec)
 		.async_tasks = env->async != 0,
 		.opcodes = env->opcodes,
 		.blocking = env->blocking,
+		.event = env->event_spec ? &env->event : NULL,
+		.period = env->count ? env->count :
+			  env->event_spec ? sampler_event__default_period(&env->event) : 0,
 	};
 }
 
@@ -125,6 +129,7 @@ static int setup_resolver(struct recording *rec)
 {
 	const struct record_env *env = rec->env;
 	struct resolver_opts ro = { .follow = rec->follow, .period_ns = rec->period_ns,
+				    .event = env->event_spec ? env->event.name : NULL,
 				    .gil_mode = env->mode == SAMPLER_MODE_GIL };
 	int rc;
 
@@ -192,7 +197,7 @@ static int load_bpf(struct recording *rec, struct pyproc *p)
 	rc = sampler__open("bpf", p, o, &rec->sampler, why, sizeof(why));
 	if (rc && (rec->env->backend == BACKEND_BPF || o->mode == SAMPLER_MODE_OFFCPU ||
 		   o->native_stack || o->kernel_stacks || o->async_tasks || o->all_procs ||
-		   rec->env->subprocesses)) {
+		   rec->env->subprocesses || o->event)) {
 		/* Why BPF failed: not always "needs root" (a verifier). */
 		snprintf(rec->err, sizeof(rec->err), "BPF backend%s: %s",
 			 o->mode == SAMPLER_MODE_OFFCPU ? " (--mode off-cpu needs it)" :
@@ -200,6 +205,7 @@ static int load_bpf(struct recording *rec, struct pyproc *p)
 			 o->kernel_stacks ? " (--kernel needs it)" :
 			 o->async_tasks ? " (--async needs it)" :
 			 o->all_procs ? " (-a needs it)" :
+			 o->event ? " (-e needs it)" :
 			 rec->env->subprocesses ? " (--subprocesses needs it)" : "", why);
 		return rc;
 	}
@@ -361,6 +367,22 @@ static int open_summary_and_raw(struct recording *rec)
 	return rawrec_writer__open(k->raw_path, ri, &k->raw, rec->err, sizeof(rec->err));
 }
 
+/* "in cpu mode at 99 Hz", "on cycles at 99 Hz", "on page-faults, every
+ * event", "on syscalls:sys_enter_openat, one event in 10" (@period: the
+ * sampler's). */
+static void describe_rate(const struct record_env *env, uint64_t period, char *buf,
+			  size_t len)
+{
+	if (!env->event_spec)
+		snprintf(buf, len, "in %s mode at %ld Hz", record_mode_name(env->mode), env->freq);
+	else if (period == 1)
+		snprintf(buf, len, "on %s, every event", env->event.name);
+	else if (period)
+		snprintf(buf, len, "on %s, one event in %" PRIu64, env->event.name, period);
+	else
+		snprintf(buf, len, "on %s at %ld Hz", env->event.name, env->freq);
+}
+
 /* What is sampled, said once sampling begins: on stderr, or to the live view. */
 static int announce(struct recording *rec)
 {
@@ -370,6 +392,7 @@ static int announce(struct recording *rec)
 	bool events = sampler__has(rec->sampler, SAMPLER_CAP_PERF_EVENTS);
 	struct sampler_detail d;
 	bool per_cpu;
+	char rate[SAMPLER_EVENT_NAME_MAX + 64];
 	struct record_info info = {
 		.pid = env->pid, .comm = rec->comm,
 		.python_version = rec->main_proc ? rec->main_proc->version : "",
@@ -388,16 +411,17 @@ static int announce(struct recording *rec)
 		rec->live_started = !rc;
 		return rc;
 	}
+	describe_rate(env, rec->sopts.period, rate, sizeof(rate));
 	if (env->all)
-		fprintf(stderr, "pyprof-bpf: sampling every Python process%s%s%s in %s mode at "
-			"%ld Hz with the BPF backend (per-CPU events)%s\n",
+		fprintf(stderr, "pyprof-bpf: sampling every Python process%s%s%s %s "
+			"with the BPF backend (per-CPU events)%s\n",
 			env->comm_re ? " named like '" : "", env->comm_re ? env->comm_re : "",
-			env->comm_re ? "'" : "", mode, env->freq,
+			env->comm_re ? "'" : "", rate,
 			env->duration ? "" : "; Ctrl-C to stop");
 	else
-		fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) in %s mode at %ld Hz "
-			"with the %s backend%s%s\n", (int)env->pid, rec->main_proc->version, mode,
-			env->freq, backend,
+		fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) %s "
+			"with the %s backend%s%s\n", (int)env->pid, rec->main_proc->version,
+			rate, backend,
 			!events || env->mode == SAMPLER_MODE_OFFCPU ? "" :
 			per_cpu ? " (per-CPU events)" : " (per-thread events)",
 			rec->cmd ? (env->duration ? "" : " until the command exits") :

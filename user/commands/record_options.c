@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sysexits.h>
 #include "pyprof.h"		/* PYPROF_USTACK_MAX */
 #include "commands/record.h"
 #include "commands/record_options.h"
@@ -79,6 +81,8 @@ const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode exception -o exc.html  # time in handlers\n"
 "    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
 "    sudo pyprof-bpf -p 1234 --opcodes -o op.html  # and the instruction running\n"
+"    sudo pyprof-bpf -p 1234 -e page-faults -o f.html  # who touches new memory\n"
+"    sudo pyprof-bpf -p 1234 -e syscalls:sys_enter_openat  # who opens files\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -109,6 +113,15 @@ const struct argp_option record_options[] = {
 	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
 	  "its own pid; outputs get one root per process", 0 },
 	{ "freq", 'F', "HZ", 0, "Samples a second per running thread (default 99)", 0 },
+	{ "event", 'e', "EVENT", 0, "BPF, cpu mode: take the samples at this event instead of "
+	  "the CPU clock, named as perf names it: page-faults (faults), minor-faults, "
+	  "major-faults, context-switches (cs), cpu-migrations, task-clock, alignment-faults, "
+	  "emulation-faults; hardware cycles, instructions, cache-misses, cache-references, "
+	  "branches, branch-misses, ref-cycles where the CPU exposes counters; a tracepoint "
+	  "SUBSYS:NAME (syscalls:sys_enter_openat), every hit sampled. Each sample weighs the "
+	  "events it stands for, and perf-script output names the event", 0 },
+	{ "count", 'c', "N", 0, "With -e: one sample every N events (instead of -F's rate; a "
+	  "tracepoint's on each CPU)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit; "
 	  "a command started runs on)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
@@ -346,6 +359,41 @@ static void check_features(struct record_env *env, struct argp_state *state)
 		argp_error(state, "--events is for the modes that sample on a CPU");
 }
 
+/* -c N: a whole number of events, 1 to 2^32 - 1 (a tracepoint's count
+ * lives in a 32-bit BPF global). */
+static int parse_count(const char *arg, unsigned long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(arg, &end, 10);
+	return errno || end == arg || *end || arg[0] == '-' || !*out || *out > UINT32_MAX ?
+	       -EINVAL : 0;
+}
+
+/* -e EVENT, -c N: parsed (tracefs read, a hardware counter tried) once the
+ * other options are known; each refusal one line. */
+static void check_event(struct record_env *env, struct argp_state *state)
+{
+	char err[PYPROF_ERRLEN];
+
+	if (env->count && !env->event_spec)
+		argp_error(state, "-c N counts the events of -e EVENT");
+	if (!env->event_spec)
+		return;
+	if (env->mode != SAMPLER_MODE_CPU)
+		argp_error(state, "-e EVENT takes samples at an event: cpu mode's (--mode %s "
+			   "takes its own)", record_mode_name(env->mode));
+	if (env->backend == BACKEND_REMOTE)
+		argp_error(state, "-e EVENT is for the BPF backend: the program runs at the "
+			   "event, in the thread it happens in");
+	if (sampler_event__parse(env->event_spec, &env->event, err, sizeof(err)))
+		argp_failure(state, EX_USAGE, 0, "%s", err);
+	if (sampler_event__is_tracepoint(&env->event) && env->events == SAMPLER_EVENTS_THREAD)
+		argp_error(state, "-e %s: a tracepoint is attached once for the whole machine, "
+			   "not per thread (--events thread)", env->event.name);
+}
+
 /* Several processes at once (--subprocesses, -p A,B). */
 static void check_multi(struct record_env *env, struct argp_state *state)
 {
@@ -387,6 +435,13 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 	case OPT_STACK_SIZE:
 	case OPT_MAX_DEPTH:
 		parse_numbers(env, key, arg, state);
+		break;
+	case 'e':
+		env->event_spec = arg;
+		break;
+	case 'c':
+		if (parse_count(arg, &env->count))
+			argp_error(state, "invalid count (1 to 2^32 - 1 events): %s", arg);
 		break;
 	case OPT_BACKEND:
 	case OPT_EVENTS:
@@ -436,6 +491,7 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		check_blocking(env, state);
 		check_targets(env, state);
 		check_features(env, state);
+		check_event(env, state);
 		check_multi(env, state);
 		break;
 	default:

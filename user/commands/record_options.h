@@ -6,6 +6,7 @@
 #ifndef PYPROF_COMMANDS_RECORD_OPTIONS_H
 #define PYPROF_COMMANDS_RECORD_OPTIONS_H
 
+#include "sampling/perf_events.h"
 #include <argp.h>
 #include <regex.h>
 #include <sys/types.h>
@@ -48,6 +49,9 @@ struct record_env {
 	int all;			/* -a: every Python process */
 	const char *comm_re;		/* --comm REGEX (with -a) */
 	regex_t comm;
+	const char *event_spec;		/* -e EVENT; NULL: cpu-clock */
+	struct sampler_event event;	/* -e's, parsed */
+	unsigned long long count;	/* -c N: a tick every N events; 0: -F */
 };
 
 extern const char record_doc[];

@@ -139,6 +139,7 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 	struct resolver_stats rvst;
 	double secs = rec->end - rec->start;
 	bool cpu = env->mode == SAMPLER_MODE_CPU;
+	char tail[SAMPLER_EVENT_NAME_MAX + 64] = "";
 
 	resolver__stats(rec->rv, &rvst);
 	print_bpf_detail(rec);
@@ -158,14 +159,18 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 			"times, %.3f ms each on average, %.1f%% of the time\n",
 			(unsigned long long)st->stops, st->stopped_ns / 1e6 / st->stops,
 			secs > 0 ? 100.0 * st->stopped_ns / 1e9 / secs : 0.0);
-	/* One shape in every mode (scripts read it); the mode said after it. */
+	/* One shape in every mode (scripts read it); the mode or the event
+	 * (-e: -F's rate was not what it sampled at) said after it. */
+	if (env->event_spec)
+		snprintf(tail, sizeof(tail), "; at %s events, not the clock", env->event.name);
+	else if (!cpu)
+		snprintf(tail, sizeof(tail), "; %s mode%s", record_mode_name(env->mode),
+			 env->mode != SAMPLER_MODE_WALL ||
+			 !sampler__has(rec->sampler, SAMPLER_CAP_OFFCPU) ? "" :
+			 " (an off-CPU interval counts as one sample)");
 	fprintf(stderr, "pyprof-bpf: %llu samples in %.2f s (%.1f/s, %ld Hz asked per running "
-		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames%s%s%s\n",
+		"thread), %llu lost, %llu truncated, %llu errors, %zu unresolved frames%s\n",
 		(unsigned long long)st->samples, secs, st->samples / secs, env->freq,
 		(unsigned long long)st->lost, (unsigned long long)st->truncated,
-		(unsigned long long)st->errors, rvst.unresolved,
-		cpu ? "" : "; ", cpu ? "" : record_mode_name(env->mode),
-		cpu ? "" : env->mode != SAMPLER_MODE_WALL ||
-		!sampler__has(rec->sampler, SAMPLER_CAP_OFFCPU) ? " mode" :
-		" mode (an off-CPU interval counts as one sample)");
+		(unsigned long long)st->errors, rvst.unresolved, tail);
 }

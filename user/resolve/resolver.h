@@ -32,6 +32,7 @@ struct thread_names;
 struct resolver_opts {
 	struct proc_follow *follow;	/* the processes sampled: borrowed */
 	uint64_t period_ns;		/* a tick's weight */
+	const char *event;		/* a tick's event (-e), NULL: the clock's */
 	bool gil_mode;			/* --mode gil: [GIL released] leaves */
 	/* Given to the resolver, freed with it (mixer NULL: no --native). */
 	struct leaf_names *leaf;

@@ -99,6 +99,13 @@ struct sampler_opts {
 	/* Remote backend: every thread of the target stopped (ptrace) while
 	 * a tick reads it, so that no stack is torn (--blocking). */
 	int blocking;
+	/* BPF backend, cpu mode: the event ticks are taken at (-e;
+	 * perf_events.h); NULL: cpu-clock. A tracepoint is attached once for
+	 * the machine (its program runs at every hit) and needs per-CPU scope. */
+	const struct sampler_event *event;
+	/* -c N: one tick every N events (freq_hz unused); 0: frequency mode,
+	 * but a tracepoint's, which samples every hit. */
+	uint64_t period;
 };
 
 /*
@@ -116,6 +123,7 @@ struct sampler_opts {
  * command asks sampler__has() before relying on it.
  */
 struct sampler;
+struct sampler_event;
 
 /* What a poll hands on, one callback per kind of record (as perf's
  * struct perf_tool): sample is required; code or proc NULL drops those

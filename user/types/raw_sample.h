@@ -49,6 +49,9 @@ struct raw_sample {
 	pid_t tid;		/* host tid */
 	uint32_t cpu;
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC, as bpf_ktime_get_ns() */
+	/* The events it stands for (-e EVENT: its perf event's sample period,
+	 * a tracepoint's hits); 0: a tick of the recording's rate. */
+	uint64_t period;
 	uint32_t status;	/* enum sample_status */
 	uint32_t nframes;
 	const struct py_rawframe *frames;	/* innermost first */

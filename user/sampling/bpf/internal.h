@@ -29,6 +29,7 @@
 
 #include "pyprof.h"
 #include "sampling/bpf_sampler.h"
+#include "sampling/perf_events.h"
 #include "target/pyproc.h"
 
 struct bpf_link;
@@ -92,6 +93,10 @@ struct bpf_sampler {
 	struct pyprof_config main_cfg;
 	int ncpus;		/* possible CPUs: per-CPU map values */
 	unsigned int freq_hz;
+	uint64_t period;	/* sampler_opts.period */
+	struct sampler_event event;	/* what ticks are taken at (cpu-clock by default) */
+	struct bpf_link *event_tp_link;	/* a tracepoint event's, attached once */
+	bool event_periods;	/* ticks weigh their event counts (-e, not a clock) */
 	bool inherit;		/* new threads inherit their creator's event */
 	bool per_cpu;		/* one event per CPU instead of per thread */
 	struct bpf_link **cpu_links;

@@ -50,6 +50,7 @@
 #include "pyprof.skel.h"		/* after pyprof.h, whose types it uses */
 #include "sampling/frame_cache.h"
 #include "offcpu/intervals.h"
+#include "sampling/perf_events.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -222,11 +223,12 @@ static size_t ring_size(unsigned int freq_hz)
 int bpf_lifecycle__open_event(struct bpf_sampler *s, pid_t tid, int cpu, struct bpf_link **out)
 {
 	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
+		.type = s->event.type,
 		.size = sizeof(attr),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_freq = s->freq_hz,
-		.freq = 1,
+		.config = s->event.config,
+		/* -c N: a tick every N events; else N a second */
+		.sample_period = s->period ? s->period : s->freq_hz,
+		.freq = !s->period,
 		.inherit = s->inherit,
 		/* Threads, not fork()ed children; and nothing survives an
 		 * exec(), which replaces the interpreter we know. */
@@ -340,7 +342,8 @@ static int size_maps(struct bpf_sampler *s, const struct sampler_opts *o, char *
 	     * of thousands a second): the largest ring. */
 	    bpf_map__set_max_entries(skel->maps.samples,
 				     o->mode == SAMPLER_MODE_OFFCPU || o->mode == SAMPLER_MODE_WALL ||
-				     o->native_stack ? RING_MAX : ring_size(o->freq_hz))) {
+				     o->native_stack || o->period ? RING_MAX :
+				     ring_size(o->freq_hz))) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot size the BPF maps: %s", strerror(-ret));
 		return ret;
@@ -358,7 +361,11 @@ static void choose_programs(struct bpf_sampler *s, const struct sampler_opts *o)
 {
 	struct pyprof_bpf *skel = s->skel;
 
-	bpf_program__set_autoload(skel->progs.pyprof_sample, o->mode != SAMPLER_MODE_OFFCPU);
+	bool tracepoint = sampler_event__is_tracepoint(&s->event);
+
+	bpf_program__set_autoload(skel->progs.pyprof_sample,
+				  o->mode != SAMPLER_MODE_OFFCPU && !tracepoint);
+	bpf_program__set_autoload(skel->progs.pyprof_tracepoint, tracepoint);
 	bpf_program__set_autoload(skel->progs.pyprof_switch, bpf_lifecycle__off_cpu(s));
 	bpf_program__set_autoload(skel->progs.pyprof_wakeup, bpf_lifecycle__off_cpu(s));
 	bpf_program__set_autoload(skel->progs.pyprof_fork, !!o->follow_children);
@@ -401,6 +408,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	skel->rodata->native_stack = s->native_stack;
 	skel->rodata->async_tasks = !!o->async_tasks;
+	skel->rodata->tp_period = (__u32)(s->period ? s->period : 1);
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
@@ -434,6 +442,8 @@ static int attach_cpus(struct bpf_sampler *s, char *err, size_t errlen)
 	s->ncpu_links = s->ncpus;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		ret = bpf_lifecycle__open_event(s, -1, cpu, &s->cpu_links[cpu]);
+		if (ret == -ENOENT || ret == -EOPNOTSUPP)
+			break;	/* the event itself (a PMU that counts no user code...) */
 		if (ret == -ENODEV || ret == -EINVAL)
 			continue;	/* not online */
 		if (ret)
@@ -446,9 +456,30 @@ static int attach_cpus(struct bpf_sampler *s, char *err, size_t errlen)
 		snprintf(err, errlen, "perf_event_open on a CPU: permission denied "
 			 "(needs CAP_PERFMON)");
 	else if (ret)
-		snprintf(err, errlen, "cannot attach a cpu-clock event to a CPU: %s",
+		snprintf(err, errlen, "cannot attach a %s event to a CPU: %s", s->event.name,
 			 strerror(-ret));
 	return ret;
+}
+
+/*
+ * -e SUBSYS:NAME: its program attached once (perf_event_open on the
+ * tracepoint, one CPU, every task): a tracepoint's programs run at each of
+ * its hits on every CPU whichever event attached them, so one per CPU
+ * would sample each hit as many times.
+ */
+static int attach_event_tracepoint(struct bpf_sampler *s, char *err, size_t errlen)
+{
+	s->event_tp_link = bpf_program__attach_tracepoint(s->skel->progs.pyprof_tracepoint,
+							  s->event.subsys, s->event.tracepoint);
+	if (!s->event_tp_link) {
+		int ret = -errno;
+
+		snprintf(err, errlen, "cannot attach to tracepoint %s: %s", s->event.name,
+			 ret == -EACCES || ret == -EPERM ? "permission denied (needs CAP_PERFMON "
+			 "and CAP_BPF)" : strerror(-ret));
+		return ret;
+	}
+	return 0;
 }
 
 /* The options this backend cannot take, said in @err. 0 or -errno. */
@@ -485,11 +516,18 @@ static bool pick_per_cpu(const struct sampler_opts *o)
 	long online;
 
 	/* Off-CPU: no ticks at all: per-CPU mode with no CPU event attached
-	 * (no per-thread events either). */
-	if (o->mode == SAMPLER_MODE_OFFCPU || o->follow_children)
+	 * (no per-thread events either). A tracepoint: one attachment for the
+	 * machine, none per thread. */
+	if (o->mode == SAMPLER_MODE_OFFCPU || o->follow_children ||
+	    (o->event && sampler_event__is_tracepoint(o->event)))
 		return true;
 	if (o->events != SAMPLER_EVENTS_AUTO)
 		return o->events == SAMPLER_EVENTS_CPU;
+	/* -e page-faults and the like: the target's own events, as perf -p
+	 * counts them (a CPU's count holds every task's: at -F's rate, the
+	 * target's share of the CPU's samples only) */
+	if (o->event && !sampler_event__is_clock(o->event))
+		return false;
 	online = sysconf(_SC_NPROCESSORS_ONLN);
 	return online > 0 && o->freq_hz <= AUTO_CPU_MAX_HZ &&
 	       (uint64_t)online * o->freq_hz <= AUTO_CPU_TICKS;
@@ -504,7 +542,10 @@ static int attach(struct bpf_sampler *s, const struct sampler_opts *o, char *err
 {
 	int ret;
 
-	ret = s->per_cpu && o->mode != SAMPLER_MODE_OFFCPU ? attach_cpus(s, err, errlen) : 0;
+	if (sampler_event__is_tracepoint(&s->event))
+		ret = attach_event_tracepoint(s, err, errlen);
+	else
+		ret = s->per_cpu && o->mode != SAMPLER_MODE_OFFCPU ? attach_cpus(s, err, errlen) : 0;
 	if (ret)
 		return ret;
 	ret = bpf_lifecycle__off_cpu(s) ? attach_sched(s, err, errlen) : 0;
@@ -532,6 +573,14 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 		return -ENOMEM;
 	}
 	s->freq_hz = o->freq_hz;
+	s->period = o->period;
+	if (o->event)
+		s->event = *o->event;
+	else
+		sampler_event__parse("cpu-clock", &s->event, err, errlen);
+	/* -e: each tick weighs its perf event's period (or tracepoint hits);
+	 * the default clock's keep the recording's fixed weight (1 s / rate) */
+	s->event_periods = o->event != NULL;
 	s->verbose = o->verbose;
 	s->no_frame_cache = o->no_frame_cache;
 	s->mode = o->mode;
@@ -627,6 +676,8 @@ static void detach(struct bpf_sampler *s)
 		bpf_link__destroy(s->tp_links[i]);
 		s->tp_links[i] = NULL;
 	}
+	bpf_link__destroy(s->event_tp_link);
+	s->event_tp_link = NULL;
 	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++) {
 		bpf_link__destroy(s->sched_links[i]);
 		s->sched_links[i] = NULL;

@@ -317,6 +317,7 @@ static int deliver_tick(struct bpf_sampler *s, const struct pyprof_sample *r,
 	memset(&rs, 0, sizeof(rs));
 	rs.kind = SAMPLE_KIND_CPU;
 	rs.flags = bpf_records__sample_flags(r->flags);
+	rs.period = s->event_periods ? r->period : 0;
 	kst = take_tick_kstack(s, (pid_t)r->tid);
 	if (kst) {
 		rs.nkstack = kst->n;

@@ -32,7 +32,8 @@ static int probe_inherit(struct bpf_sampler *s, char *err, size_t errlen)
 	else if (ret == -EACCES || ret == -EPERM)
 		snprintf(err, errlen, "perf_event_open: permission denied (needs CAP_PERFMON)");
 	else if (ret)
-		snprintf(err, errlen, "cannot attach a cpu-clock event: %s", strerror(-ret));
+		snprintf(err, errlen, "cannot attach a %s event: %s", s->event.name,
+			 strerror(-ret));
 	return ret;
 }
 
