@@ -24,6 +24,8 @@ does what the event counts in a function of its own:
   at --help, for a usage error), a non-zero exit. A
   hardware event: on a machine without a CPU PMU (this one), the error
   says so; where there is one, it records.
+- test_event_formats: pprof's sample type page-faults/count (read by go
+  tool pprof), the flame graph's unit, speedscope's "none".
 
 Not yet (issue #35 stays open): several events at once, --filter, the
 writers' per-event views (pprof sample types, top's key), --mode memory.
@@ -32,7 +34,9 @@ Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_events.py </dev/null
 """
 import glob
+import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -134,6 +138,32 @@ def test_context_switches(interp, procs, tmp_path):
     assert len(samples) >= 100, rec.stderr
     assert share >= 0.8, f"napper() has {100 * share:.1f}% of the context switches"
     assert {s.event for s in samples} == {"context-switches"}
+
+
+def test_event_formats(procs, tmp_path):
+    """The formats say what the weights count: pprof's sample type
+    page-faults/count (go tool pprof reads it), the flame graph's unit
+    page-faults, speedscope's "none"; perf-script names the event."""
+    interp = PARAMS[-1].values[0]
+    p, pid, host = target(interp, procs, tmp_path, "faults")
+    outs = {ext: str(tmp_path / f"f.{ext}") for ext in ("pb.gz", "html", "speedscope.json")}
+    for ext, out in outs.items():
+        rec = Recorder(procs, tmp_path, pid, ["-d", 1, "-e", "page-faults", "-o", out],
+                       name=f"fmt-{ext}")
+        rec.wait_started().finish(1)
+    go = shutil.which("go")
+    assert go, "go is missing: run scripts/install-consumers.sh (golang-go)"
+    r = subprocess.run([go, "tool", "pprof", "-raw", outs["pb.gz"]], capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, HOME=os.environ.get("HOME", "/root"),
+                                PPROF_TMPDIR="/tmp"))
+    assert r.returncode == 0, r.stderr
+    assert "PeriodType: page-faults count" in r.stdout, r.stdout[:500]
+    assert "samples/count page-faults/count[dflt]" in r.stdout, r.stdout[:500]
+    html = open(outs["html"], encoding="utf-8").read()
+    assert '"unit":"page-faults"' in html
+    ss = json.load(open(outs["speedscope.json"]))
+    assert {pr["unit"] for pr in ss["profiles"]} == {"none"}, ss["profiles"][0]["unit"]
 
 
 def run_record(args):

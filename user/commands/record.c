@@ -168,6 +168,8 @@ static int setup_stages(struct recording *rec)
 	rec->multi = env->subprocesses || env->npids > 1 || env->all;
 	env->out.oopts.process_roots = rec->multi;
 	env->out.oopts.mode = record_mode_name(env->mode);
+	if (env->event_spec)
+		env->out.oopts.event = env->event.name;
 	rec->period_ns = 1000000000ull / (uint64_t)env->freq;
 	recording__set_tool(rec);
 	setup_sampler_opts(rec);

@@ -28,6 +28,8 @@ void out_html_escaped(FILE *f, const char *s);
 
 /* How titles name the mode: "CPU", "off-CPU", "wall-clock", "GIL". */
 const char *output__mode_label(const struct output_opts *opts);
+/* The event weights count (-e page-faults...), NULL when they are time. */
+const char *output__count_event(const struct output_opts *opts);
 
 struct out_frame {
 	enum out_frame_kind kind;

@@ -55,7 +55,10 @@ struct output_opts {
 	/* Several processes (--subprocesses, -p A,B): the process root reads
 	 * "<comm> (pid <pid>)", one per process, and is always there. */
 	int process_roots;
-	const char *event;	/* perf-script event name; NULL -> "cpu-clock" */
+	/* The event samples were taken at (-e; perf-script's name), NULL:
+	 * "cpu-clock". Another than the clocks makes weights counts of it:
+	 * titles, pprof's sample type and the flame graph's unit say it. */
+	const char *event;
 	const char *title;	/* flamegraph/speedscope title; NULL -> derived from the comm */
 	uint64_t start_time_ns;	/* wall-clock start (CLOCK_REALTIME) for pprof; 0: omit */
 	uint64_t duration_ns;	/* pprof's duration; 0: first to last sample */

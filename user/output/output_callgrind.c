@@ -157,6 +157,8 @@ static const char *cg_event(const struct output_opts *opts)
 {
 	const char *m = opts->mode;
 
+	if (output__count_event(opts))
+		return output__count_event(opts);
 	if (m && !strcmp(m, "wall"))
 		return "wall_ns";
 	if (m && !strcmp(m, "off-cpu"))

@@ -249,7 +249,10 @@ static void fg_json(struct output *o, const struct fg_tree *t, const char *title
 
 	fputs("{\"title\":", f);
 	json_write_string_html(f, title);
-	fprintf(f, ",\"unit\":\"%s\",\"frames\":[\n", m->first_period ? "ns" : "samples");
+	fputs(",\"unit\":", f);
+	json_write_string_html(f, output__count_event(&o->opts) ? output__count_event(&o->opts) :
+			       m->first_period ? "ns" : "samples");
+	fputs(",\"frames\":[\n", f);
 	for (uint32_t i = 0; i < m->nframes; i++) {
 		const struct out_frame *fr = &m->frames[i];
 

@@ -182,16 +182,25 @@ static int gzip_out(struct output *o, const struct pbuf *b)
 	return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
-/* The sample type of the time values: cpu, or what --mode weighs. */
+/* The sample type of the time values: cpu, or what --mode weighs; or the
+ * event -e counted. */
 static const char *pprof_kind(const struct output *o)
 {
 	const char *m = o->opts.mode;
 
+	if (output__count_event(&o->opts))
+		return output__count_event(&o->opts);
 	if (m && !strcmp(m, "wall"))
 		return "wall";
 	if (m && !strcmp(m, "off-cpu"))
 		return "off-cpu";
 	return "cpu";
+}
+
+/* Their unit: nanoseconds, or a count of events. */
+static const char *pprof_unit(const struct output *o)
+{
+	return output__count_event(&o->opts) ? "count" : "nanoseconds";
 }
 
 /* A mapping of native or kernel frames. */
@@ -468,7 +477,7 @@ static void pp_tail(struct pp_enc *e, const struct output *o)
 
 	pb_uint(&e->b, 9, o->opts.start_time_ns);
 	pb_uint(&e->b, 10, o->opts.duration_ns ? o->opts.duration_ns : m->last_ts - m->first_ts);
-	value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), "nanoseconds");
+	value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), pprof_unit(o));
 	pb_uint(&e->b, 12, m->first_period);
 	pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));
 	for (size_t i = 0; i < o->opts.ncomments; i++)
@@ -498,7 +507,7 @@ static int pprof_finish(struct output *o)
 		goto out;
 	}
 	value_type(&e.c, &e.b, &e.sub, 1, "samples", "count");
-	value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), "nanoseconds");
+	value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), pprof_unit(o));
 	pp_samples(&e, m, path);
 	pp_mappings(&e, m, st);
 	err = out_funcs__build(m, &fx);

@@ -67,9 +67,9 @@ static void profile_title(const struct output *o, char *title, size_t len)
 		snprintf(title, len, "empty profile");
 }
 
-/* Thread @t's sampled profile: its stacks and their weights. */
+/* Thread @t's sampled profile: its stacks and their weights (in @unit). */
 static void write_profile(FILE *f, const struct out_model *m, uint32_t t, const uint32_t *start,
-			  const uint32_t *order, uint32_t *path)
+			  const uint32_t *order, uint32_t *path, const char *unit)
 {
 	const struct out_thread *th = &m->threads[t];
 	char name[256];
@@ -79,8 +79,8 @@ static void write_profile(FILE *f, const struct out_model *m, uint32_t t, const 
 	fputs(t ? ",\n{" : "\n{", f);
 	fputs("\"type\":\"sampled\",\"name\":", f);
 	json_write_string(f, name);
-	fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64
-		",\n\"samples\":[", th->weight);
+	fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
+		",\n\"samples\":[", unit, th->weight);
 	for (uint32_t k = start[t]; k < start[t + 1]; k++) {
 		uint32_t n = output__node_path(m, m->aggs[order[k]].node, path);
 
@@ -127,7 +127,9 @@ static int speedscope_finish(struct output *o)
 	}
 	fputs("]},\n\"profiles\":[", f);
 	for (uint32_t t = 0; t < m->nthreads && !ferror(f); t++)
-		write_profile(f, m, t, start, order, path);
+		/* speedscope knows time and bytes units; a count of events is "none" */
+		write_profile(f, m, t, start, order, path,
+			      output__count_event(&o->opts) ? "none" : "nanoseconds");
 	fputs("]}\n", f);
 	err = output__check_io(o);
 out:

@@ -14,10 +14,19 @@ int output__check_io(struct output *o)
 	return o->err;
 }
 
+const char *output__count_event(const struct output_opts *opts)
+{
+	const char *e = opts ? opts->event : NULL;
+
+	return e && *e && strcmp(e, "cpu-clock") && strcmp(e, "task-clock") ? e : NULL;
+}
+
 const char *output__mode_label(const struct output_opts *opts)
 {
 	const char *m = opts ? opts->mode : NULL;
 
+	if (output__count_event(opts))
+		return output__count_event(opts);
 	if (!m || !strcmp(m, "cpu"))
 		return "CPU";
 	if (!strcmp(m, "off-cpu"))
