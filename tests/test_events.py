@@ -25,7 +25,8 @@ does what the event counts in a function of its own:
   hardware event: on a machine without a CPU PMU (this one), the error
   says so; where there is one, it records.
 - test_event_formats: pprof's sample type page-faults/count (read by go
-  tool pprof), the flame graph's unit, speedscope's "none".
+  tool pprof), the flame graph's unit, speedscope's "none"; a raw
+  recording keeps the event (report's flame graph and perf-script say it).
 
 Not yet (issue #35 stays open): several events at once, --filter, the
 writers' per-event views (pprof sample types, top's key), --mode memory.
@@ -164,6 +165,20 @@ def test_event_formats(procs, tmp_path):
     assert '"unit":"page-faults"' in html
     ss = json.load(open(outs["speedscope.json"]))
     assert {pr["unit"] for pr in ss["profiles"]} == {"none"}, ss["profiles"][0]["unit"]
+    # a raw recording keeps the event: report's views say it as record's do
+    raw = str(tmp_path / "f.pyprof")
+    Recorder(procs, tmp_path, pid, ["-d", 1, "-e", "page-faults", "-o", raw],
+             name="fmt-raw").wait_started().finish(1)
+    for ext in ("html", "perf"):
+        out = str(tmp_path / f"report.{ext}")
+        r = subprocess.run([binary(), "report", "-i", raw, "-o", out], capture_output=True,
+                           text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        data = open(out, encoding="utf-8").read()
+        if ext == "html":
+            assert '"unit":"page-faults"' in data
+        else:
+            assert {s.event for s in parse_perf(data.encode())} == {"page-faults"}
 
 
 def run_record(args):

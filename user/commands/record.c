@@ -366,6 +366,7 @@ static int open_summary_and_raw(struct recording *rec)
 	ri->max_frames = (uint32_t)env->max_frames;
 	ri->start_time_ns = env->out.oopts.start_time_ns;
 	ri->mode = record_mode_name(env->mode);
+	ri->event = env->event_spec ? env->event.name : NULL;
 	return rawrec_writer__open(k->raw_path, ri, &k->raw, rec->err, sizeof(rec->err));
 }
 

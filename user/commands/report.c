@@ -225,6 +225,7 @@ int report__main(int argc, char **argv)
 	/* What record gives the writers besides the samples (record.c). */
 	env.out.oopts.start_time_ns = info->start_time_ns;
 	env.out.oopts.mode = info->mode;
+	env.out.oopts.event = info->event;
 	rc = output__new(env.out.format || env.out.output || !env.diff_base ? env.out.format :
 			 "top", env.out.output, &env.out.oopts, &out, err, sizeof(err));
 	if (rc)

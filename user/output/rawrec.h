@@ -22,7 +22,9 @@
  *   'H' header, first, once: u pid, str comm, str Python version, str backend
  *       ("bpf" or "remote"), u sampling rate (Hz), u period (ns), u depth
  *       limit, u start time (CLOCK_REALTIME ns), u start time
- *       (CLOCK_MONOTONIC ns, the samples' clock)
+ *       (CLOCK_MONOTONIC ns, the samples' clock); then, each appended
+ *       later (an older writer's header ends before it): str mode ("cpu",
+ *       "off-cpu"...), str event (-e's, as perf names it; empty: the clock)
  *   'S' string: the payload is its bytes (any bytes but NUL). String ids
  *       count from 1 in the order the records come; id 0 means no string.
  *   'F' frame: u function string id, u file string id, s line,
@@ -106,6 +108,7 @@ struct rawrec_info {
 	uint64_t start_time_ns;		/* CLOCK_REALTIME at start (pprof's time) */
 	uint64_t start_mono_ns;		/* CLOCK_MONOTONIC at start */
 	const char *mode;		/* --mode: "cpu" ...; NULL (read: older files) */
+	const char *event;		/* -e's event; NULL: the clock (and older files) */
 };
 
 #define RAWREC_END_TARGET_EXITED 1u	/* it stopped because the target exited */

@@ -89,6 +89,11 @@ static int parse_header(struct rawrec_reader *r, char *err, size_t errlen)
 	in->start_mono_ns = rawrec_cur__u(&c);
 	/* Appended later: a file of an older writer ends before it. */
 	in->mode = c.p < c.end ? rawrec_cur__str(&c, &nomem) : NULL;
+	in->event = c.p < c.end ? rawrec_cur__str(&c, &nomem) : NULL;
+	if (in->event && !in->event[0]) {
+		free((char *)in->event);	/* "": the clock's */
+		in->event = NULL;
+	}
 	if (nomem) {
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -601,6 +606,7 @@ void rawrec_reader__free(struct rawrec_reader *r)
 	out_sources__clear(&r->sources);
 	free((char *)r->info.comm);
 	free((char *)r->info.mode);
+	free((char *)r->info.event);
 	free(r->frame_kinds);
 	free(r->sample_kinds);
 	for (uint32_t i = 0; i < r->nmaps; i++)

@@ -291,13 +291,15 @@ static int write_header(struct rawrec_writer *w, const struct rawrec_info *info)
 	const char *comm = info->comm ? info->comm : "";
 	const char *py = info->python_version ? info->python_version : "";
 	const char *be = info->backend ? info->backend : "";
-	size_t lc = strlen(comm), lp = strlen(py), lb = strlen(be), n = 0;
+	const char *ev = info->event ? info->event : "";
+	size_t lc = strlen(comm), lp = strlen(py), lb = strlen(be), le = strlen(ev), n = 0;
 	unsigned char *p;
 	int err;
 
-	if (lc + lp + lb > RAWREC_MAX_RECORD / 2)
+	if (lc + lp + lb + le > RAWREC_MAX_RECORD / 2)
 		return -E2BIG;
-	err = wbuf(w, sizeof(rawrec_magic) + 2 + REC_PREFIX + lc + lp + lb + 16 + 10 * VARINT_MAX);
+	err = wbuf(w, sizeof(rawrec_magic) + 2 + REC_PREFIX + lc + lp + lb + le + 16 +
+		   11 * VARINT_MAX);
 	if (err)
 		return err;
 	p = w->buf + REC_PREFIX;
@@ -311,6 +313,7 @@ static int write_header(struct rawrec_writer *w, const struct rawrec_info *info)
 	n += put_u(p + n, info->start_time_ns);
 	n += put_u(p + n, info->start_mono_ns);
 	n += put_str(p + n, info->mode ? info->mode : "cpu", info->mode ? strlen(info->mode) : 3);
+	n += put_str(p + n, ev, le);
 	/* The magic and version go out in the same write as the header record. */
 	{
 		unsigned char head[sizeof(rawrec_magic) + 2];
