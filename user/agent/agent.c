@@ -38,6 +38,9 @@ struct agent_proc {
 
 struct agent {
 	struct agent_opts o;
+	/* the recording's, copied: what record__run passes lives on its
+	 * caller's stack (its strings and procset outlive the agent's use) */
+	struct record_info info_copy;
 	const struct record_info *info;
 	char host[LABEL_VALUE_MAX];
 	char spool_path[4096];
@@ -380,7 +383,8 @@ static int agent_start(void *ctx, const struct record_info *info, char *err, siz
 	char host[256] = "";
 	int rc;
 
-	a->info = info;
+	a->info_copy = *info;
+	a->info = &a->info_copy;
 	gethostname(host, sizeof(host) - 1);
 	labels__clean(host[0] ? host : "unknown", strlen(host[0] ? host : "unknown"), a->host,
 		      sizeof(a->host));
