@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * record_summary.c - what a recording says on stderr at its end: how it
+ * record_summary.c - what a recording says: at its start, what is sampled
+ * and how (on stderr, or to the live view); at its end, on stderr, how it
  * ended, what could not be shown and why, then one line of counts in the
  * same shape in every mode (scripts read it).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include "pyprof.h"		/* PYPROF_MAX_FRAMES, PYPROF_USTACK_MAX */
 #include "asyncio/task_stacks.h"
@@ -173,4 +175,66 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 		(unsigned long long)st->samples, secs, st->samples / secs, env->freq,
 		(unsigned long long)st->lost, (unsigned long long)st->truncated,
 		(unsigned long long)st->errors, rvst.unresolved, tail);
+}
+
+/* "in cpu mode at 99 Hz", "on cycles at 99 Hz", "on page-faults, every
+ * event", "on syscalls:sys_enter_openat, one event in 10" (@period: the
+ * sampler's). */
+static void describe_rate(const struct record_env *env, uint64_t period, char *buf,
+			  size_t len)
+{
+	if (!env->event_spec)
+		snprintf(buf, len, "in %s mode at %ld Hz", record_mode_name(env->mode), env->freq);
+	else if (period == 1)
+		snprintf(buf, len, "on %s, every event", env->event.name);
+	else if (period)
+		snprintf(buf, len, "on %s, one event in %" PRIu64, env->event.name, period);
+	else
+		snprintf(buf, len, "on %s at %ld Hz", env->event.name, env->freq);
+}
+
+/* What is sampled, said once sampling begins: on stderr, or to the live view. */
+int recording__announce(struct recording *rec)
+{
+	const struct record_env *env = rec->env;
+	const char *mode = record_mode_name(env->mode);
+	const char *backend = sampler__name(rec->sampler);
+	bool events = sampler__has(rec->sampler, SAMPLER_CAP_PERF_EVENTS);
+	struct sampler_detail d;
+	bool per_cpu;
+	char rate[SAMPLER_EVENT_NAME_MAX + 64];
+	struct record_info info = {
+		.pid = env->pid, .comm = rec->comm,
+		.python_version = rec->main_proc ? rec->main_proc->version : "",
+		.mode = mode, .freq_hz = env->freq, .backend = backend,
+		.command = rec->cmd != NULL, .multi = rec->multi, .procs = rec->procs,
+	};
+	int rc;
+
+	sampler__detail(rec->sampler, &d);
+	if (env->verbose && d.program && d.program[0])	/* and the verifier's figures */
+		fprintf(stderr, "pyprof-bpf: BPF program: %s\n", d.program);
+	per_cpu = events && d.per_cpu;
+	info.per_cpu = per_cpu;
+	if (rec->live) {
+		rc = rec->live->start(rec->live->ctx, &info, rec->err, sizeof(rec->err));
+		rec->live_started = !rc;
+		return rc;
+	}
+	describe_rate(env, rec->sopts.period, rate, sizeof(rate));
+	if (env->all)
+		fprintf(stderr, "pyprof-bpf: sampling every Python process%s%s%s %s "
+			"with the BPF backend (per-CPU events)%s\n",
+			env->comm_re ? " named like '" : "", env->comm_re ? env->comm_re : "",
+			env->comm_re ? "'" : "", rate,
+			env->duration ? "" : "; Ctrl-C to stop");
+	else
+		fprintf(stderr, "pyprof-bpf: sampling process %d (Python %s) %s "
+			"with the %s backend%s%s\n", (int)env->pid, rec->main_proc->version,
+			rate, backend,
+			!events || env->mode == SAMPLER_MODE_OFFCPU ? "" :
+			per_cpu ? " (per-CPU events)" : " (per-thread events)",
+			rec->cmd ? (env->duration ? "" : " until the command exits") :
+			env->duration ? "" : "; Ctrl-C to stop");
+	return 0;
 }

@@ -119,5 +119,7 @@ void recording__async_free(struct recording *rec);
 
 /* record_summary.c: what the recording says at its end, on stderr. */
 void recording__print_summary(struct recording *rec, const struct sampler_stats *st, int rc);
+/* What is sampled, said once sampling begins: on stderr, or to the live view. */
+int recording__announce(struct recording *rec);
 
 #endif
