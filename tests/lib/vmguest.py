@@ -3,6 +3,7 @@ lines read back (tests/test_kernels.py, tests/test_arm64.py)."""
 import importlib.util
 import json
 import os
+import re
 import subprocess
 
 CHECKS_PY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -34,4 +35,16 @@ def run_checks(cmd, cwd, timeout):
         else:
             cells[(obj["check"], obj["interp"])] = obj
     return {"cells": cells, "release": release, "rc": r.returncode,
-            "log": "\n".join(junk[-30:]) + r.stderr[-2000:]}
+            "log": oops_head(junk) + "\n".join(junk[-30:]) + r.stderr[-2000:]}
+
+
+OOPS = re.compile(r"BUG:|Oops|cut here|general protection|Kernel panic|WARNING:")
+
+
+def oops_head(lines):
+    """The first 40 lines of a guest kernel's oops: the tail alone ends in
+    the register dump and loses what went wrong and where it was called from."""
+    for i, line in enumerate(lines):
+        if OOPS.search(line):
+            return "\n".join(lines[i:i + 40]) + "\n[...]\n"
+    return ""
