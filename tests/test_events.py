@@ -28,8 +28,11 @@ does what the event counts in a function of its own:
   tool pprof), the flame graph's unit, speedscope's "none"; a raw
   recording keeps the event (report's flame graph and perf-script say it).
 
-Not yet (issue #35 stays open): several events at once, --filter, the
-writers' per-event views (pprof sample types, top's key), --mode memory.
+- test_memory_mode: --mode memory weighs each page fault by its page, in
+  bytes: grow()'s within 10% of what it touched, and every writer says bytes.
+
+Not yet (issue #35 stays open): several events at once, --filter, top's
+key between events.
 
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_events.py </dev/null
@@ -90,8 +93,14 @@ def test_page_faults(interp, procs, tmp_path):
     assert "on page-faults, every event" in rec.stderr, rec.stderr
     assert samples, rec.stderr
     assert {s.event for s in samples} == {"page-faults"}
+    check_grow_bytes(samples, host, PAGE, f"faults {interp.label}")
+
+
+def check_grow_bytes(samples, host, scale, what):
+    """grow() has 90% of the weight, and its weight x scale is the bytes
+    of the rounds READY.rounds says it ran inside the recording, within 10%."""
     share = weight_share(samples, "grow")
-    faults = sum(s.period for s in samples if in_function(s, "grow"))
+    got = scale * sum(s.period for s in samples if in_function(s, "grow"))
     lo_ns, hi_ns = min(s.ts for s in samples) * 1000, max(s.ts for s in samples) * 1000
     inside = partial = 0
     with open(host + ".rounds") as f:
@@ -101,8 +110,7 @@ def test_page_faults(interp, procs, tmp_path):
                 inside += 1
             elif a <= hi_ns and b >= lo_ns:
                 partial += 1
-    got = faults * PAGE
-    print(f"\nEV faults {interp.label}: {len(samples)} samples, grow {100 * share:.1f}%, "
+    print(f"\nEV {what}: {len(samples)} samples, grow {100 * share:.1f}%, "
           f"{got >> 20} MiB of faults, rounds {inside} inside + {partial} cut "
           f"({inside * CHUNK >> 20}-{(inside + partial) * CHUNK >> 20} MiB)")
     assert share >= 0.9, f"grow() has {100 * share:.1f}% of the page faults"
@@ -110,6 +118,60 @@ def test_page_faults(interp, procs, tmp_path):
     assert 0.9 * inside * CHUNK <= got <= 1.1 * (inside + partial) * CHUNK, \
         (f"{got} bytes of faults in grow(), it touched {inside * CHUNK} to "
          f"{(inside + partial) * CHUNK}")
+
+
+@pytest.mark.parametrize("interp", [PARAMS[0], PARAMS[-1]])
+def test_memory_mode(interp, procs, tmp_path):
+    """--mode memory: the page faults weighed in bytes, in every writer.
+    The samples are test_page_faults' (every interpreter kind there); the
+    weighing is the resolver's, the same for all, so the oldest and the
+    newest kind here. perf-script's periods are bytes (grow()'s within 10%
+    of what it touched); pprof's sample type is memory/bytes (go tool pprof
+    reads it), the flame graph's and speedscope's unit bytes; a raw
+    recording keeps the mode (report's flame graph says bytes)."""
+    p, pid, host = target(interp, procs, tmp_path, "faults")
+    samples, rec = record(procs, tmp_path, pid, ["--mode", "memory"], "memory")
+    assert f"in memory mode (every page fault, {PAGE} bytes each)" in rec.stderr, rec.stderr
+    assert "memory mode: at page-faults events, weighed in bytes of pages" in rec.stderr
+    assert {s.event for s in samples} == {"page-faults"}
+    assert all(s.period % PAGE == 0 for s in samples)
+    check_grow_bytes(samples, host, 1, f"memory {interp.label}")
+    if interp != PARAMS[-1].values[0]:
+        return
+    outs = {ext: str(tmp_path / f"m.{ext}") for ext in ("pb.gz", "speedscope.json", "pyprof")}
+    for ext, out in outs.items():
+        Recorder(procs, tmp_path, pid, ["-d", 1, "--mode", "memory", "-o", out],
+                 name=f"mem-{ext}").wait_started().finish(1)
+    r = go_pprof_raw(outs["pb.gz"])
+    assert "PeriodType: memory bytes" in r, r[:500]
+    assert "samples/count memory/bytes[dflt]" in r, r[:500]
+    ss = json.load(open(outs["speedscope.json"]))
+    assert {pr["unit"] for pr in ss["profiles"]} == {"bytes"}, ss["profiles"][0]["unit"]
+    out = str(tmp_path / "report.html")
+    r = subprocess.run([binary(), "report", "-i", outs["pyprof"], "-o", out],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert '"unit":"bytes"' in open(out, encoding="utf-8").read()
+    # top's snapshots (no terminal) weigh bytes too
+    r = subprocess.run([binary(), "top", "-p", str(pid), "--mode", "memory", "-d", "1"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.strip().split("\n\n")[-1].splitlines()
+    assert "memory mode, at page-faults" in last[0], last[0]
+    assert last[3].split()[2:4] == ["OwnBytes", "AllBytes"], last[3]
+    assert last[4].split()[4] == "grow" and last[4].split()[2].endswith("MiB"), last[4]
+
+
+def go_pprof_raw(path):
+    """What `go tool pprof -raw` prints of a profile."""
+    go = shutil.which("go")
+    assert go, "go is missing: run scripts/install-consumers.sh (golang-go)"
+    r = subprocess.run([go, "tool", "pprof", "-raw", path], capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, HOME=os.environ.get("HOME", "/root"),
+                                PPROF_TMPDIR="/tmp"))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
 
 
 @pytest.mark.parametrize("interp", PARAMS)
@@ -152,15 +214,9 @@ def test_event_formats(procs, tmp_path):
         rec = Recorder(procs, tmp_path, pid, ["-d", 1, "-e", "page-faults", "-o", out],
                        name=f"fmt-{ext}")
         rec.wait_started().finish(1)
-    go = shutil.which("go")
-    assert go, "go is missing: run scripts/install-consumers.sh (golang-go)"
-    r = subprocess.run([go, "tool", "pprof", "-raw", outs["pb.gz"]], capture_output=True,
-                       text=True, timeout=300, stdin=subprocess.DEVNULL,
-                       env=dict(os.environ, HOME=os.environ.get("HOME", "/root"),
-                                PPROF_TMPDIR="/tmp"))
-    assert r.returncode == 0, r.stderr
-    assert "PeriodType: page-faults count" in r.stdout, r.stdout[:500]
-    assert "samples/count page-faults/count[dflt]" in r.stdout, r.stdout[:500]
+    r = go_pprof_raw(outs["pb.gz"])
+    assert "PeriodType: page-faults count" in r, r[:500]
+    assert "samples/count page-faults/count[dflt]" in r, r[:500]
     html = open(outs["html"], encoding="utf-8").read()
     assert '"unit":"page-faults"' in html
     ss = json.load(open(outs["speedscope.json"]))
@@ -195,6 +251,8 @@ def run_record(args):
     (["-e", "page-faults", "--mode", "wall"], "-e EVENT takes samples at an event: cpu mode's"),
     (["-e", "page-faults", "--backend", "remote"], "-e EVENT is for the BPF backend"),
     (["-e", "syscalls:sys_enter_openat", "--events", "thread"], "attached once for the whole"),
+    (["--mode", "memory", "-e", "cs"], "--mode memory takes its samples at page-faults"),
+    (["--mode", "memory", "--backend", "remote"], "--mode memory is for the BPF backend"),
 ])
 def test_event_errors(args, says, tmp_path):
     r = run_record(["-p", str(os.getpid()), "-d", "1", "-o", str(tmp_path / "x")] + args)

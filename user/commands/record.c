@@ -129,6 +129,7 @@ static int setup_resolver(struct recording *rec)
 	const struct record_env *env = rec->env;
 	struct resolver_opts ro = { .follow = rec->follow, .period_ns = rec->period_ns,
 				    .event = env->event_spec ? env->event.name : NULL,
+				    .event_scale = env->memory ? (uint64_t)sysconf(_SC_PAGESIZE) : 0,
 				    .gil_mode = env->mode == SAMPLER_MODE_GIL };
 	int rc;
 
@@ -166,7 +167,7 @@ static int setup_stages(struct recording *rec)
 
 	rec->multi = env->subprocesses || env->npids > 1 || env->all;
 	env->out.oopts.process_roots = rec->multi;
-	env->out.oopts.mode = record_mode_name(env->mode);
+	env->out.oopts.mode = record_env__mode_name(env);
 	if (env->event_spec)
 		env->out.oopts.event = env->event.name;
 	rec->period_ns = 1000000000ull / (uint64_t)env->freq;
@@ -364,7 +365,7 @@ static int open_summary_and_raw(struct recording *rec)
 	ri->period_ns = rec->period_ns;
 	ri->max_frames = (uint32_t)env->max_frames;
 	ri->start_time_ns = env->out.oopts.start_time_ns;
-	ri->mode = record_mode_name(env->mode);
+	ri->mode = record_env__mode_name(env);
 	ri->event = env->event_spec ? env->event.name : NULL;
 	return rawrec_writer__open(k->raw_path, ri, &k->raw, rec->err, sizeof(rec->err));
 }

@@ -30,7 +30,8 @@ struct record_info {
 	pid_t pid;			/* the (first) target, or the command */
 	const char *comm;
 	const char *python_version;
-	const char *mode;		/* "cpu", "off-cpu", "wall", "gil", "exception" */
+	const char *mode;		/* "cpu", "off-cpu", "wall", "gil", "exception", "memory" */
+	const char *event;		/* -e's event, NULL: the clock's */
 	long freq_hz;
 	const char *backend;		/* "BPF" or "remote" */
 	int per_cpu;			/* BPF: per-CPU events (else per-thread) */

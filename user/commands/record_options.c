@@ -51,7 +51,11 @@ const char record_doc[] =
 "thread's samples add up to its time; gil marks CPU samples of a thread without\n"
 "the GIL [GIL released]; exception samples only threads with an exception in\n"
 "flight or being handled (an except block, a finally it propagates through, a\n"
-"handler in a generator or coroutine running), ending in [exception] TYPE. A\n"
+"handler in a generator or coroutine running), ending in [exception] TYPE;\n"
+"memory (BPF) takes a sample at every page fault and weighs it by the page's\n"
+"bytes: where the process's memory grows, by Python line. It sees the first\n"
+"touch of new pages, not allocations: memory reused from a free list or a pool\n"
+"faults nothing, and what is freed is not subtracted. A\n"
 "thread running a garbage collection gets <GC> in every mode. The remote backend\n"
 "(used without CAP_BPF/CAP_PERFMON) polls the target from outside at each tick:\n"
 "it offers cpu (threads in state R), wall (every thread), gil and exception, and\n"
@@ -81,6 +85,7 @@ const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode exception -o exc.html  # time in handlers\n"
 "    sudo pyprof-bpf -p 1234 --kernel -o k.html  # and the kernel under Python\n"
 "    sudo pyprof-bpf -p 1234 --opcodes -o op.html  # and the instruction running\n"
+"    sudo pyprof-bpf -p 1234 --mode memory -o mem.html  # where memory grows\n"
 "    sudo pyprof-bpf -p 1234 -e page-faults -o f.html  # who touches new memory\n"
 "    sudo pyprof-bpf -p 1234 -e syscalls:sys_enter_openat  # who opens files\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
@@ -134,10 +139,12 @@ const struct argp_option record_options[] = {
 	  "the target (ticks only while it runs, but a cost at each of its context switches); "
 	  "cpu: one per CPU (no cost at its switches, a timer on every CPU); auto (default): "
 	  "cpu while the rate is at most 1,000 Hz and CPUs x rate at most 200,000", 0 },
-	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil|exception", 0, "What to sample (default cpu): "
-	  "threads on a CPU; time off the CPU with why (BPF); both (wall); CPU time marked by "
-	  "whether the GIL was held (gil); CPU time of threads with an exception in flight or "
-	  "being handled, ending in [exception] TYPE (exception)", 0 },
+	{ "mode", OPT_MODE, "cpu|off-cpu|wall|gil|exception|memory", 0, "What to sample "
+	  "(default cpu): threads on a CPU; time off the CPU with why (BPF); both (wall); CPU "
+	  "time marked by whether the GIL was held (gil); CPU time of threads with an exception "
+	  "in flight or being handled, ending in [exception] TYPE (exception); where memory "
+	  "grows: every page fault, weighed by its page in bytes (memory: -e page-faults; the "
+	  "first touch of new pages, not allocations; BPF)", 0 },
 	{ "kernel", OPT_KERNEL, NULL, 0, "BPF: a sample taken in the kernel (a system call at "
 	  "work) ends in the kernel functions it was in", 0 },
 	{ "native", OPT_NATIVE, NULL, 0, "BPF: native frames too (C extensions, libc, the "
@@ -166,6 +173,11 @@ const struct argp_option record_options[] = {
 	  "whole verifier log", 0 },
 	{ 0 },
 };
+
+const char *record_env__mode_name(const struct record_env *env)
+{
+	return env->memory ? "memory" : record_mode_name(env->mode);
+}
 
 const char *record_mode_name(enum sampler_mode m)
 {
@@ -224,10 +236,12 @@ static void parse_enums(struct record_env *env, int key, char *arg, struct argp_
 	static const char *const backends[] = { "bpf", "remote", NULL };
 	static const char *const events[] = { "auto", "thread", "cpu", NULL };
 	static const char *const modes[] = { "cpu", "off-cpu", "offcpu", "wall", "gil",
-					     "exception", NULL };
+					     "exception", "memory", NULL };
 	static const enum sampler_mode mode_of[] = { SAMPLER_MODE_CPU, SAMPLER_MODE_OFFCPU,
 						     SAMPLER_MODE_OFFCPU, SAMPLER_MODE_WALL,
-						     SAMPLER_MODE_GIL, SAMPLER_MODE_EXCEPTION };
+						     SAMPLER_MODE_GIL, SAMPLER_MODE_EXCEPTION,
+						     SAMPLER_MODE_CPU };
+	int i;
 
 	switch (key) {
 	case OPT_BACKEND:
@@ -239,8 +253,10 @@ static void parse_enums(struct record_env *env, int key, char *arg, struct argp_
 					"events (auto, thread or cpu)", state);
 		break;
 	case OPT_MODE:
-		env->mode = mode_of[parse_choice(arg, modes,
-						 "mode (cpu, off-cpu, wall, gil or exception)", state)];
+		i = parse_choice(arg, modes, "mode (cpu, off-cpu, wall, gil, exception or memory)",
+				 state);
+		env->mode = mode_of[i];
+		env->memory = !strcmp(modes[i], "memory");
 		break;
 	}
 }
@@ -377,6 +393,14 @@ static void check_event(struct record_env *env, struct argp_state *state)
 {
 	char err[PYPROF_ERRLEN];
 
+	if (env->memory && env->event_spec)
+		argp_error(state, "--mode memory takes its samples at page-faults: not with -e %s",
+			   env->event_spec);
+	if (env->memory && env->backend == BACKEND_REMOTE)
+		argp_error(state, "--mode memory is for the BPF backend: the program runs at each "
+			   "page fault, in the thread that faults");
+	if (env->memory)
+		env->event_spec = "page-faults";
 	if (env->count && !env->event_spec)
 		argp_error(state, "-c N counts the events of -e EVENT");
 	if (!env->event_spec)

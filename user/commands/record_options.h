@@ -52,6 +52,7 @@ struct record_env {
 	const char *event_spec;		/* -e EVENT; NULL: cpu-clock */
 	struct sampler_event event;	/* -e's, parsed */
 	unsigned long long count;	/* -c N: a tick every N events; 0: -F */
+	int memory;			/* --mode memory: -e page-faults, weighed in bytes */
 };
 
 extern const char record_doc[];
@@ -61,5 +62,7 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state);
 
 /* "cpu", "off-cpu", "wall", "gil", "exception" */
 const char *record_mode_name(enum sampler_mode m);
+/* The mode as the user named it: record_mode_name's, or "memory". */
+const char *record_env__mode_name(const struct record_env *env);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 #include "pyprof.h"		/* PYPROF_MAX_FRAMES, PYPROF_USTACK_MAX */
 #include "asyncio/task_stacks.h"
 #include "commands/recording.h"
@@ -163,10 +164,13 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 			secs > 0 ? 100.0 * st->stopped_ns / 1e9 / secs : 0.0);
 	/* One shape in every mode (scripts read it); the mode or the event
 	 * (-e: -F's rate was not what it sampled at) said after it. */
-	if (env->event_spec)
+	if (env->memory)
+		snprintf(tail, sizeof(tail), "; memory mode: at %s events, weighed in bytes of "
+			 "pages", env->event.name);
+	else if (env->event_spec)
 		snprintf(tail, sizeof(tail), "; at %s events, not the clock", env->event.name);
 	else if (!cpu)
-		snprintf(tail, sizeof(tail), "; %s mode%s", record_mode_name(env->mode),
+		snprintf(tail, sizeof(tail), "; %s mode%s", record_env__mode_name(env),
 			 env->mode != SAMPLER_MODE_WALL ||
 			 !sampler__has(rec->sampler, SAMPLER_CAP_OFFCPU) ? "" :
 			 " (an off-CPU interval counts as one sample)");
@@ -183,8 +187,14 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 static void describe_rate(const struct record_env *env, uint64_t period, char *buf,
 			  size_t len)
 {
-	if (!env->event_spec)
-		snprintf(buf, len, "in %s mode at %ld Hz", record_mode_name(env->mode), env->freq);
+	if (env->memory && period == 1)
+		snprintf(buf, len, "in memory mode (every page fault, %ld bytes each)",
+			 sysconf(_SC_PAGESIZE));
+	else if (env->memory)
+		snprintf(buf, len, "in memory mode (one page fault in %" PRIu64 ", %ld bytes each)",
+			 period, sysconf(_SC_PAGESIZE));
+	else if (!env->event_spec)
+		snprintf(buf, len, "in %s mode at %ld Hz", record_env__mode_name(env), env->freq);
 	else if (period == 1)
 		snprintf(buf, len, "on %s, every event", env->event.name);
 	else if (period)
@@ -197,7 +207,7 @@ static void describe_rate(const struct record_env *env, uint64_t period, char *b
 int recording__announce(struct recording *rec)
 {
 	const struct record_env *env = rec->env;
-	const char *mode = record_mode_name(env->mode);
+	const char *mode = record_env__mode_name(env);
 	const char *backend = sampler__name(rec->sampler);
 	bool events = sampler__has(rec->sampler, SAMPLER_CAP_PERF_EVENTS);
 	struct sampler_detail d;
@@ -207,6 +217,7 @@ int recording__announce(struct recording *rec)
 		.pid = env->pid, .comm = rec->comm,
 		.python_version = rec->main_proc ? rec->main_proc->version : "",
 		.mode = mode, .freq_hz = env->freq, .backend = backend,
+		.event = env->event_spec ? env->event.name : NULL,
 		.command = rec->cmd != NULL, .multi = rec->multi, .procs = rec->procs,
 	};
 	int rc;

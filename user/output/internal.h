@@ -14,6 +14,7 @@
 #ifndef PYPROF_OUTPUT_INTERNAL_H
 #define PYPROF_OUTPUT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ void out_html_escaped(FILE *f, const char *s);
 const char *output__mode_label(const struct output_opts *opts);
 /* The event weights count (-e page-faults...), NULL when they are time. */
 const char *output__count_event(const struct output_opts *opts);
+/* True under --mode memory: the weights are bytes of pages faulted in. */
+bool output__weighs_bytes(const struct output_opts *opts);
 
 struct out_frame {
 	enum out_frame_kind kind;

@@ -157,6 +157,8 @@ static const char *cg_event(const struct output_opts *opts)
 {
 	const char *m = opts->mode;
 
+	if (output__weighs_bytes(opts))
+		return "bytes";
 	if (output__count_event(opts))
 		return output__count_event(opts);
 	if (m && !strcmp(m, "wall"))

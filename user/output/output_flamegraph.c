@@ -250,7 +250,8 @@ static void fg_json(struct output *o, const struct fg_tree *t, const char *title
 	fputs("{\"title\":", f);
 	json_write_string_html(f, title);
 	fputs(",\"unit\":", f);
-	json_write_string_html(f, output__count_event(&o->opts) ? output__count_event(&o->opts) :
+	json_write_string_html(f, output__weighs_bytes(&o->opts) ? "bytes" :
+			       output__count_event(&o->opts) ? output__count_event(&o->opts) :
 			       m->first_period ? "ns" : "samples");
 	fputs(",\"frames\":[\n", f);
 	for (uint32_t i = 0; i < m->nframes; i++) {

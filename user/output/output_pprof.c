@@ -188,6 +188,8 @@ static const char *pprof_kind(const struct output *o)
 {
 	const char *m = o->opts.mode;
 
+	if (output__weighs_bytes(&o->opts))
+		return "memory";
 	if (output__count_event(&o->opts))
 		return output__count_event(&o->opts);
 	if (m && !strcmp(m, "wall"))
@@ -197,9 +199,11 @@ static const char *pprof_kind(const struct output *o)
 	return "cpu";
 }
 
-/* Their unit: nanoseconds, or a count of events. */
+/* Their unit: nanoseconds, a count of events, or bytes (--mode memory). */
 static const char *pprof_unit(const struct output *o)
 {
+	if (output__weighs_bytes(&o->opts))
+		return "bytes";
 	return output__count_event(&o->opts) ? "count" : "nanoseconds";
 }
 

@@ -129,6 +129,7 @@ static int speedscope_finish(struct output *o)
 	for (uint32_t t = 0; t < m->nthreads && !ferror(f); t++)
 		/* speedscope knows time and bytes units; a count of events is "none" */
 		write_profile(f, m, t, start, order, path,
+			      output__weighs_bytes(&o->opts) ? "bytes" :
 			      output__count_event(&o->opts) ? "none" : "nanoseconds");
 	fputs("]}\n", f);
 	err = output__check_io(o);

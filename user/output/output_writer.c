@@ -21,10 +21,17 @@ const char *output__count_event(const struct output_opts *opts)
 	return e && *e && strcmp(e, "cpu-clock") && strcmp(e, "task-clock") ? e : NULL;
 }
 
+bool output__weighs_bytes(const struct output_opts *opts)
+{
+	return opts && opts->mode && !strcmp(opts->mode, "memory");
+}
+
 const char *output__mode_label(const struct output_opts *opts)
 {
 	const char *m = opts ? opts->mode : NULL;
 
+	if (output__weighs_bytes(opts))
+		return "memory";
 	if (output__count_event(opts))
 		return output__count_event(opts);
 	if (!m || !strcmp(m, "cpu"))

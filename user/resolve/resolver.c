@@ -211,7 +211,8 @@ int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct re
 	e->samples++;
 	out->s[0] = (struct out_sample){
 		.comm = e->comm, .pid = r->pid, .tid = r->tid, .cpu = r->cpu, .ts_ns = r->ts_ns,
-		.period_ns = r->period ? r->period : rv->o.period_ns, .status = r->status,
+		.period_ns = r->period ? r->period * (rv->o.event_scale ? rv->o.event_scale : 1) :
+			     rv->o.period_ns, .status = r->status,
 		.event = rv->o.event,
 		.thread_name = thread_names__get(rv->o.names, r->pid, r->tid, e->comm),
 	};

@@ -33,6 +33,7 @@ struct resolver_opts {
 	struct proc_follow *follow;	/* the processes sampled: borrowed */
 	uint64_t period_ns;		/* a tick's weight */
 	const char *event;		/* a tick's event (-e), NULL: the clock's */
+	uint64_t event_scale;		/* an event's weight (--mode memory: the page size); 0: 1 */
 	bool gil_mode;			/* --mode gil: [GIL released] leaves */
 	/* Given to the resolver, freed with it (mixer NULL: no --native). */
 	struct leaf_names *leaf;

@@ -57,12 +57,44 @@ static void cut(char *buf, int width)
 	}
 }
 
+/* What the weights are: time (the clocks), bytes (--mode memory) or a count of -e's events. */
+enum top_unit { TOP_SECONDS, TOP_BYTES, TOP_EVENTS };
+
+static enum top_unit unit_of(const struct record_info *in)
+{
+	if (in->mode && !strcmp(in->mode, "memory"))
+		return TOP_BYTES;
+	if (in->event && strcmp(in->event, "cpu-clock") && strcmp(in->event, "task-clock"))
+		return TOP_EVENTS;
+	return TOP_SECONDS;
+}
+
+/* @v in 9 columns or less: "3.10s", "256.0MiB", "65832" or "12.3M". */
+static void amount(enum top_unit u, uint64_t v, char *buf, size_t len)
+{
+	static const char *const bytes[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const counts[] = { "", "k", "M", "G", "T" };
+	double x = (double)v;
+	int i = 0;
+
+	if (u == TOP_SECONDS) {
+		snprintf(buf, len, "%.2fs", x / 1e9);
+		return;
+	}
+	for (; x >= (u == TOP_BYTES ? 1024.0 : 1e6) && i < 4; i++)
+		x /= u == TOP_BYTES ? 1024.0 : 1000.0;
+	if (u == TOP_BYTES)
+		snprintf(buf, len, i ? "%.1f%s" : "%.0f%s", x, bytes[i]);
+	else
+		snprintf(buf, len, i ? "%.1f%s" : "%.0f%s", x, counts[i]);
+}
+
 void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len, int width)
 {
 	const struct record_info *in = s->info;
 	const struct record_status *st = s->status;
 	const struct top_view *v = s->view;
-	char more[48] = "", thr[256], name[128];
+	char more[48] = "", thr[256], name[128], rate[96];
 
 	switch (i) {
 	case 0:
@@ -76,8 +108,12 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 		else
 			snprintf(thr, sizeof(thr), "pid %d (%s), Python %s", (int)in->pid,
 				 clean(in->comm, name, sizeof(name)), in->python_version);
-		snprintf(buf, len, "pyprof-bpf top: %s, %s mode, %ld Hz, %s%s%s", thr, in->mode,
-			 in->freq_hz, in->backend, strcmp(in->backend, "BPF") ? "" :
+		if (in->event && unit_of(in) != TOP_SECONDS)
+			snprintf(rate, sizeof(rate), "at %s", in->event);
+		else
+			snprintf(rate, sizeof(rate), "%ld Hz", in->freq_hz);
+		snprintf(buf, len, "pyprof-bpf top: %s, %s mode, %s, %s%s%s", thr, in->mode,
+			 rate, in->backend, strcmp(in->backend, "BPF") ? "" :
 			 in->per_cpu ? " per-CPU" : " per-thread", s->paused ? "  [PAUSED]" : "");
 		break;
 	case 1:
@@ -111,9 +147,13 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 	cut(buf, width);
 }
 
-void top_fmt__columns(char *buf, size_t len, int width)
+void top_fmt__columns(const struct top_snapshot *s, char *buf, size_t len, int width)
 {
-	snprintf(buf, len, "%7s %7s %9s %9s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
+	static const char *const own[] = { "OwnTime", "OwnBytes", "OwnEvents" };
+	static const char *const total[] = { "TotalTime", "AllBytes", "AllEvents" };
+	enum top_unit u = unit_of(s->info);
+
+	snprintf(buf, len, "%7s %7s %9s %9s  %s", "%Own", "%Total", own[u], total[u],
 		 "Function (file:line)");
 	cut(buf, width);
 }
@@ -122,15 +162,16 @@ void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len,
 {
 	const struct top_row *r = &s->rows[i];
 	double w = s->totals.weight ? (double)s->totals.weight : 1.0;
-	char fn[1024], path[1024], line[16] = "";
+	char fn[1024], path[1024], line[16] = "", own[24], total[24];
 	const char *file = clean(r->file, path, sizeof(path));
 	int n, room;
 
 	if (r->line > 0)
 		snprintf(line, sizeof(line), ":%d", r->line);
-	n = snprintf(buf, len, "%7.1f %7.1f %8.2fs %8.2fs  %s", 100.0 * r->own / w,
-		     100.0 * r->total / w, r->own / 1e9, r->total / 1e9,
-		     clean(r->function, fn, sizeof(fn)));
+	amount(unit_of(s->info), r->own, own, sizeof(own));
+	amount(unit_of(s->info), r->total, total, sizeof(total));
+	n = snprintf(buf, len, "%7.1f %7.1f %9s %9s  %s", 100.0 * r->own / w,
+		     100.0 * r->total / w, own, total, clean(r->function, fn, sizeof(fn)));
 	if (n < 0 || (size_t)n >= len)
 		goto done;
 	if (!*file)

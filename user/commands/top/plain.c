@@ -15,7 +15,7 @@ int top_plain__print(FILE *f, const struct top_snapshot *s, size_t rows)
 		top_fmt__header(s, i, buf, sizeof(buf), 0);
 		fprintf(f, "%s\n", buf);
 	}
-	top_fmt__columns(buf, sizeof(buf), 0);
+	top_fmt__columns(s, buf, sizeof(buf), 0);
 	fprintf(f, "%s\n", buf);
 	for (size_t i = 0; i < s->nrows && i < rows; i++) {
 		top_fmt__row(s, i, buf, sizeof(buf), 0);

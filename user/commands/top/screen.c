@@ -208,7 +208,7 @@ void top_screen__draw(struct top_screen *s, const struct top_snapshot *snap, con
 			attroff(A_BOLD);
 	}
 	if (y < h) {
-		top_fmt__columns(buf, sizeof(buf), w);
+		top_fmt__columns(snap, buf, sizeof(buf), w);
 		attron(A_REVERSE);
 		mvhline(y, 0, ' ', w);
 		mvaddnstr(y, 0, buf, w);

@@ -38,7 +38,7 @@ struct top_snapshot {
  */
 #define TOP_HEADER_LINES 3
 void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len, int width);
-void top_fmt__columns(char *buf, size_t len, int width);
+void top_fmt__columns(const struct top_snapshot *s, char *buf, size_t len, int width);
 void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len, int width);
 
 /* plain.c: one snapshot as text on @f (rows: at most that many); 0 or -errno. */

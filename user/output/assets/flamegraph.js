@@ -107,6 +107,8 @@ function pct(v, of) {
 	return (100 * v / of).toFixed(2) + '%';
 }
 function fmtTime(ns) {
+	if (D.unit === 'bytes')
+		return fmtBytes(ns);
 	if (D.unit !== 'ns')
 		return ns + ' ' + D.unit;
 	if (ns >= 1e9)
@@ -115,12 +117,24 @@ function fmtTime(ns) {
 		return (ns / 1e6).toFixed(2) + ' ms';
 	return (ns / 1e3).toFixed(1) + ' us';
 }
+function fmtBytes(b) {
+	var units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
+	while (b >= 1024 && i < units.length - 1) {
+		b /= 1024;
+		i++;
+	}
+	return (i ? b.toFixed(1) : b) + ' ' + units[i];
+}
+// The weight's name after its amount: CPU time, or nothing for events and bytes.
+function amount(w) {
+	return fmtTime(w) + (D.unit === 'ns' ? ' CPU' : '');
+}
 function info(k) {
 	var s = count[k] + (count[k] === 1 ? ' sample' : ' samples') + ' (' +
 		pct(weight[k], total) + ' of all';
 	if (zoomed)
 		s += ', ' + pct(weight[k], weight[zoomed]) + ' of zoomed';
-	s += '), ' + fmtTime(weight[k]) + ' CPU';
+	s += '), ' + amount(weight[k]);
 	if (base) {
 		var d = 100 * delta(k);
 		s += '\nbase ' + pct(base[k], baseTotal) + ', new ' + pct(weight[k], total) +
@@ -289,7 +303,7 @@ if (box && html) {
 }
 var info0 = doc.getElementById('fg-info');
 if (info0)
-	info0.textContent = totalCount + ' samples, ' + fmtTime(total) + ' CPU';
+	info0.textContent = totalCount + ' samples, ' + amount(total);
 if (html)
 	window.addEventListener('resize', render);
 window.flamegraph = {
