@@ -196,6 +196,7 @@ struct scratch {
 	__u8 gen_buf[2 * PYPROF_GEN_READ_MAX];	/* a coroutine's head and frame */
 	__u64 set_buf[2 * PYPROF_SET_SCAN];	/* a set's table: key, hash */
 	__u64 set_best;				/* its lowest live key */
+	__u64 exc_item, exc_found;		/* the exception stack's walk */
 	/* Kept here, not on the stack: a bpf_loop callback's frame adds
 	 * to its caller's, within the verifier's 512 bytes (6.18 kernels
 	 * count the whole chain). */

@@ -139,29 +139,50 @@ static __always_inline __u64 exception_type(struct scratch *sc, __u64 obj)
 	return flags & PYPROF_TPFLAGS_BASE_EXC ? type : 0;
 }
 
+/* One item of the exception stack: its exception's type ends the walk,
+ * else its previous_item is next (0: the end, or unreadable). */
+static long exc_step(__u32 i, void *arg)
+{
+	struct scratch *sc = ((struct loop_ctx *)arg)->sc;
+	__u64 it[2];
+
+	if (!sc->exc_item)
+		return 1;
+	if (bpf_probe_read_user(it, sizeof(it), (const void *)sc->exc_item)) {
+		sc->exc_item = 0;
+		return 1;
+	}
+	sc->exc_found = exception_type(sc, it[0]);
+	if (sc->exc_found)
+		return 1;
+	sc->exc_item = it[1];
+	return 0;
+}
+DEFINE_LOOP(exc_step)
+
 /*
  * Exception mode: the type of the exception thread state @tstate has in
  * flight, else of the topmost one its exception stack holds (the handlers
- * of the frames, generators and coroutines running); 0: none.
+ * of the frames, generators and coroutines running: an item without one,
+ * a generator's that handles nothing, passes to the previous); 0: none;
+ * PYPROF_EXC_CHAIN_CUT: the chain went on past PYPROF_EXC_CHAIN items.
  */
 static __always_inline __u64 thread_exception(struct scratch *sc, __u64 tstate)
 {
-	__u64 cur = 0, item = 0, it[2], type;
+	__u64 cur = 0, type;
 
 	if (!bpf_probe_read_user(&cur, sizeof(cur), (const void *)(tstate + sc->cfg.exc_current)) &&
 	    (type = exception_type(sc, cur)))
 		return type;
-	if (bpf_probe_read_user(&item, sizeof(item), (const void *)(tstate + sc->cfg.exc_info)))
+	sc->exc_item = 0;
+	sc->exc_found = 0;
+	if (bpf_probe_read_user(&sc->exc_item, sizeof(sc->exc_item),
+				(const void *)(tstate + sc->cfg.exc_info)))
 		return 0;
-	for (__u32 i = 0; i < PYPROF_EXC_CHAIN && item; i++) {
-		if (bpf_probe_read_user(it, sizeof(it), (const void *)item))
-			return 0;
-		type = exception_type(sc, it[0]);
-		if (type)
-			return type;
-		item = it[1];
-	}
-	return 0;
+	RUN_LOOP(PYPROF_EXC_CHAIN, exc_step, PYPROF_EXC_CHAIN);
+	if (sc->exc_found)
+		return sc->exc_found;
+	return sc->exc_item ? PYPROF_EXC_CHAIN_CUT : 0;
 }
 
 /* The current thread's entry (@born: its start time), counting its sample. */

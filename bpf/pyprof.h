@@ -702,7 +702,13 @@ struct pyprof_sample {
 };
 
 #define PYPROF_OP_KNOWN		(1u << 16)
-#define PYPROF_EXC_CHAIN	32
+/* The exception stack's items walked, at most: CPython has no limit but
+ * the chain's end (a generator running inside another adds one; 40 nested
+ * generators are 41), far above any real program's recursion. */
+#define PYPROF_EXC_CHAIN	4096
+/* exc_type when the chain went on past PYPROF_EXC_CHAIN items without an
+ * exception: said [exception-chain-cut], never "no exception". */
+#define PYPROF_EXC_CHAIN_CUT	1ULL
 #define PYPROF_TPFLAGS_BASE_EXC	(1ULL << 30)
 
 #define PYPROF_SAMPLE_HDR_SIZE	__builtin_offsetof(struct pyprof_sample, frames)

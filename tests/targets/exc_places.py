@@ -6,7 +6,11 @@ its function p_<place>: in an except block; in a finally an exception
 propagates through; in a finally after the exception was handled; in a
 handler inside a generator, inside a function a generator expression calls,
 inside a coroutine, inside a function a coroutine calls; in a handler around
-nested generators that spin (yield from); and a thread that never raises.
+nested generators that spin (yield from); in a handler around a chain of 1,
+10 and 40 generators (yield from), none of which handles anything (each
+pushes an empty item on the exception stack: the handler's exception is
+still sys.exception() in the innermost, issue #38); a chain of generators
+with no handler at all; and a thread that never raises.
 argv: SECONDS. Prints "ready" once the threads run.
 """
 import sys
@@ -28,6 +32,9 @@ class E_genexpr_callee(Exception): pass
 class E_coroutine(Exception): pass
 class E_coroutine_callee(Exception): pass
 class E_outer_handler_nested_gens(Exception): pass
+class E_gen_in_handler(Exception): pass
+class E_nested_gens_10(Exception): pass
+class E_nested_gens_40(Exception): pass
 
 
 def p_except():
@@ -134,6 +141,41 @@ def p_outer_handler_nested_gens():
                 pass
 
 
+def deep_gen(depth):
+    if depth <= 1:
+        spin()
+        yield 1
+    else:
+        yield from deep_gen(depth - 1)
+
+
+def handler_around(cls, depth):
+    while True:
+        try:
+            raise cls()
+        except cls:
+            for _ in deep_gen(depth):
+                pass
+
+
+def p_gen_in_handler():
+    handler_around(E_gen_in_handler, 1)
+
+
+def p_nested_gens_10():
+    handler_around(E_nested_gens_10, 10)
+
+
+def p_nested_gens_40():
+    handler_around(E_nested_gens_40, 40)
+
+
+def p_gen_no_handler():
+    while True:
+        for _ in deep_gen(3):
+            pass
+
+
 def p_none():
     while True:
         spin()
@@ -141,7 +183,7 @@ def p_none():
 
 PLACES = [p_except, p_finally_propagating, p_finally_after_handled, p_generator,
           p_genexpr_callee, p_coroutine, p_coroutine_callee, p_outer_handler_nested_gens,
-          p_none]
+          p_gen_in_handler, p_nested_gens_10, p_nested_gens_40, p_gen_no_handler, p_none]
 for f in PLACES:
     threading.Thread(target=f, name=f.__name__[2:], daemon=True).start()
 print("ready", flush=True)

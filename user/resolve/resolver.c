@@ -8,6 +8,7 @@
 #include "target/proc_follow.h"
 #include "symbols/stack_memo.h"
 #include "symbols/symbolizer.h"
+#include "target/exc_offsets.h"
 #include "target/exceptions.h"
 #include "target/opcodes/opnames.h"
 #include "target/procset.h"
@@ -152,6 +153,8 @@ static const char *exc_leaf(struct resolver *rv, struct proc_entry *e, uint64_t 
 	struct exc_name *x = &rv->exc[(type >> 4) % EXC_NAMES];
 	char name[64];
 
+	if (type == EXC_TYPE_CHAIN_CUT)
+		return "[exception-chain-cut]";
 	if (x->pid == e->pid && x->type == type)
 		return x->name;
 	if (!e->p || exceptions__type_name(e->p, type, name, sizeof(name)))

@@ -26,8 +26,11 @@
 #define EXC_ITEM_SIZE		16
 /* Py_TPFLAGS_BASE_EXC_SUBCLASS */
 #define EXC_TPFLAGS_BASE_EXC	(1ULL << 30)
-/* Exception stack items followed at most (nested handlers and generators). */
-#define EXC_CHAIN_MAX		32
+/* Exception stack items followed at most (nested handlers and generators:
+ * CPython follows the chain to its end), and the type said when a chain
+ * went on past them without an exception: [exception-chain-cut]. */
+#define EXC_CHAIN_MAX		4096
+#define EXC_TYPE_CHAIN_CUT	1ULL
 
 /* Fill @o's tstate_exc_current, tstate_exc_info, type_tp_name and
  * type_tp_flags for o->version_hex (a 3.15 current_exception from the debug

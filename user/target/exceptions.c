@@ -45,6 +45,8 @@ int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
 			return rc;
 		item = it[EXC_ITEM_PREVIOUS / 8];
 	}
+	if (!rc && item)
+		*type = EXC_TYPE_CHAIN_CUT;
 	return rc;
 }
 

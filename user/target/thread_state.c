@@ -14,14 +14,14 @@
 #include <sys/syscall.h>
 
 #include "target/core_file.h"
+#include "target/exc_offsets.h"
+#include "target/exceptions.h"
 #include "target/procfs.h"
 #include "target/pyproc.h"
 #include "target/remote_mem.h"
 #include "target/thread_state.h"
 
 #define LOOK_TRIES 5
-/* PyTypeObject.tp_name (const char *), 3.11 to 3.15 */
-#define TYPE_NAME 24
 
 /* A core's view of @t (its registers): in a system call (asleep, as far
  * as a core can tell; on futex, the word's address), else running. */
@@ -69,26 +69,13 @@ static void kernel_look(pid_t pid, const struct core_file *cf, const struct py_t
 	}
 }
 
-/* 1 when the object at @obj is None (its type is named NoneType). */
-static int is_none(pid_t pid, const struct py_offsets *o, uint64_t obj)
-{
-	uint64_t type, name;
-	char buf[9];
-
-	if (remote_read_u64(pid, obj + o->ob_type, &type) ||
-	    remote_read_u64(pid, type + TYPE_NAME, &name) ||
-	    remote_read(pid, name, buf, sizeof(buf)))
-		return 0;
-	return memcmp(buf, "NoneType", sizeof(buf)) == 0;
-}
-
 /* The interpreter's view of thread @t: its GIL ints and exceptions. */
 static void python_look(struct pyproc *p, const struct py_thread *t, struct py_thread_state *s)
 {
 	const struct py_offsets *o = pyproc__offsets(p);
 	pid_t pid = pyproc__pid(p);
 	int32_t holds = 0, requested = 0;
-	uint64_t raised = 0, item = 0, handled = 0;
+	uint64_t raised = 0, type = 0;
 
 	if (o->tstate_holds_gil && remote_read(pid, t->tstate + o->tstate_holds_gil, &holds, 4) == 0)
 		s->has_gil = holds != 0;
@@ -97,10 +84,12 @@ static void python_look(struct pyproc *p, const struct py_thread *t, struct py_t
 		s->gil_requested = requested != 0;
 	if (o->tstate_exception && remote_read_u64(pid, t->tstate + o->tstate_exception, &raised))
 		raised = 0;
-	if (o->tstate_exc_info && remote_read_u64(pid, t->tstate + o->tstate_exc_info, &item) == 0 &&
-	    item && remote_read_u64(pid, item, &handled))
-		handled = 0;
-	s->has_exception = raised || (handled && !is_none(pid, o, handled));
+	/* Handled: the whole exception stack, as sys.exception() walks it (a
+	 * generator run inside a handler pushes an empty item of its own). */
+	if (exceptions__type(p, t->tstate, &type))
+		type = 0;
+	s->has_exception = raised || type;
+	s->exc_chain_cut = type == EXC_TYPE_CHAIN_CUT;
 }
 
 /* The GIL's holder, whether it is locked, and whether the collector runs. */

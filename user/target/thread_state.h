@@ -24,6 +24,7 @@ struct py_thread_state {
 	bool has_gil;
 	bool gil_requested;	/* waiting for the GIL */
 	bool has_exception;	/* one raised, or one being handled (except:) */
+	bool exc_chain_cut;	/* its exception stack went on past EXC_CHAIN_MAX items */
 	bool main_thread;
 	bool in_gc;		/* holds the GIL while the collector runs */
 };

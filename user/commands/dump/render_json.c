@@ -27,6 +27,8 @@ static void json_state(FILE *out, const struct py_thread_state *s)
 		s->on_cpu ? "true" : "false", s->has_gil ? "true" : "false",
 		s->gil_requested ? "true" : "false", s->has_exception ? "true" : "false",
 		s->main_thread ? "true" : "false", s->in_gc ? "true" : "false");
+	if (s->exc_chain_cut)	/* has_exception is true: a guess, said */
+		fputs(", \"exception_chain_cut\": true", out);
 }
 
 /* --kernel, JSON: "kernel_stack": [names, innermost first]. */

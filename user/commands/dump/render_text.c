@@ -24,7 +24,9 @@ static void print_state(FILE *out, const struct py_thread_state *s)
 		fputs(", waiting for the GIL", out);
 	if (s->in_gc)
 		fputs(", in <GC>", out);
-	if (s->has_exception)
+	if (s->exc_chain_cut)
+		fputs(", [exception-chain-cut]", out);
+	else if (s->has_exception)
 		fputs(", has an exception", out);
 	fputc('\n', out);
 }

@@ -29,7 +29,8 @@ _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       "records are handed out without copying");
 _Static_assert((int)PYPROF_FF_NO_SNAPSHOT == (int)SAMPLE_FF_NO_SNAPSHOT, "frame flags are the record's");
 _Static_assert(PYPROF_OP_KNOWN == SAMPLE_OP_KNOWN, "one opcode word");
-_Static_assert(PYPROF_EXC_CHAIN == EXC_CHAIN_MAX && PYPROF_TPFLAGS_BASE_EXC == EXC_TPFLAGS_BASE_EXC,
+_Static_assert(PYPROF_EXC_CHAIN == EXC_CHAIN_MAX && PYPROF_TPFLAGS_BASE_EXC == EXC_TPFLAGS_BASE_EXC &&
+	       PYPROF_EXC_CHAIN_CUT == EXC_TYPE_CHAIN_CUT,
 	       "one exception stack walk");
 _Static_assert(PYPROF_FF_INTERP == FC_FRAME_INTERP &&
 	       PYPROF_SF_ANCHOR_READ == FC_REC_ANCHOR_READ &&
