@@ -27,6 +27,11 @@ c. test_dump_has_exception (3.11-3.15): `dump --json`'s has_exception of
    exception; dump used to read only the top item of the exception stack,
    and the BPF program stopped after 32 items.
 
+d. test_chain_cut (3.11, 3.15): a handler around 4,200 generators, past
+   the 4,096 items walked: dump says [exception-chain-cut]
+   (exception_chain_cut in --json), and every sample of both backends ends
+   in [exception-chain-cut], never "no exception".
+
 How sure ">= 10" is: the threads take the GIL in turns (one runs Python at
 a time, 5 ms switch interval), so the ~900 ticks of 3 s at 299 Hz (~520 on
 this loaded machine) go to the 13 threads about evenly: 11 places with an
@@ -175,3 +180,29 @@ def test_dump_has_exception(interp, cpython_verdicts):
     assert set(said) == set(PLACES), votes
     wrong = {p: said[p] for p in PLACES if said[p] != cpython_verdicts[p]}
     assert not wrong, f"dump's has_exception differs from CPython 3.15's: {wrong}"
+
+
+@pytest.mark.parametrize("interp", [PARAMS[0], PARAMS[-1]])
+def test_chain_cut(interp, tmp_path):
+    cmd = interp.argv([interp.stage(os.path.join(TARGETS, "exc_deep_chain.py")), "4200", "30"])
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        r = subprocess.run([BINARY, "dump", "-p", str(p.pid), "--json"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        deep = [t for t in json.loads(r.stdout)["threads"] if t["name"] == "deep"]
+        assert deep and deep[0].get("exception_chain_cut") is True, deep[:1]
+        for backend in ("bpf", "remote"):
+            out = tmp_path / f"{backend}.folded"
+            rec = subprocess.run([BINARY, "-p", str(p.pid), "--mode", "exception", "-d", "1",
+                                  "--backend", backend, "--format", "collapsed", "-o", str(out)],
+                                 capture_output=True, text=True, timeout=60)
+            assert rec.returncode == 0, rec.stderr
+            lines = out.read_text().splitlines()
+            assert lines, rec.stderr
+            ends = {line.rpartition(" ")[0].rpartition(";")[2] for line in lines}
+            assert ends == {"[exception-chain-cut]"}, (backend, ends)
+    finally:
+        p.kill()
+        p.wait()
