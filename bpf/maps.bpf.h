@@ -41,6 +41,9 @@ const volatile __u32 async_tasks = 0;
  * program samples one event in this many on each CPU (its hits are not
  * perf's to count: the program runs before perf's sampling). */
 const volatile __u32 tp_period = 1;
+/* Set by the loader before load: several -e events at once, each perf
+ * event's and tracepoint's link carrying its index as attach cookie. */
+const volatile __u32 multi_event = 0;
 
 /*
  * The only process sampled, while there is exactly one and none followed
@@ -170,7 +173,7 @@ struct scratch {
 	 * sampled thread is stopped. */
 	struct memo memo[PYPROF_VERSION_MEMO];
 	__u32 gen;			/* samples taken on this CPU */
-	__u32 tp_hits;			/* tracepoint hits of the target, tp_period's count */
+	__u32 tp_hits[PYPROF_MAX_EVENTS];	/* each tracepoint's hits of the target, tp_period's count */
 	/* The sampled process's configured entry, copied (its tgid and
 	 * procs_epoch then say which): its configuration and address space. */
 	struct pyprof_config cfg;

@@ -271,7 +271,7 @@ static __always_inline int submit_sample(struct scratch *sc, bool switch_out)
  * was sent without a walk (PYPROF_SF_REUSE), else 0. Every record sent
  * says in its status why its frames are what they are.
  */
-static __always_inline int take_sample(bool switch_out, __u64 period)
+static __always_inline int take_sample(bool switch_out, __u64 period, __u32 event)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
@@ -297,6 +297,7 @@ static __always_inline int take_sample(bool switch_out, __u64 period)
 	th = thread_entry(tid, born);
 	begin_sample(sc, tgid, tid, cpu);
 	sc->s.period = period;
+	sc->s.flags = event << PYPROF_SF_EVENT_SHIFT;
 	tv = &sc->tv;
 	__builtin_memset(tv, 0, sizeof(*tv));
 	/*
@@ -322,20 +323,34 @@ static __always_inline int take_sample(bool switch_out, __u64 period)
 	return submit_sample(sc, switch_out);
 }
 
+/* Which -e event fired: its link's cookie, with several (the program that
+ * runs on 5.10-5.16 has one event, and no cookies before 5.15). */
+static __always_inline __u32 event_index(void *ctx)
+{
+#ifdef PYPROF_NO_BPF_LOOP
+	return 0;
+#else
+	return multi_event ? (__u32)bpf_get_attach_cookie(ctx) & (PYPROF_MAX_EVENTS - 1) : 0;
+#endif
+}
+
 SEC("perf_event")
 int pyprof_sample(struct bpf_perf_event_data *ctx)
 {
+	__u32 event = event_index(ctx);
+
 	if (native_stack)
 		tick_ustack();
 	if (kernel_stacks)
 		tick_kstack(ctx);
-	take_sample(false, ctx->sample_period);
+	take_sample(false, ctx->sample_period, event);
 	return 0;
 }
 
-/* -e SUBSYS:NAME -c N: is this hit the Nth on its CPU? Counted among the
- * target's hits when there is one target, among every task's else. */
-static __always_inline bool tp_due(void)
+/* -e SUBSYS:NAME -c N: is this hit of tracepoint @event the Nth on its
+ * CPU? Counted among the target's hits when there is one target, among
+ * every task's else. */
+static __always_inline bool tp_due(__u32 event)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct scratch *sc;
@@ -343,7 +358,7 @@ static __always_inline bool tp_due(void)
 	if (only_tgid && (bpf_get_current_pid_tgid() >> 32) != only_tgid)
 		return false;
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
-	return sc && ++sc->tp_hits % tp_period == 0;
+	return sc && ++sc->tp_hits[event & (PYPROF_MAX_EVENTS - 1)] % tp_period == 0;
 }
 
 /*
@@ -355,13 +370,15 @@ static __always_inline bool tp_due(void)
 SEC("tracepoint")
 int pyprof_tracepoint(void *ctx)
 {
-	if (tp_period > 1 && !tp_due())
+	__u32 event = event_index(ctx);
+
+	if (tp_period > 1 && !tp_due(event))
 		return 0;
 	if (native_stack)
 		tick_ustack();
 	if (kernel_stacks)
 		tick_kstack(ctx);
-	take_sample(false, tp_period);
+	take_sample(false, tp_period, event);
 	return 0;
 }
 
@@ -383,7 +400,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 	if ((!blocked && state && !preempt) || (prev->flags & PF_EXITING))
 		return;
 	close_missed(prev);
-	if (!take_sample(true, 0))
+	if (!take_sample(true, 0, 0))
 		return;
 	/* The interval opens, noted here rather than in a helper: so built,
 	 * clang kept blocked's two halves across take_sample() and the

@@ -122,6 +122,10 @@ enum {
 	 * the running task of the thread and the tasks awaiting it. */
 	PYPROF_SF_TASKS = 1 << 16,
 };
+/* pyprof_sample.flags bits 24-25: the index of the -e event (its link's
+ * attach cookie) the sample was taken at, with several at once. */
+#define PYPROF_SF_EVENT_SHIFT	24
+#define PYPROF_MAX_EVENTS	4
 
 /* pyprof_frame.flags */
 enum {

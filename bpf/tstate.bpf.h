@@ -257,7 +257,7 @@ static __always_inline __u64 relook_tstate(struct scratch *sc, struct pyprof_thr
 		th->interp_head = sc->l.head;
 	}
 	if (got && got != tstate) {
-		s->flags = 0;
+		s->flags &= 0xffu << PYPROF_SF_EVENT_SHIFT;	/* the event stays */
 		tstate = read_tstate(sc, got, tv, s) ? 0 : got;
 	}
 	return tstate;

@@ -108,7 +108,7 @@ from lib.tool import binary
 from lib.interps import PARAMS, SUPPORTED, VERSIONS
 from lib.procs import out_path, stage_unique, stderr_of, wait_json
 from lib.recorder import Recorder
-from lib.perf import FRAME, HEADER, fnv1a, machine_steal
+from lib.perf import FRAME, HEADER, fnv1a, machine_steal, only_event
 
 pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
@@ -858,14 +858,6 @@ def run_tool(args):
                        timeout=120)
     assert p.returncode == 0, f"pyprof-bpf {' '.join(args)}: {p.stderr.decode()}"
     return p
-
-
-def only_event(data, event):
-    """The samples of one event, as `stackcollapse-perf.pl --event-filter`
-    would keep them (its default keeps the first event type it sees)."""
-    blocks = data.split(b"\n\n")
-    keep = [b for b in blocks[:-1] if re.search(rb" %s: $" % event.encode(), b.split(b"\n")[0])]
-    return b"".join(b + b"\n\n" for b in keep)
 
 
 @pytest.mark.slow

@@ -100,6 +100,14 @@ class Sample:
         return f"tid {self.tid} at {self.ts / 1e6:.6f} (line {self.lineno}): {txt}"
 
 
+def only_event(data, event):
+    """The samples of one event, as `stackcollapse-perf.pl --event-filter`
+    would keep them (its default keeps the first event type it sees)."""
+    blocks = data.split(b"\n\n")
+    keep = [b for b in blocks[:-1] if re.search(rb" %s: $" % event.encode(), b.split(b"\n")[0])]
+    return b"".join(b + b"\n\n" for b in keep)
+
+
 def parse_perf(data):
     """Every sample of a perf-script text, strictly: a header, frames leaf
     first, an empty line after every sample (the last one too). Any other

@@ -116,9 +116,9 @@ static void setup_sampler_opts(struct recording *rec)
 		.async_tasks = env->async != 0,
 		.opcodes = env->opcodes,
 		.blocking = env->blocking,
-		.event = env->event_spec ? &env->event : NULL,
-		.period = env->count ? env->count :
-			  env->event_spec ? sampler_event__default_period(&env->event) : 0,
+		.event = env->event_spec ? env->evs : NULL,
+		.nevents = env->nevs,
+		.period = env->count,
 	};
 }
 
@@ -128,7 +128,8 @@ static int setup_resolver(struct recording *rec)
 {
 	const struct record_env *env = rec->env;
 	struct resolver_opts ro = { .follow = rec->follow, .period_ns = rec->period_ns,
-				    .event = env->event_spec ? env->event.name : NULL,
+				    .event = env->event_spec ? env->evs[0].name : NULL,
+				    .events = env->ev_names, .nevents = env->nevs,
 				    .event_scale = env->memory ? (uint64_t)sysconf(_SC_PAGESIZE) : 0,
 				    .gil_mode = env->mode == SAMPLER_MODE_GIL };
 	int rc;
@@ -168,8 +169,11 @@ static int setup_stages(struct recording *rec)
 	rec->multi = env->subprocesses || env->npids > 1 || env->all;
 	env->out.oopts.process_roots = rec->multi;
 	env->out.oopts.mode = record_env__mode_name(env);
-	if (env->event_spec)
-		env->out.oopts.event = env->event.name;
+	if (env->event_spec) {
+		env->out.oopts.event = env->ev_joined;
+		env->out.oopts.events = env->ev_names;
+		env->out.oopts.nevents = env->nevs;
+	}
 	rec->period_ns = 1000000000ull / (uint64_t)env->freq;
 	recording__set_tool(rec);
 	setup_sampler_opts(rec);
@@ -366,7 +370,7 @@ static int open_summary_and_raw(struct recording *rec)
 	ri->max_frames = (uint32_t)env->max_frames;
 	ri->start_time_ns = env->out.oopts.start_time_ns;
 	ri->mode = record_env__mode_name(env);
-	ri->event = env->event_spec ? env->event.name : NULL;
+	ri->event = env->event_spec ? env->ev_joined : NULL;
 	return rawrec_writer__open(k->raw_path, ri, &k->raw, rec->err, sizeof(rec->err));
 }
 

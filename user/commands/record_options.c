@@ -88,6 +88,7 @@ const char record_doc[] =
 "    sudo pyprof-bpf -p 1234 --mode memory -o mem.html  # where memory grows\n"
 "    sudo pyprof-bpf -p 1234 -e page-faults -o f.html  # who touches new memory\n"
 "    sudo pyprof-bpf -p 1234 -e syscalls:sys_enter_openat  # who opens files\n"
+"    sudo pyprof-bpf -p 1234 -e cpu-clock,page-faults -o both.pb.gz  # two at once\n"
 "    pyprof-bpf -p 1234 --backend remote -d 5     # no BPF: read from outside\n";
 
 enum {
@@ -118,7 +119,10 @@ const struct argp_option record_options[] = {
 	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
 	  "its own pid; outputs get one root per process", 0 },
 	{ "freq", 'F', "HZ", 0, "Samples a second per running thread (default 99)", 0 },
-	{ "event", 'e', "EVENT", 0, "BPF, cpu mode: take the samples at this event instead of "
+	{ "event", 'e', "EVENT[,EVENT...]", 0, "BPF, cpu mode: take the samples at this event "
+	  "(up to 4, comma-separated: each sample says its own; each stack then starts at an "
+	  "event root frame [EVENT], pprof has a sample type per event and the flame graph a "
+	  "choice; several are opened on every CPU, and need Linux 5.17+) instead of "
 	  "the CPU clock, named as perf names it: page-faults (faults), minor-faults, "
 	  "major-faults, context-switches (cs), cpu-migrations, task-clock, alignment-faults, "
 	  "emulation-faults; hardware cycles, instructions, cache-misses, cache-references, "
@@ -387,13 +391,47 @@ static int parse_count(const char *arg, unsigned long long *out)
 	       -EINVAL : 0;
 }
 
+/* -e EVENT[,EVENT...] into env->evs, each once, at most SAMPLER_MAX_EVENTS. */
+static void parse_events(struct record_env *env, struct argp_state *state)
+{
+	char err[PYPROF_ERRLEN], one[SAMPLER_EVENT_NAME_MAX];
+	const char *p = env->event_spec, *comma;
+	size_t len;
+
+	env->nevs = 0;
+	env->ev_joined[0] = '\0';
+	for (; ; p = comma + 1) {
+		comma = strchr(p, ',');
+		len = comma ? (size_t)(comma - p) : strlen(p);
+		if (!len || len >= sizeof(one))
+			argp_failure(state, EX_USAGE, 0, "-e %s: %s", env->event_spec,
+				     len ? "an event name too long" : "an empty event name");
+		if (env->nevs == SAMPLER_MAX_EVENTS)
+			argp_failure(state, EX_USAGE, 0, "-e %s: at most %d events at once",
+				     env->event_spec, SAMPLER_MAX_EVENTS);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (sampler_event__parse(one, &env->evs[env->nevs], err, sizeof(err)))
+			argp_failure(state, EX_USAGE, 0, "%s", err);
+		for (unsigned int i = 0; i < env->nevs; i++)
+			if (!strcmp(env->evs[i].name, env->evs[env->nevs].name))
+				argp_failure(state, EX_USAGE, 0, "-e %s: %s given twice",
+					     env->event_spec, env->evs[i].name);
+		env->ev_names[env->nevs] = env->evs[env->nevs].name;
+		if (env->nevs)
+			strcat(env->ev_joined, ",");
+		strcat(env->ev_joined, env->evs[env->nevs].name);
+		env->nevs++;
+		if (!comma)
+			break;
+	}
+}
+
 /* -e EVENT, -c N: parsed (tracefs read, a hardware counter tried) once the
  * other options are known; each refusal one line. */
 static void check_event(struct record_env *env, struct argp_state *state)
 {
-	char err[PYPROF_ERRLEN];
-
-	if (env->memory && env->event_spec)
+		if (env->memory && env->event_spec)
 		argp_error(state, "--mode memory takes its samples at page-faults: not with -e %s",
 			   env->event_spec);
 	if (env->memory && env->backend == BACKEND_REMOTE)
@@ -411,11 +449,15 @@ static void check_event(struct record_env *env, struct argp_state *state)
 	if (env->backend == BACKEND_REMOTE)
 		argp_error(state, "-e EVENT is for the BPF backend: the program runs at the "
 			   "event, in the thread it happens in");
-	if (sampler_event__parse(env->event_spec, &env->event, err, sizeof(err)))
-		argp_failure(state, EX_USAGE, 0, "%s", err);
-	if (sampler_event__is_tracepoint(&env->event) && env->events == SAMPLER_EVENTS_THREAD)
-		argp_error(state, "-e %s: a tracepoint is attached once for the whole machine, "
-			   "not per thread (--events thread)", env->event.name);
+	parse_events(env, state);
+	for (unsigned int i = 0; i < env->nevs; i++)
+		if (sampler_event__is_tracepoint(&env->evs[i]) &&
+		    env->events == SAMPLER_EVENTS_THREAD)
+			argp_error(state, "-e %s: a tracepoint is attached once for the whole "
+				   "machine, not per thread (--events thread)", env->evs[i].name);
+	if (env->nevs > 1 && env->events == SAMPLER_EVENTS_THREAD)
+		argp_error(state, "-e %s: several events are opened on every CPU, not per "
+			   "thread (--events thread)", env->event_spec);
 }
 
 /* Several processes at once (--subprocesses, -p A,B). */

@@ -49,8 +49,11 @@ struct record_env {
 	int all;			/* -a: every Python process */
 	const char *comm_re;		/* --comm REGEX (with -a) */
 	regex_t comm;
-	const char *event_spec;		/* -e EVENT; NULL: cpu-clock */
-	struct sampler_event event;	/* -e's, parsed */
+	const char *event_spec;		/* -e EVENT[,EVENT...]; NULL: cpu-clock */
+	struct sampler_event evs[SAMPLER_MAX_EVENTS];	/* -e's, parsed, in its order */
+	unsigned int nevs;
+	const char *ev_names[SAMPLER_MAX_EVENTS];	/* evs[i].name */
+	char ev_joined[SAMPLER_MAX_EVENTS * SAMPLER_EVENT_NAME_MAX];	/* "a,b": perf's names */
 	unsigned long long count;	/* -c N: a tick every N events; 0: -F */
 	int memory;			/* --mode memory: -e page-faults, weighed in bytes */
 };

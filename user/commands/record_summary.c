@@ -111,6 +111,22 @@ static void print_held_losses(const struct record_hold *h)
 			(unsigned long long)h->lost_events);
 }
 
+/* Several -e events: each one's samples and the events they stand for
+ * (cpu-clock's in ns). */
+static void print_event_counts(const struct recording *rec, const struct resolver_stats *rvst)
+{
+	const struct record_env *env = rec->env;
+
+	if (env->nevs < 2)
+		return;
+	fputs("pyprof-bpf: per event:", stderr);
+	for (unsigned int i = 0; i < env->nevs; i++)
+		fprintf(stderr, "%s %s %" PRIu64 " samples (%" PRIu64 " %s)", i ? ";" : "",
+			env->evs[i].name, rvst->event_samples[i], rvst->event_weight[i],
+			sampler_event__is_clock(&env->evs[i]) ? "ns" : "events");
+	fputc('\n', stderr);
+}
+
 /* What was dropped or left out, each said once. */
 static void print_losses(const struct recording *rec, const struct resolver_stats *rvst)
 {
@@ -142,7 +158,7 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 	struct resolver_stats rvst;
 	double secs = rec->end - rec->start;
 	bool cpu = env->mode == SAMPLER_MODE_CPU;
-	char tail[SAMPLER_EVENT_NAME_MAX + 64] = "";
+	char tail[sizeof(env->ev_joined) + 96] = "";
 
 	resolver__stats(rec->rv, &rvst);
 	print_bpf_detail(rec);
@@ -164,11 +180,14 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 			secs > 0 ? 100.0 * st->stopped_ns / 1e9 / secs : 0.0);
 	/* One shape in every mode (scripts read it); the mode or the event
 	 * (-e: -F's rate was not what it sampled at) said after it. */
+	print_event_counts(rec, &rvst);
 	if (env->memory)
 		snprintf(tail, sizeof(tail), "; memory mode: at %s events, weighed in bytes of "
-			 "pages", env->event.name);
+			 "pages", env->ev_joined);
+	else if (env->nevs > 1)
+		snprintf(tail, sizeof(tail), "; at %s events (each above)", env->ev_joined);
 	else if (env->event_spec)
-		snprintf(tail, sizeof(tail), "; at %s events, not the clock", env->event.name);
+		snprintf(tail, sizeof(tail), "; at %s events, not the clock", env->ev_joined);
 	else if (!cpu)
 		snprintf(tail, sizeof(tail), "; %s mode%s", record_env__mode_name(env),
 			 env->mode != SAMPLER_MODE_WALL ||
@@ -184,9 +203,28 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 /* "in cpu mode at 99 Hz", "on cycles at 99 Hz", "on page-faults, every
  * event", "on syscalls:sys_enter_openat, one event in 10" (@period: the
  * sampler's). */
-static void describe_rate(const struct record_env *env, uint64_t period, char *buf,
-			  size_t len)
+static void describe_rate(const struct record_env *env, char *buf, size_t len)
 {
+	uint64_t period = env->count ? env->count :
+			  env->event_spec ? sampler_event__default_period(&env->evs[0]) : 0;
+	size_t n;
+
+	if (env->nevs > 1) {
+		/* "on cpu-clock at 99 Hz, page-faults every event" */
+		n = (size_t)snprintf(buf, len, "on");
+		for (unsigned int i = 0; i < env->nevs && n < len; i++) {
+			period = env->count ? env->count :
+				 sampler_event__default_period(&env->evs[i]);
+			n += (size_t)(period == 1 ?
+				snprintf(buf + n, len - n, "%s %s every event", i ? "," : "",
+					 env->evs[i].name) : period ?
+				snprintf(buf + n, len - n, "%s %s one event in %" PRIu64,
+					 i ? "," : "", env->evs[i].name, period) :
+				snprintf(buf + n, len - n, "%s %s at %ld Hz", i ? "," : "",
+					 env->evs[i].name, env->freq));
+		}
+		return;
+	}
 	if (env->memory && period == 1)
 		snprintf(buf, len, "in memory mode (every page fault, %ld bytes each)",
 			 sysconf(_SC_PAGESIZE));
@@ -196,11 +234,11 @@ static void describe_rate(const struct record_env *env, uint64_t period, char *b
 	else if (!env->event_spec)
 		snprintf(buf, len, "in %s mode at %ld Hz", record_env__mode_name(env), env->freq);
 	else if (period == 1)
-		snprintf(buf, len, "on %s, every event", env->event.name);
+		snprintf(buf, len, "on %s, every event", env->ev_joined);
 	else if (period)
-		snprintf(buf, len, "on %s, one event in %" PRIu64, env->event.name, period);
+		snprintf(buf, len, "on %s, one event in %" PRIu64, env->ev_joined, period);
 	else
-		snprintf(buf, len, "on %s at %ld Hz", env->event.name, env->freq);
+		snprintf(buf, len, "on %s at %ld Hz", env->ev_joined, env->freq);
 }
 
 /* What is sampled, said once sampling begins: on stderr, or to the live view. */
@@ -212,12 +250,12 @@ int recording__announce(struct recording *rec)
 	bool events = sampler__has(rec->sampler, SAMPLER_CAP_PERF_EVENTS);
 	struct sampler_detail d;
 	bool per_cpu;
-	char rate[SAMPLER_EVENT_NAME_MAX + 64];
+	char rate[sizeof(env->ev_joined) + 160];
 	struct record_info info = {
 		.pid = env->pid, .comm = rec->comm,
 		.python_version = rec->main_proc ? rec->main_proc->version : "",
 		.mode = mode, .freq_hz = env->freq, .backend = backend,
-		.event = env->event_spec ? env->event.name : NULL,
+		.event = env->event_spec ? env->ev_joined : NULL,
 		.command = rec->cmd != NULL, .multi = rec->multi, .procs = rec->procs,
 	};
 	int rc;
@@ -232,7 +270,7 @@ int recording__announce(struct recording *rec)
 		rec->live_started = !rc;
 		return rc;
 	}
-	describe_rate(env, rec->sopts.period, rate, sizeof(rate));
+	describe_rate(env, rate, sizeof(rate));
 	if (env->all)
 		fprintf(stderr, "pyprof-bpf: sampling every Python process%s%s%s %s "
 			"with the BPF backend (per-CPU events)%s\n",

@@ -25,6 +25,7 @@
 struct report_env {
 	const char *input;
 	const char *diff_base;	/* --diff BASE: a differential view of input over it */
+	const char *event;	/* -e EVENT: that event's samples alone (recorded with several) */
 	struct output_args out;	/* -o, --format, --threads, ... */
 	int quiet;
 };
@@ -45,6 +46,11 @@ static const char report_doc[] =
 "(the recorder was killed) is reported up to its last complete sample, with a\n"
 "warning.\n"
 "\n"
+"-e EVENT: of a recording at several events (record -e A,B), the samples of\n"
+"EVENT alone, as that event's recording (perf-script, pprof and the flame\n"
+"graph keep the events apart by themselves; top, pstats and callgrind add\n"
+"weights across stacks, which only one event's share a unit).\n"
+"\n"
 "--diff BASE: NEW's flame graph with each frame red where its share of the\n"
 "time grew since BASE, blue where it shrank (-o FILE.html or .svg), and on\n"
 "stdout (or alone with --format top) the functions whose share changed most.\n"
@@ -61,12 +67,14 @@ static const char report_doc[] =
 "    pyprof-bpf report rec.pyprof --format collapsed | flamegraph.pl > f.svg\n"
 "    pyprof-bpf report -i rec.pyprof -o rec.heatmap.html # source lines by time\n"
 "    pyprof-bpf report --diff before.pyprof after.pyprof -o diff.html\n"
+"    pyprof-bpf report -i ev.pyprof -e page-faults --format top  # one event\n"
 "    pyprof-bpf report -i rec.pyprof -o run.trace.json  # timeline: Perfetto\n";
 
 static const struct argp_option report_options[] = {
 	{ "input", 'i', "REC", 0, "The raw recording to read (- for stdin)", 0 },
 	{ "quiet", 'q', NULL, 0, "No summary of the recording on stderr", 0 },
 	{ "diff", 'D', "BASE", 0, "A differential flame graph and table of REC over BASE", 0 },
+	{ "event", 'e', "EVENT", 0, "Only the samples of EVENT (a recording at several)", 0 },
 	{ 0 },
 };
 
@@ -86,6 +94,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'D':
 		env->diff_base = arg;
+		break;
+	case 'e':
+		env->event = arg;
 		break;
 	case ARGP_KEY_ARG:
 		/* `report REC` as well as `report -i REC`, as perf report takes either. */
@@ -194,6 +205,45 @@ static int add_sources(struct output *out, const struct out_sources *src)
 	return rc;
 }
 
+/* A recording at several events ("cpu-clock,page-faults"): their names
+ * into @names (pointers into @buf), for the writers; 0 for one or none. */
+static unsigned int split_events(const char *joined, char *buf, size_t len, const char **names)
+{
+	unsigned int n = 0;
+	char *save = NULL;
+
+	if (!joined || !strchr(joined, ',') || strlen(joined) >= len)
+		return 0;
+	strcpy(buf, joined);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == SAMPLE_MAX_EVENTS)
+			return 0;	/* not ours: one name, commas and all */
+		names[n++] = t;
+	}
+	return n;
+}
+
+/* -e EVENT: one of the recording's events (its samples alone, written as
+ * that event's recording). 0 or -EINVAL with @err. */
+static int pick_event(struct report_env *env, char *err, size_t errlen)
+{
+	struct output_opts *o = &env->out.oopts;
+
+	if (!env->event)
+		return 0;
+	for (unsigned int i = 0; i < o->nevents; i++)
+		if (!strcmp(o->events[i], env->event)) {
+			o->event = o->events[i];
+			o->nevents = 0;
+			return 0;
+		}
+	if (o->event && !strcmp(o->event, env->event))
+		return 0;	/* its only one */
+	snprintf(err, errlen, "-e %s: the recording was taken at %s", env->event,
+		 o->event ? o->event : "cpu-clock");
+	return -EINVAL;
+}
+
 int report__main(int argc, char **argv)
 {
 	static const struct argp_child children[] = {
@@ -211,6 +261,8 @@ int report__main(int argc, char **argv)
 	const struct rawrec_end *end;
 	struct output *out = NULL, *table = NULL;
 	struct out_sample s;
+	char evbuf[1024];
+	const char *evnames[SAMPLE_MAX_EVENTS];
 	int rc, exit_code = 1;
 
 	if (argp_parse(&argp, argc, argv, 0, NULL, &env))
@@ -226,6 +278,11 @@ int report__main(int argc, char **argv)
 	env.out.oopts.start_time_ns = info->start_time_ns;
 	env.out.oopts.mode = info->mode;
 	env.out.oopts.event = info->event;
+	env.out.oopts.nevents = split_events(info->event, evbuf, sizeof(evbuf), evnames);
+	env.out.oopts.events = evnames;
+	rc = pick_event(&env, err, sizeof(err));
+	if (rc)
+		goto fail;
 	rc = output__new(env.out.format || env.out.output || !env.diff_base ? env.out.format :
 			 "top", env.out.output, &env.out.oopts, &out, err, sizeof(err));
 	if (rc)
@@ -234,6 +291,8 @@ int report__main(int argc, char **argv)
 	if (rc)
 		goto fail_remove;
 	while ((rc = rawrec_reader__next(r, &s, err, sizeof(err))) > 0) {
+		if (env.event && s.event && strcmp(s.event, env.event))
+			continue;	/* another event's */
 		rc = output__add(out, &s);
 		if (!rc && table)
 			rc = output__add(table, &s);

@@ -78,6 +78,7 @@ struct out_thread {
 	uint32_t nids, ids_cap, nodes_cap;
 	uint32_t nroots, npy;
 	const char *ids_name;
+	const char *ids_event;		/* the event root they start with (several events) */
 	/* This (pid, tid) has another entry, under another comm (an exec):
 	 * its previous sample may be that entry's, so nothing is reused. */
 	int comm_twin;

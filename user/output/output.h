@@ -59,6 +59,12 @@ struct output_opts {
 	 * "cpu-clock". Another than the clocks makes weights counts of it:
 	 * titles, pprof's sample type and the flame graph's unit say it. */
 	const char *event;
+	/* Several events at once (-e A,B: @event is "A,B"): their names, in
+	 * order; each sample's out_sample.event is one of them. Each stack
+	 * then starts with its event's root frame, "[A]"; pprof has a sample
+	 * type per event instead, the flame graph a choice of event. */
+	const char *const *events;
+	unsigned int nevents;
 	const char *title;	/* flamegraph/speedscope title; NULL -> derived from the comm */
 	uint64_t start_time_ns;	/* wall-clock start (CLOCK_REALTIME) for pprof; 0: omit */
 	uint64_t duration_ns;	/* pprof's duration; 0: first to last sample */

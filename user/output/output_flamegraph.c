@@ -253,6 +253,15 @@ static void fg_json(struct output *o, const struct fg_tree *t, const char *title
 	json_write_string_html(f, output__weighs_bytes(&o->opts) ? "bytes" :
 			       output__count_event(&o->opts) ? output__count_event(&o->opts) :
 			       m->first_period ? "ns" : "samples");
+	if (o->opts.nevents > 1) {	/* each tree its event's: the page shows one */
+		fputs(",\"events\":[", f);
+		for (uint32_t k = 0; k < o->opts.nevents; k++) {
+			if (k)
+				fputc(',', f);
+			json_write_string_html(f, o->opts.events[k]);
+		}
+		fputc(']', f);
+	}
 	fputs(",\"frames\":[\n", f);
 	for (uint32_t i = 0; i < m->nframes; i++) {
 		const struct out_frame *fr = &m->frames[i];
@@ -298,8 +307,10 @@ static void fg_html(struct output *o, const struct fg_tree *t, const char *title
 	fputs("</h1><span id=\"fg-info\"></span>\n"
 	      "<input id=\"fg-search\" type=\"search\" size=\"30\" "
 	      "placeholder=\"Search (regular expression)\">\n"
-	      "<button id=\"fg-reset\" type=\"button\">Reset zoom</button>\n"
-	      "<span id=\"fg-matched\"></span></header>\n"
+	      "<button id=\"fg-reset\" type=\"button\">Reset zoom</button>\n", f);
+	if (o->opts.nevents > 1)
+		fputs("<label>Event <select id=\"fg-event\"></select></label>\n", f);
+	fputs("<span id=\"fg-matched\"></span></header>\n"
 	      "<div><svg id=\"fg\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div>\n"
 	      "<div id=\"fg-details\"></div>\n<div id=\"fg-tip\"></div>\n"
 	      "<script type=\"application/json\" id=\"fg-data\">", f);

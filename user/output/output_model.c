@@ -174,6 +174,14 @@ static int stack_roots(struct out_model *m, const struct output_opts *opts,
 	uint32_t id;
 	int err;
 
+	t->ids_event = s->event;
+	if (opts->nevents > 1) {	/* "[page-faults]": the event's own tree */
+		snprintf(buf, sizeof(buf), "[%.120s]", s->event ? s->event : "?");
+		err = model_frame(m, OUT_FRAME_PROCESS, buf, "", 0, 0, &id);
+		if (err)
+			return err;
+		t->ids[(*n)++] = id;
+	}
 	if (opts->comm_root || opts->process_roots) {
 		snprintf(buf, sizeof(buf), opts->process_roots ? "%s (pid %d)" : "[%s:%d]",
 			 t->comm, (int)s->pid);
@@ -252,13 +260,14 @@ static int sample_stack(struct out_model *m, const struct output_opts *opts,
 	uint32_t n = 0, py_from;
 	int err;
 
-	err = out_grow((void **)&t->ids, &t->ids_cap, 3 + (uint64_t)s->nframes + s->nleaf,
+	err = out_grow((void **)&t->ids, &t->ids_cap, 4 + (uint64_t)s->nframes + s->nleaf,
 		       sizeof(*t->ids));
 	if (err)
 		return err;
 	*keep = 0;
 	if (s->unchanged && !s->kinds && s->status == SAMPLE_COMPLETE && t->npy && !t->comm_twin &&
-	    s->unchanged <= s->nframes && s->unchanged <= t->npy && t->ids_name == t->name) {
+	    s->unchanged <= s->nframes && s->unchanged <= t->npy && t->ids_name == t->name &&
+	    t->ids_event == s->event) {
 		*keep = t->nroots + s->unchanged;
 		n = *keep;
 		py_from = s->nframes - s->unchanged;

@@ -223,7 +223,9 @@ static int perf_add(struct output *o, const struct out_sample *s, uint32_t threa
 			 (int)s->pid, (int)s->tid, s->cpu, ts, out_weight(s),
 			 s->event ? s->event : st->event);
 	pos = (size_t)hl;
-	for (uint32_t i = n; i-- > 0;) {
+	/* Several events: the header names the sample's; its root frame
+	 * ("[page-faults]", stack[0]) is the other formats'. */
+	for (uint32_t i = n; i-- > (o->opts.nevents > 1 && n > 1);) {
 		const struct out_frame *fr = &o->m.frames[stack[i]];
 		struct out_addr ka;
 		const struct out_addr *a = frame_address(s, fr, i, n, &ka);

@@ -207,6 +207,13 @@ static const char *pprof_unit(const struct output *o)
 	return output__count_event(&o->opts) ? "count" : "nanoseconds";
 }
 
+/* Several events: a clock's weights are nanoseconds, another's a count. */
+static const char *pp_event_unit(const char *event)
+{
+	return !strcmp(event, "cpu-clock") || !strcmp(event, "task-clock") ? "nanoseconds" :
+	       "count";
+}
+
 /* A mapping of native or kernel frames. */
 struct pp_mapping {
 	uint64_t start, limit, offset;
@@ -367,25 +374,47 @@ struct pp_enc {
 	struct pbuf b, sub, sub2;
 };
 
-/* The samples: one per aggregate, location ids leaf first (a frame's id + 1). */
-static void pp_samples(struct pp_enc *e, const struct out_model *m, uint32_t *path)
+/* Several events: which one a stack's root frame ("[page-faults]") names;
+ * its weight goes in that event's sample type. */
+static uint32_t pp_event_of(const struct output_opts *opts, const struct out_frame *root)
+{
+	const char *f = root->function;
+	size_t len = strlen(f);
+
+	for (uint32_t k = 0; k < opts->nevents; k++)
+		if (len == strlen(opts->events[k]) + 2 && f[0] == '[' &&
+		    !strncmp(f + 1, opts->events[k], len - 2))
+			return k;
+	return 0;
+}
+
+/* The samples: one per aggregate, location ids leaf first (a frame's id +
+ * 1); with several events, without the event's root frame, their weight in
+ * its event's value. */
+static void pp_samples(struct pp_enc *e, const struct out_model *m, const struct output_opts *opts,
+		       uint32_t *path)
 {
 	struct pbuf *sub = &e->sub, *sub2 = &e->sub2;
+	uint32_t skip = opts->nevents > 1;
 
 	for (uint32_t i = 0; i < m->naggs && !e->b.err; i++) {
 		const struct out_agg *a = &m->aggs[i];
 		const struct out_thread *t = &m->threads[a->thread];
 		uint32_t n = output__node_path(m, a->node, path);
+		uint32_t ev = skip && n ? pp_event_of(opts, &m->frames[path[0]]) : 0;
 
 		pb_key(sub, 1, WT_LEN);
-		for (uint32_t j = 0; j < n; j++)
+		for (uint32_t j = 0; j + skip < n; j++)
 			pb_varint(sub2, (uint64_t)path[n - 1 - j] + 1);
 		pb_varint(sub, sub2->n);
 		pb_bytes(sub, sub2->p, sub2->n);
 		sub2->n = 0;
 		pb_key(sub, 2, WT_LEN);
 		pb_varint(sub2, a->count);
-		pb_varint(sub2, a->weight);
+		for (uint32_t k = 0; k < opts->nevents && skip; k++)
+			pb_varint(sub2, k == ev ? a->weight : 0);
+		if (!skip)
+			pb_varint(sub2, a->weight);
 		pb_varint(sub, sub2->n);
 		pb_bytes(sub, sub2->p, sub2->n);
 		sub2->n = 0;
@@ -481,9 +510,16 @@ static void pp_tail(struct pp_enc *e, const struct output *o)
 
 	pb_uint(&e->b, 9, o->opts.start_time_ns);
 	pb_uint(&e->b, 10, o->opts.duration_ns ? o->opts.duration_ns : m->last_ts - m->first_ts);
-	value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), pprof_unit(o));
-	pb_uint(&e->b, 12, m->first_period);
-	pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));
+	if (o->opts.nevents > 1) {	/* the first event's */
+		value_type(&e->c, &e->b, &e->sub, 11, o->opts.events[0],
+			   pp_event_unit(o->opts.events[0]));
+		pb_uint(&e->b, 12, m->first_period);
+		pb_uint(&e->b, 14, str(&e->c, o->opts.events[0]));
+	} else {
+		value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), pprof_unit(o));
+		pb_uint(&e->b, 12, m->first_period);
+		pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));
+	}
 	for (size_t i = 0; i < o->opts.ncomments; i++)
 		pb_uint(&e->b, 13, str(&e->c, o->opts.comments[i]));
 	for (uint32_t i = 0; i < e->c.strs.n; i++) {
@@ -511,8 +547,13 @@ static int pprof_finish(struct output *o)
 		goto out;
 	}
 	value_type(&e.c, &e.b, &e.sub, 1, "samples", "count");
-	value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), pprof_unit(o));
-	pp_samples(&e, m, path);
+	if (o->opts.nevents > 1)
+		for (uint32_t k = 0; k < o->opts.nevents; k++)
+			value_type(&e.c, &e.b, &e.sub, 1, o->opts.events[k],
+				   pp_event_unit(o->opts.events[k]));
+	else
+		value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), pprof_unit(o));
+	pp_samples(&e, m, &o->opts, path);
 	pp_mappings(&e, m, st);
 	err = out_funcs__build(m, &fx);
 	if (err)

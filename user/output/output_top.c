@@ -120,9 +120,18 @@ static void top_print(struct output *o, const struct top_table *tt, bool by_time
 	FILE *f = o->f;
 	int w;
 
-	fprintf(f, "%" PRIu64 " samples in %u thread%s, %.3f s of %s\n", m->total_count,
-		m->nthreads, m->nthreads == 1 ? "" : "s", (double)m->total_weight / 1e9,
-		by_time ? "time on and off the CPU" : "CPU");
+	if (output__weighs_bytes(&o->opts))
+		fprintf(f, "%" PRIu64 " samples in %u thread%s, %.1f MiB of new pages\n",
+			m->total_count, m->nthreads, m->nthreads == 1 ? "" : "s",
+			(double)m->total_weight / (1 << 20));
+	else if (output__count_event(&o->opts))
+		fprintf(f, "%" PRIu64 " samples in %u thread%s, %" PRIu64 " %s events\n",
+			m->total_count, m->nthreads, m->nthreads == 1 ? "" : "s", m->total_weight,
+			output__count_event(&o->opts));
+	else
+		fprintf(f, "%" PRIu64 " samples in %u thread%s, %.3f s of %s\n", m->total_count,
+			m->nthreads, m->nthreads == 1 ? "" : "s", (double)m->total_weight / 1e9,
+			by_time ? "time on and off the CPU" : "CPU");
 	if (!tt->nfn) {
 		fputs("(no samples)\n", f);
 		return;

@@ -18,6 +18,8 @@ const char *output__count_event(const struct output_opts *opts)
 {
 	const char *e = opts ? opts->event : NULL;
 
+	if (opts && opts->nevents > 1)
+		return NULL;	/* each event's own: output__event_of() */
 	return e && *e && strcmp(e, "cpu-clock") && strcmp(e, "task-clock") ? e : NULL;
 }
 

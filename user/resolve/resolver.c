@@ -212,11 +212,16 @@ int resolver__resolve(struct resolver *rv, const struct raw_sample *r, struct re
 		return -ENOENT;
 	}
 	e->samples++;
+	if (rv->o.nevents > 1 && r->event < rv->o.nevents && r->event < SAMPLE_MAX_EVENTS) {
+		rv->st.event_samples[r->event]++;
+		rv->st.event_weight[r->event] += r->period;
+	}
 	out->s[0] = (struct out_sample){
 		.comm = e->comm, .pid = r->pid, .tid = r->tid, .cpu = r->cpu, .ts_ns = r->ts_ns,
 		.period_ns = r->period ? r->period * (rv->o.event_scale ? rv->o.event_scale : 1) :
 			     rv->o.period_ns, .status = r->status,
-		.event = rv->o.event,
+		.event = rv->o.nevents > 1 && r->event < rv->o.nevents ? rv->o.events[r->event] :
+			 rv->o.event,
 		.thread_name = thread_names__get(rv->o.names, r->pid, r->tid, e->comm),
 	};
 	/* --native: every sample, one of no Python frame too (start-up,

@@ -33,6 +33,9 @@ struct resolver_opts {
 	struct proc_follow *follow;	/* the processes sampled: borrowed */
 	uint64_t period_ns;		/* a tick's weight */
 	const char *event;		/* a tick's event (-e), NULL: the clock's */
+	/* Several -e events: raw_sample.event indexes their names. */
+	const char *const *events;
+	unsigned int nevents;
 	uint64_t event_scale;		/* an event's weight (--mode memory: the page size); 0: 1 */
 	bool gil_mode;			/* --mode gil: [GIL released] leaves */
 	/* Given to the resolver, freed with it (mixer NULL: no --native). */
@@ -60,6 +63,8 @@ struct resolver_stats {
 	size_t snapshot_errors;		/* code snapshots that could not be used */
 	uint64_t clipped_ns;		/* off-CPU time past the window's end */
 	struct sampler_stats unknown;	/* samples of processes not read: dropped */
+	/* Several -e events: the samples of each, and the events they weigh. */
+	uint64_t event_samples[SAMPLE_MAX_EVENTS], event_weight[SAMPLE_MAX_EVENTS];
 };
 
 /* On success the resolver owns @o's leaf, names and mixer. */

@@ -25,6 +25,8 @@
 #include <stdint.h>
 
 #define SAMPLER_EVENT_NAME_MAX 128
+/* -e EVENT,EVENT...: at most this many at once (the record's two bits). */
+#define SAMPLER_MAX_EVENTS 4
 
 struct sampler_event {
 	char name[SAMPLER_EVENT_NAME_MAX];	/* perf's name (aliases resolved) */

@@ -99,12 +99,16 @@ struct sampler_opts {
 	/* Remote backend: every thread of the target stopped (ptrace) while
 	 * a tick reads it, so that no stack is torn (--blocking). */
 	int blocking;
-	/* BPF backend, cpu mode: the event ticks are taken at (-e;
-	 * perf_events.h); NULL: cpu-clock. A tracepoint is attached once for
-	 * the machine (its program runs at every hit) and needs per-CPU scope. */
+	/* BPF backend, cpu mode: the events ticks are taken at (-e;
+	 * perf_events.h), @nevents of them (up to SAMPLER_MAX_EVENTS; a
+	 * sample's raw_sample.event says which); NULL: cpu-clock. A tracepoint
+	 * is attached once for the machine (its program runs at every hit);
+	 * tracepoints and several events need per-CPU scope. */
 	const struct sampler_event *event;
-	/* -c N: one tick every N events (freq_hz unused); 0: frequency mode,
-	 * but a tracepoint's, which samples every hit. */
+	unsigned int nevents;
+	/* -c N: one tick every N events (freq_hz unused); 0: each event's
+	 * default (sampler_event__default_period: every event for tracepoints
+	 * and the software events but the clocks, else frequency mode). */
 	uint64_t period;
 };
 

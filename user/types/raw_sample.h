@@ -17,6 +17,9 @@
 #include <sys/types.h>
 
 /* One frame of a raw stack: what the BPF side and the remote walker record. */
+/* -e EVENT,EVENT...: at most this many at once (sampling/perf_events.h). */
+#define SAMPLE_MAX_EVENTS 4
+
 /* py_rawframe.reserved: the sampler took no snapshot of the frame's code
  * object at its first sighting (the BPF program could not read it). */
 #define PY_RAWFRAME_NO_SNAPSHOT (1u << 2)
@@ -52,6 +55,7 @@ struct raw_sample {
 	/* The events it stands for (-e EVENT: its perf event's sample period,
 	 * a tracepoint's hits); 0: a tick of the recording's rate. */
 	uint64_t period;
+	uint32_t event;		/* which of several -e events (their order, < SAMPLE_MAX_EVENTS) */
 	uint32_t status;	/* enum sample_status */
 	uint32_t nframes;
 	const struct py_rawframe *frames;	/* innermost first */

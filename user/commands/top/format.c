@@ -60,11 +60,13 @@ static void cut(char *buf, int width)
 /* What the weights are: time (the clocks), bytes (--mode memory) or a count of -e's events. */
 enum top_unit { TOP_SECONDS, TOP_BYTES, TOP_EVENTS };
 
-static enum top_unit unit_of(const struct record_info *in)
+static enum top_unit unit_of(const struct top_snapshot *s)
 {
-	if (in->mode && !strcmp(in->mode, "memory"))
+	const char *ev = s->event;
+
+	if (s->info->mode && !strcmp(s->info->mode, "memory"))
 		return TOP_BYTES;
-	if (in->event && strcmp(in->event, "cpu-clock") && strcmp(in->event, "task-clock"))
+	if (ev && strcmp(ev, "cpu-clock") && strcmp(ev, "task-clock"))
 		return TOP_EVENTS;
 	return TOP_SECONDS;
 }
@@ -94,7 +96,7 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 	const struct record_info *in = s->info;
 	const struct record_status *st = s->status;
 	const struct top_view *v = s->view;
-	char more[48] = "", thr[256], name[128], rate[96];
+	char more[48] = "", thr[256], name[128], rate[192];
 
 	switch (i) {
 	case 0:
@@ -108,8 +110,11 @@ void top_fmt__header(const struct top_snapshot *s, int i, char *buf, size_t len,
 		else
 			snprintf(thr, sizeof(thr), "pid %d (%s), Python %s", (int)in->pid,
 				 clean(in->comm, name, sizeof(name)), in->python_version);
-		if (in->event && unit_of(in) != TOP_SECONDS)
-			snprintf(rate, sizeof(rate), "at %s", in->event);
+		if (s->nevents > 1)	/* one shown at a time */
+			snprintf(rate, sizeof(rate), "at %s (e: next of %u events)", s->event,
+				 s->nevents);
+		else if (s->event && unit_of(s) != TOP_SECONDS)
+			snprintf(rate, sizeof(rate), "at %s", s->event);
 		else
 			snprintf(rate, sizeof(rate), "%ld Hz", in->freq_hz);
 		snprintf(buf, len, "pyprof-bpf top: %s, %s mode, %s, %s%s%s", thr, in->mode,
@@ -151,7 +156,7 @@ void top_fmt__columns(const struct top_snapshot *s, char *buf, size_t len, int w
 {
 	static const char *const own[] = { "OwnTime", "OwnBytes", "OwnEvents" };
 	static const char *const total[] = { "TotalTime", "AllBytes", "AllEvents" };
-	enum top_unit u = unit_of(s->info);
+	enum top_unit u = unit_of(s);
 
 	snprintf(buf, len, "%7s %7s %9s %9s  %s", "%Own", "%Total", own[u], total[u],
 		 "Function (file:line)");
@@ -168,8 +173,8 @@ void top_fmt__row(const struct top_snapshot *s, size_t i, char *buf, size_t len,
 
 	if (r->line > 0)
 		snprintf(line, sizeof(line), ":%d", r->line);
-	amount(unit_of(s->info), r->own, own, sizeof(own));
-	amount(unit_of(s->info), r->total, total, sizeof(total));
+	amount(unit_of(s), r->own, own, sizeof(own));
+	amount(unit_of(s), r->total, total, sizeof(total));
 	n = snprintf(buf, len, "%7.1f %7.1f %9s %9s  %s", 100.0 * r->own / w,
 		     100.0 * r->total / w, own, total, clean(r->function, fn, sizeof(fn)));
 	if (n < 0 || (size_t)n >= len)

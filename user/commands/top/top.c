@@ -31,7 +31,12 @@ struct top_opts {
 struct top {
 	struct top_opts o;
 	int live;			/* a terminal: the screen, else plain snapshots */
-	struct top_agg *agg;
+	struct top_agg *agg;		/* the shown event's: aggs[ev] */
+	/* One aggregate per event (-e A,B: each its own unit), shown one at a time. */
+	struct top_agg *aggs[SAMPLE_MAX_EVENTS];
+	const char *evnames[SAMPLE_MAX_EVENTS];
+	char evbuf[SAMPLE_MAX_EVENTS * 128];
+	unsigned int naggs, ev;
 	struct top_view view;
 	struct top_screen *scr;
 	struct record_info info;	/* with our copies of its strings */
@@ -57,8 +62,8 @@ static const char top_doc[] =
 "\v"
 "Keys: q quit; o, t, n sort by own share, total share, name; s next sort\n"
 "column; r recent window / since the start; l lines / functions only; ] and [\n"
-"next and previous thread, a all threads; P next process (-a, several -p); p\n"
-"pause the refresh. Ctrl-C and SIGTERM end it too, and so does the target's\n"
+"next and previous thread, a all threads; P next process (-a, several -p); e\n"
+"next event (-e A,B: one event's counts at a time); p pause the refresh. Ctrl-C and SIGTERM end it too, and so does the target's\n"
 "exit (with a message); the terminal is left as it was found. Own and total\n"
 "are weighed by time (the sampling period; off-CPU: the interval's length);\n"
 "OwnTime and TotalTime say it in seconds. At an event (-e) they count its\n"
@@ -143,6 +148,8 @@ static int render(struct top *t, double now, const struct top_view *view)
 	struct top_snapshot snap = {
 		.info = &t->info, .status = &t->status, .view = view,
 		.window_s = t->buckets * t->o.interval, .paused = t->paused,
+		.event = t->naggs > 1 ? t->evnames[t->ev] : t->info.event,
+		.nevents = t->naggs,
 	};
 	size_t n = top_agg__nthreads(t->agg);
 	int rc;
@@ -174,7 +181,8 @@ static int top_refresh(struct top *t, double now)
 {
 	int rc = t->paused ? 0 : render(t, now, &t->view);
 
-	top_agg__rotate(t->agg, now);
+	for (unsigned int i = 0; i < t->naggs; i++)
+		top_agg__rotate(t->aggs[i], now);
 	t->next_refresh += t->o.interval;
 	if (t->next_refresh <= now)	/* behind: no burst of refreshes */
 		t->next_refresh = now + t->o.interval;
@@ -263,9 +271,32 @@ static int on_key(struct top *t, int key)
 	case ' ':
 		t->paused = !t->paused;
 		break;
+	case 'e':	/* the next event's counts (its own threads: all of them) */
+		t->ev = (t->ev + 1) % t->naggs;
+		t->agg = t->aggs[t->ev];
+		v->thread = TOP_ALL_THREADS;
+		break;
 	default:	/* TOP_KEY_RESIZE, and any other key: drawn again */
 		break;
 	}
+	return 0;
+}
+
+/* -e A,B: an aggregate per event, named as @joined names them; else one.
+ * Always 0 (names past SAMPLE_MAX_EVENTS cannot come: record refuses them). */
+static int split_events(struct top *t, const char *joined)
+{
+	char *save = NULL;
+
+	t->naggs = 0;
+	if (joined && strchr(joined, ',') && strlen(joined) < sizeof(t->evbuf)) {
+		strcpy(t->evbuf, joined);
+		for (char *e = strtok_r(t->evbuf, ",", &save); e && t->naggs < SAMPLE_MAX_EVENTS;
+		     e = strtok_r(NULL, ",", &save))
+			t->evnames[t->naggs++] = e;
+	}
+	if (!t->naggs)
+		t->evnames[t->naggs++] = joined;
 	return 0;
 }
 
@@ -285,11 +316,14 @@ static int top_start(void *ctx, const struct record_info *info, char *err, size_
 	t->info.backend = t->backend;
 	/* Whole intervals, rounded up. */
 	t->buckets = (unsigned int)(t->o.window / t->o.interval + 0.999);
-	rc = top_agg__new(t->buckets, &t->agg);
+	rc = split_events(t, info->event);
+	for (unsigned int i = 0; i < t->naggs && !rc; i++)
+		rc = top_agg__new(t->buckets, &t->aggs[i]);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		return rc;
 	}
+	t->agg = t->aggs[0];
 	if (t->live) {
 		rc = top_screen__open(&t->scr, err, errlen);
 		if (rc == -ENOTTY) {
@@ -302,7 +336,8 @@ static int top_start(void *ctx, const struct record_info *info, char *err, size_
 		}
 	}
 	t->next_refresh = mono_s();
-	top_agg__rotate(t->agg, t->next_refresh);
+	for (unsigned int i = 0; i < t->naggs; i++)
+		top_agg__rotate(t->aggs[i], t->next_refresh);
 	t->next_refresh += t->o.interval;
 	t->next_early = mono_s() + EARLY_DRAW;
 	return t->live ? render(t, mono_s(), &t->view) : 0;
@@ -311,8 +346,11 @@ static int top_start(void *ctx, const struct record_info *info, char *err, size_
 static int top_sample(void *ctx, const struct out_sample *s)
 {
 	struct top *t = ctx;
+	unsigned int i = 0;
 
-	return top_agg__add(t->agg, s);
+	while (t->naggs > 1 && i + 1 < t->naggs && s->event && strcmp(s->event, t->evnames[i]))
+		i++;
+	return top_agg__add(t->aggs[i], s);
 }
 
 static int top_wait(void *ctx, double until, const struct record_status *st)
@@ -370,9 +408,13 @@ static void top_end(void *ctx, const char *why, const struct record_status *st)
 		top_screen__close(t->scr);
 		t->scr = NULL;
 	} else if (t->agg) {
-		/* The last snapshot: everything since the start. */
+		/* The last snapshot: everything since the start, of each event. */
 		all.recent = 0;
-		render(t, mono_s(), &all);
+		all.thread = TOP_ALL_THREADS;
+		for (t->ev = 0; t->ev < t->naggs; t->ev++) {
+			t->agg = t->aggs[t->ev];
+			render(t, mono_s(), &all);
+		}
 	}
 	if (why)
 		fprintf(stderr, "pyprof-bpf: %s\n", why);
@@ -397,6 +439,7 @@ int top__main(int argc, char **argv)
 	rc = record__run(argc, argv, &sink);
 	/* An error before end(): the screen, if it was taken, goes back first. */
 	top_screen__close(t.scr);
-	top_agg__free(t.agg);
+	for (unsigned int i = 0; i < t.naggs; i++)
+		top_agg__free(t.aggs[i]);
 	return rc;
 }

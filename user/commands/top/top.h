@@ -30,6 +30,8 @@ struct top_snapshot {
 	size_t nthreads, active_threads, nprocs;
 	double window_s;			/* the recent view's length */
 	int paused;
+	const char *event;			/* the shown event's name (-e), NULL: the clock's */
+	unsigned int nevents;			/* events recorded (e shows the next) */
 };
 
 /*

@@ -106,11 +106,36 @@ function color(k) {
 function pct(v, of) {
 	return (100 * v / of).toFixed(2) + '%';
 }
-function fmtTime(ns) {
-	if (D.unit === 'bytes')
+// Several events (-e A,B): each stack starts at its event's frame "[A]",
+// whose tree is in A's unit; the page shows one event at a time.
+var events = D.events || null, evNode = {};
+function eventAt(k) {
+	var f = F[frame[k]][0];
+	if (f.charAt(0) === '[' && events.indexOf(f.slice(1, -1)) >= 0)
+		return f.slice(1, -1);
+	return null;
+}
+function eventNode(k) {
+	for (; k > 0; k = parent[k])
+		if (eventAt(k) !== null)
+			return k;
+	return -1;
+}
+function unitOf(k) {
+	if (!events)
+		return D.unit;
+	var e = eventNode(k);
+	if (e < 0)
+		return 'samples';
+	e = eventAt(e);
+	return e === 'cpu-clock' || e === 'task-clock' ? 'ns' : e;
+}
+function fmtTime(ns, unit) {
+	unit = unit || D.unit;
+	if (unit === 'bytes')
 		return fmtBytes(ns);
-	if (D.unit !== 'ns')
-		return ns + ' ' + D.unit;
+	if (unit !== 'ns')
+		return ns + ' ' + unit;
 	if (ns >= 1e9)
 		return (ns / 1e9).toFixed(3) + ' s';
 	if (ns >= 1e6)
@@ -126,15 +151,18 @@ function fmtBytes(b) {
 	return (i ? b.toFixed(1) : b) + ' ' + units[i];
 }
 // The weight's name after its amount: CPU time, or nothing for events and bytes.
-function amount(w) {
-	return fmtTime(w) + (D.unit === 'ns' ? ' CPU' : '');
+function amount(w, k) {
+	var u = k === undefined ? D.unit : unitOf(k);
+	return fmtTime(w, u) + (u === 'ns' ? ' CPU' : '');
 }
 function info(k) {
+	var e = events ? eventNode(k) : -1;
 	var s = count[k] + (count[k] === 1 ? ' sample' : ' samples') + ' (' +
-		pct(weight[k], total) + ' of all';
+		(e >= 0 ? pct(weight[k], weight[e]) + ' of ' + eventAt(e) :
+		 pct(weight[k], total) + ' of all');
 	if (zoomed)
 		s += ', ' + pct(weight[k], weight[zoomed]) + ' of zoomed';
-	s += '), ' + amount(weight[k]);
+	s += '), ' + amount(weight[k], k);
 	if (base) {
 		var d = 100 * delta(k);
 		s += '\nbase ' + pct(base[k], baseTotal) + ', new ' + pct(weight[k], total) +
@@ -284,10 +312,34 @@ root.addEventListener('mouseleave', function () {
 	if (tip)
 		tip.style.display = 'none';
 });
+var pick = doc.getElementById('fg-event');
+if (events) {
+	for (i = 1; i < n; i++) {
+		var ev = eventAt(i);
+		if (ev !== null && (evNode[ev] === undefined || weight[i] > weight[evNode[ev]]))
+			evNode[ev] = i;
+	}
+}
+// The view a reset returns to: the chosen event's tree, or everything.
+function home() {
+	var ev = pick ? pick.value : events && events[0];
+	return events && evNode[ev] !== undefined ? evNode[ev] : 0;
+}
+if (pick && events) {
+	events.forEach(function (ev) {
+		var o = doc.createElement('option');
+		o.value = o.textContent = ev;
+		o.disabled = evNode[ev] === undefined;
+		pick.appendChild(o);
+	});
+	pick.addEventListener('change', function () {
+		zoom(home());
+	});
+}
 var reset = doc.getElementById('fg-reset');
 if (reset)
 	reset.addEventListener('click', function () {
-		zoom(0);
+		zoom(home());
 	});
 var box = doc.getElementById('fg-search');
 if (box && html) {
@@ -302,14 +354,22 @@ if (box && html) {
 	});
 }
 var info0 = doc.getElementById('fg-info');
-if (info0)
+if (info0 && events)
+	info0.textContent = events.filter(function (ev) {
+		return evNode[ev] !== undefined;
+	}).map(function (ev) {
+		var k = evNode[ev];
+		return ev + ': ' + count[k] + ' samples, ' + amount(weight[k], k);
+	}).join('; ');
+else if (info0)
 	info0.textContent = totalCount + ' samples, ' + amount(total);
 if (html)
 	window.addEventListener('resize', render);
 window.flamegraph = {
-	search: search, zoom: zoom, reset: function () { zoom(0); },
+	search: search, zoom: zoom, reset: function () { zoom(home()); }, events: evNode,
 	label: label, full: full, frames: F,
 	weight: weight, count: count, frame: frame, parent: parent, base: base
 };
+zoomed = home();
 render();
 })();

@@ -93,13 +93,18 @@ struct bpf_sampler {
 	struct pyprof_config main_cfg;
 	int ncpus;		/* possible CPUs: per-CPU map values */
 	unsigned int freq_hz;
-	uint64_t period;	/* sampler_opts.period */
-	struct sampler_event event;	/* what ticks are taken at (cpu-clock by default) */
-	struct bpf_link *event_tp_link;	/* a tracepoint event's, attached once */
+	uint64_t period;	/* sampler_opts.period: -c N, 0: each event's default */
+	/* What ticks are taken at (cpu-clock by default; -e: up to
+	 * PYPROF_MAX_EVENTS, each link's cookie its index with several), and
+	 * each one's period (0: freq_hz, frequency mode). */
+	struct sampler_event events[PYPROF_MAX_EVENTS];
+	uint64_t periods[PYPROF_MAX_EVENTS];
+	unsigned int nevents;
+	struct bpf_link *event_tp_links[PYPROF_MAX_EVENTS];	/* tracepoints', attached once */
 	bool event_periods;	/* ticks weigh their event counts (-e, not a clock) */
 	bool inherit;		/* new threads inherit their creator's event */
 	bool per_cpu;		/* one event per CPU instead of per thread */
-	struct bpf_link **cpu_links;
+	struct bpf_link **cpu_links;	/* per CPU, each of its events: cpu * nevents + event */
 	int ncpu_links;
 	bool no_frame_cache;	/* sampler_opts.no_frame_cache */
 	struct bpf_link *tp_links[3];	/* exec; fork, exit (following children) */
@@ -244,7 +249,8 @@ int verifier__describe(const char *prog, const struct verifier_figures *f, char 
 /* lifecycle.c */
 bool bpf_lifecycle__off_cpu(const struct bpf_sampler *s);
 /* An event on thread @tid (any CPU), or with @tid -1 on CPU @cpu (any task). */
-int bpf_lifecycle__open_event(struct bpf_sampler *s, pid_t tid, int cpu, struct bpf_link **out);
+int bpf_lifecycle__open_event(struct bpf_sampler *s, unsigned int event, pid_t tid, int cpu,
+			      struct bpf_link **out);
 /* The program's per-CPU counter @key, summed (0 when unreadable). */
 uint64_t bpf_lifecycle__counter(const struct bpf_sampler *s, uint32_t key);
 /* The ring's producer position now, and how far polls have consumed it. */

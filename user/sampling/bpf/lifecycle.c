@@ -220,28 +220,33 @@ static size_t ring_size(unsigned int freq_hz)
 	return size;
 }
 
-int bpf_lifecycle__open_event(struct bpf_sampler *s, pid_t tid, int cpu, struct bpf_link **out)
+int bpf_lifecycle__open_event(struct bpf_sampler *s, unsigned int event, pid_t tid, int cpu,
+			      struct bpf_link **out)
 {
+	const struct sampler_event *ev = &s->events[event];
+	uint64_t period = s->periods[event];
 	struct perf_event_attr attr = {
-		.type = s->event.type,
+		.type = ev->type,
 		.size = sizeof(attr),
-		.config = s->event.config,
+		.config = ev->config,
 		/* -c N: a tick every N events; else N a second */
-		.sample_period = s->period ? s->period : s->freq_hz,
-		.freq = !s->period,
+		.sample_period = period ? period : s->freq_hz,
+		.freq = !period,
 		.inherit = s->inherit,
 		/* Threads, not fork()ed children; and nothing survives an
 		 * exec(), which replaces the interpreter we know. */
 		.inherit_thread = s->inherit,
 		.remove_on_exec = s->inherit,
 	};
+	/* Several events: the program tells them by the link's cookie. */
+	LIBBPF_OPTS(bpf_perf_event_opts, opts, .bpf_cookie = event);
 	struct bpf_link *link;
 	int fd, err;
 
 	fd = syscall(SYS_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	link = bpf_program__attach_perf_event(s->skel->progs.pyprof_sample, fd);
+	link = bpf_program__attach_perf_event_opts(s->skel->progs.pyprof_sample, fd, &opts);
 	if (!link) {
 		err = -errno;
 		close(fd);
@@ -342,7 +347,8 @@ static int size_maps(struct bpf_sampler *s, const struct sampler_opts *o, char *
 	     * of thousands a second): the largest ring. */
 	    bpf_map__set_max_entries(skel->maps.samples,
 				     o->mode == SAMPLER_MODE_OFFCPU || o->mode == SAMPLER_MODE_WALL ||
-				     o->native_stack || o->period ? RING_MAX :
+				     o->native_stack || s->periods[0] || s->periods[s->nevents - 1] ?
+				     RING_MAX :
 				     ring_size(o->freq_hz))) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot size the BPF maps: %s", strerror(-ret));
@@ -361,11 +367,13 @@ static void choose_programs(struct bpf_sampler *s, const struct sampler_opts *o)
 {
 	struct pyprof_bpf *skel = s->skel;
 
-	bool tracepoint = sampler_event__is_tracepoint(&s->event);
+	unsigned int tracepoints = 0;
 
+	for (unsigned int i = 0; i < s->nevents; i++)
+		tracepoints += sampler_event__is_tracepoint(&s->events[i]);
 	bpf_program__set_autoload(skel->progs.pyprof_sample,
-				  o->mode != SAMPLER_MODE_OFFCPU && !tracepoint);
-	bpf_program__set_autoload(skel->progs.pyprof_tracepoint, tracepoint);
+				  o->mode != SAMPLER_MODE_OFFCPU && tracepoints < s->nevents);
+	bpf_program__set_autoload(skel->progs.pyprof_tracepoint, tracepoints > 0);
 	bpf_program__set_autoload(skel->progs.pyprof_switch, bpf_lifecycle__off_cpu(s));
 	bpf_program__set_autoload(skel->progs.pyprof_wakeup, bpf_lifecycle__off_cpu(s));
 	bpf_program__set_autoload(skel->progs.pyprof_fork, !!o->follow_children);
@@ -409,6 +417,7 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	skel->rodata->native_stack = s->native_stack;
 	skel->rodata->async_tasks = !!o->async_tasks;
 	skel->rodata->tp_period = (__u32)(s->period ? s->period : 1);
+	skel->rodata->multi_event = s->nevents > 1;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
@@ -429,19 +438,14 @@ const char *bpf_sampler__program(const struct bpf_sampler *s)
 	return s->program_note;
 }
 
-/* Per-CPU scope: an event on every online CPU (offline ones are skipped). */
-static int attach_cpus(struct bpf_sampler *s, char *err, size_t errlen)
+/* Per-CPU scope: event @event on every online CPU (offline ones are skipped). */
+static int attach_cpus(struct bpf_sampler *s, unsigned int event, char *err, size_t errlen)
 {
 	int ret = 0, n = 0;
 
-	s->cpu_links = calloc(s->ncpus, sizeof(*s->cpu_links));
-	if (!s->cpu_links) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	s->ncpu_links = s->ncpus;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		ret = bpf_lifecycle__open_event(s, -1, cpu, &s->cpu_links[cpu]);
+		ret = bpf_lifecycle__open_event(s, event, -1, cpu,
+						&s->cpu_links[cpu * s->nevents + event]);
 		if (ret == -ENOENT || ret == -EOPNOTSUPP)
 			break;	/* the event itself (a PMU that counts no user code...) */
 		if (ret == -ENODEV || ret == -EINVAL)
@@ -456,8 +460,8 @@ static int attach_cpus(struct bpf_sampler *s, char *err, size_t errlen)
 		snprintf(err, errlen, "perf_event_open on a CPU: permission denied "
 			 "(needs CAP_PERFMON)");
 	else if (ret)
-		snprintf(err, errlen, "cannot attach a %s event to a CPU: %s", s->event.name,
-			 strerror(-ret));
+		snprintf(err, errlen, "cannot attach a %s event to a CPU: %s",
+			 s->events[event].name, strerror(-ret));
 	return ret;
 }
 
@@ -465,21 +469,50 @@ static int attach_cpus(struct bpf_sampler *s, char *err, size_t errlen)
  * -e SUBSYS:NAME: its program attached once (perf_event_open on the
  * tracepoint, one CPU, every task): a tracepoint's programs run at each of
  * its hits on every CPU whichever event attached them, so one per CPU
- * would sample each hit as many times.
+ * would sample each hit as many times. Its cookie is its index.
  */
-static int attach_event_tracepoint(struct bpf_sampler *s, char *err, size_t errlen)
+static int attach_event_tracepoint(struct bpf_sampler *s, unsigned int event, char *err,
+				   size_t errlen)
 {
-	s->event_tp_link = bpf_program__attach_tracepoint(s->skel->progs.pyprof_tracepoint,
-							  s->event.subsys, s->event.tracepoint);
-	if (!s->event_tp_link) {
+	const struct sampler_event *ev = &s->events[event];
+	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = event);
+
+	s->event_tp_links[event] = bpf_program__attach_tracepoint_opts(
+		s->skel->progs.pyprof_tracepoint, ev->subsys, ev->tracepoint, &opts);
+	if (!s->event_tp_links[event]) {
 		int ret = -errno;
 
-		snprintf(err, errlen, "cannot attach to tracepoint %s: %s", s->event.name,
+		snprintf(err, errlen, "cannot attach to tracepoint %s: %s", ev->name,
 			 ret == -EACCES || ret == -EPERM ? "permission denied (needs CAP_PERFMON "
 			 "and CAP_BPF)" : strerror(-ret));
 		return ret;
 	}
 	return 0;
+}
+
+/* Each event: a tracepoint once, a perf event on every CPU (per-CPU scope). */
+static int attach_events(struct bpf_sampler *s, const struct sampler_opts *o, char *err,
+			 size_t errlen)
+{
+	int ret = 0;
+
+	if (o->mode == SAMPLER_MODE_OFFCPU)
+		return 0;	/* no ticks at all */
+	if (s->per_cpu) {
+		s->cpu_links = calloc((size_t)s->ncpus * s->nevents, sizeof(*s->cpu_links));
+		if (!s->cpu_links) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		s->ncpu_links = s->ncpus * (int)s->nevents;
+	}
+	for (unsigned int i = 0; i < s->nevents && !ret; i++) {
+		if (sampler_event__is_tracepoint(&s->events[i]))
+			ret = attach_event_tracepoint(s, i, err, errlen);
+		else if (s->per_cpu)
+			ret = attach_cpus(s, i, err, errlen);
+	}
+	return ret;
 }
 
 /* The options this backend cannot take, said in @err. 0 or -errno. */
@@ -517,9 +550,10 @@ static bool pick_per_cpu(const struct sampler_opts *o)
 
 	/* Off-CPU: no ticks at all: per-CPU mode with no CPU event attached
 	 * (no per-thread events either). A tracepoint: one attachment for the
-	 * machine, none per thread. */
+	 * machine, none per thread. Several events: on every CPU each (a
+	 * thread's own would need as many links per thread). */
 	if (o->mode == SAMPLER_MODE_OFFCPU || o->follow_children ||
-	    (o->event && sampler_event__is_tracepoint(o->event)))
+	    (o->event && (o->nevents > 1 || sampler_event__is_tracepoint(o->event))))
 		return true;
 	if (o->events != SAMPLER_EVENTS_AUTO)
 		return o->events == SAMPLER_EVENTS_CPU;
@@ -542,10 +576,7 @@ static int attach(struct bpf_sampler *s, const struct sampler_opts *o, char *err
 {
 	int ret;
 
-	if (sampler_event__is_tracepoint(&s->event))
-		ret = attach_event_tracepoint(s, err, errlen);
-	else
-		ret = s->per_cpu && o->mode != SAMPLER_MODE_OFFCPU ? attach_cpus(s, err, errlen) : 0;
+	ret = attach_events(s, o, err, errlen);
 	if (ret)
 		return ret;
 	ret = bpf_lifecycle__off_cpu(s) ? attach_sched(s, err, errlen) : 0;
@@ -574,10 +605,15 @@ int bpf_sampler__load(const struct sampler_opts *o, struct bpf_sampler **out, ch
 	}
 	s->freq_hz = o->freq_hz;
 	s->period = o->period;
-	if (o->event)
-		s->event = *o->event;
-	else
-		sampler_event__parse("cpu-clock", &s->event, err, errlen);
+	s->nevents = o->event ? o->nevents : 1;
+	for (unsigned int i = 0; i < s->nevents; i++) {
+		if (o->event)
+			s->events[i] = o->event[i];
+		else
+			sampler_event__parse("cpu-clock", &s->events[i], err, errlen);
+		s->periods[i] = o->event ? (o->period ? o->period :
+				sampler_event__default_period(&s->events[i])) : 0;
+	}
 	/* -e: each tick weighs its perf event's period (or tracepoint hits);
 	 * the default clock's keep the recording's fixed weight (1 s / rate) */
 	s->event_periods = o->event != NULL;
@@ -676,8 +712,10 @@ static void detach(struct bpf_sampler *s)
 		bpf_link__destroy(s->tp_links[i]);
 		s->tp_links[i] = NULL;
 	}
-	bpf_link__destroy(s->event_tp_link);
-	s->event_tp_link = NULL;
+	for (unsigned int i = 0; i < s->nevents; i++) {
+		bpf_link__destroy(s->event_tp_links[i]);
+		s->event_tp_links[i] = NULL;
+	}
 	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++) {
 		bpf_link__destroy(s->sched_links[i]);
 		s->sched_links[i] = NULL;

@@ -163,6 +163,14 @@ int bpf_load__open(struct bpf_sampler *s, const struct sampler_opts *o,
 	ret = bpf_programs__choose(c, bpf_lifecycle__off_cpu(s), err, errlen);
 	if (ret)
 		return ret;
+	/* The program tells several events apart by their links' cookies
+	 * (5.15+); the one for kernels without bpf_loop takes one event. */
+	if (s->nevents > 1 && c->noloop) {
+		snprintf(err, errlen, "several events at once (-e %s,...) need a kernel with "
+			 "bpf_loop (5.17+): this one runs %s, one event a recording",
+			 s->events[0].name, c->name);
+		return -ENOTSUP;
+	}
 	s->skel = open_object(c);
 	if (!s->skel) {
 		ret = -errno;

@@ -29,6 +29,8 @@ _Static_assert(sizeof(struct pyprof_frame) == sizeof(struct py_rawframe) &&
 	       "records are handed out without copying");
 _Static_assert((int)PYPROF_FF_NO_SNAPSHOT == (int)SAMPLE_FF_NO_SNAPSHOT, "frame flags are the record's");
 _Static_assert(PYPROF_OP_KNOWN == SAMPLE_OP_KNOWN, "one opcode word");
+_Static_assert(PYPROF_MAX_EVENTS == SAMPLER_MAX_EVENTS && PYPROF_MAX_EVENTS == SAMPLE_MAX_EVENTS,
+	       "one count of events");
 _Static_assert(PYPROF_EXC_CHAIN == EXC_CHAIN_MAX && PYPROF_TPFLAGS_BASE_EXC == EXC_TPFLAGS_BASE_EXC &&
 	       PYPROF_EXC_CHAIN_CUT == EXC_TYPE_CHAIN_CUT,
 	       "one exception stack walk");
@@ -319,6 +321,7 @@ static int deliver_tick(struct bpf_sampler *s, const struct pyprof_sample *r,
 	rs.kind = SAMPLE_KIND_CPU;
 	rs.flags = bpf_records__sample_flags(r->flags);
 	rs.period = s->event_periods ? r->period : 0;
+	rs.event = (r->flags >> PYPROF_SF_EVENT_SHIFT) & (PYPROF_MAX_EVENTS - 1);
 	kst = take_tick_kstack(s, (pid_t)r->tid);
 	if (kst) {
 		rs.nkstack = kst->n;

@@ -21,10 +21,10 @@ static int probe_inherit(struct bpf_sampler *s, char *err, size_t errlen)
 	int ret;
 
 	s->inherit = true;
-	ret = bpf_lifecycle__open_event(s, s->pid, -1, &link);
+	ret = bpf_lifecycle__open_event(s, 0, s->pid, -1, &link);
 	if (ret == -EINVAL) {
 		s->inherit = false;
-		ret = bpf_lifecycle__open_event(s, s->pid, -1, &link);
+		ret = bpf_lifecycle__open_event(s, 0, s->pid, -1, &link);
 	}
 	bpf_link__destroy(link);
 	if (ret == -ESRCH)
@@ -32,7 +32,7 @@ static int probe_inherit(struct bpf_sampler *s, char *err, size_t errlen)
 	else if (ret == -EACCES || ret == -EPERM)
 		snprintf(err, errlen, "perf_event_open: permission denied (needs CAP_PERFMON)");
 	else if (ret)
-		snprintf(err, errlen, "cannot attach a %s event: %s", s->event.name,
+		snprintf(err, errlen, "cannot attach a %s event: %s", s->events[0].name,
 			 strerror(-ret));
 	return ret;
 }

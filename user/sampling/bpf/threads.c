@@ -353,7 +353,8 @@ static int open_events(struct bpf_sampler *s)
 			t->kind = THREAD_OWN;
 		if (t->kind != THREAD_OWN || t->link)
 			continue;
-		err = bpf_lifecycle__open_event(s, t->tid, -1, &t->link);
+		/* per-thread scope: one event (several are per CPU) */
+		err = bpf_lifecycle__open_event(s, 0, t->tid, -1, &t->link);
 		/* A thread that exited meanwhile goes at the next scan. */
 		if (err && err != -ESRCH && !first_err)
 			first_err = err;
