@@ -6,7 +6,8 @@ scripts/provision-kernels.sh keeps each kernel (bullseye's 5.10, bookworm's
 boots one under TCG with this host's root shared read-only and runs
 tests/kernels/checks.py there: every mode, --native (zlib's deflate under
 the Python frame that called it among them), --kernel, --opcodes, --async,
--a, --subprocesses, -e (a software event and a tracepoint), dump and dump
+-a, --subprocesses, -e (a software event, a tracepoint, and two events at
+once: refused on 5.10 with a message), dump and dump
 --core of the kernel's core of the target
 (each compared with the interpreter's own traceback of every thread) and an
 agent window, on the host's

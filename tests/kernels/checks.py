@@ -14,7 +14,9 @@ zlib's deflate under compress_spot with --native, and so on (CHECKS);
 dump, and dump --core of the core the kernel writes when the target
 aborts, must match the interpreter's own traceback of every thread taken
 just before (faulthandler on SIGUSR1), but for the two innermost frames of
-each thread, which move on (OTHER). Every recording runs with -v: its start line must say
+each thread, which move on (OTHER); two events at once (the clock and a
+tracepoint) each under its root frame, or on a kernel whose program takes one
+event (5.10-5.16), the refusal that says so. Every recording runs with -v: its start line must say
 the BPF backend, and its "BPF program:" line (the verifier's figures for
 each program loaded) is passed on.
 
@@ -257,7 +259,7 @@ CHECKS = {
     "subprocesses": ("spawn", ["host"], ["--subprocesses"],
                      lambda st: want(shares(st), "child_hot", 0.02)),
 }
-OTHER = ("all", "dump", "agent", "version", "dump-core")
+OTHER = ("all", "dump", "agent", "version", "dump-core", "event-multi")
 # OTHER's targets: the host's mix, but dump-core's, which it aborts.
 OTHER_KIND = {"dump-core": "core"}
 
@@ -363,6 +365,36 @@ def run_dump_core(binary, interp, target):
     why = compare_dump(own, r.stdout)
     return {"ok": why is None, "why": why or f"{len(own)} threads, as the interpreter's own "
             "traceback said before it aborted"}
+
+
+def run_event_multi(binary, interp, target):
+    """-e cpu-clock,TRACEPOINT: each event's samples under its root frame
+    (the clock's on hot_spot, the tracepoint's in the sleepers alone); where
+    the kernel runs the program for kernels without bpf_loop (one event a
+    recording: no attach cookies before 5.15), the refusal that says so."""
+    tp = "syscalls:sys_enter_clock_nanosleep"
+    out = os.path.join(WORK, "event-multi.folded")
+    r = record(binary, ["-p", str(target.pid), "-e", f"cpu-clock,{tp}"], out)
+    res = {"backend": "bpf" if "with the BPF backend" in start_line(r.stderr) else "?",
+           "program": program_line(r.stderr)}
+    if r.returncode != 0 and "several events at once" in r.stderr:
+        v = run_version(binary, interp, target)
+        ok = (v.get("program") or "").startswith("pyprof_noloop.bpf.o")
+        return dict(res, backend=v["backend"], program=v["program"], ok=ok,
+                    why=f"refused: {r.stderr.strip().splitlines()[-1]}")
+    if r.returncode != 0:
+        return dict(res, ok=False, why=f"exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    parts = {"[cpu-clock]": collections.Counter(), f"[{tp}]": collections.Counter()}
+    for st, w in folded(out).items():
+        root = next((f for f in st if f in parts), None)
+        if root is None:
+            return dict(res, ok=False, why=f"a stack with no event root: {';'.join(st)[:200]}")
+        parts[root][st] += w
+    why = (want(shares(parts["[cpu-clock]"]), "hot_spot", 0.3)
+           or (sleepers_only(parts[f"[{tp}]"]) if parts[f"[{tp}]"] else f"no {tp} sample"))
+    return dict(res, ok=why is None,
+                why=why or f"{sum(parts['[cpu-clock]'].values())} ns of cpu-clock, "
+                f"{sum(parts[f'[{tp}]'].values())} {tp} events")
 
 
 def run_version(binary, interp, target):
