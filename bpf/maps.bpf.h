@@ -44,6 +44,8 @@ const volatile __u32 tp_period = 1;
 /* Set by the loader before load: several -e events at once, each perf
  * event's and tracepoint's link carrying its index as attach cookie. */
 const volatile __u32 multi_event = 0;
+/* Set by the loader before load: --filter's compiled expression (pyprof.h). */
+const volatile struct pyprof_filter tp_filter = {};
 
 /*
  * The only process sampled, while there is exactly one and none followed
@@ -200,6 +202,8 @@ struct scratch {
 	__u64 set_buf[2 * PYPROF_SET_SCAN];	/* a set's table: key, hash */
 	__u64 set_best;				/* its lowest live key */
 	__u64 exc_item, exc_found;		/* the exception stack's walk */
+	char fstr[PYPROF_FILTER_STR];		/* --filter: a string field read */
+	__u8 frec[PYPROF_FILTER_REC];		/* --filter: the hit's record, copied */
 	/* Kept here, not on the stack: a bpf_loop callback's frame adds
 	 * to its caller's, within the verifier's 512 bytes (6.18 kernels
 	 * count the whole chain). */

@@ -48,6 +48,7 @@
 #include "tstate.bpf.h"
 #include "codes.bpf.h"
 #include "frames.bpf.h"
+#include "filter.bpf.h"
 #include "tasks.bpf.h"
 #include "native.bpf.h"
 #include "offcpu.bpf.h"
@@ -361,6 +362,19 @@ static __always_inline bool tp_due(__u32 event)
 	return sc && ++sc->tp_hits[event & (PYPROF_MAX_EVENTS - 1)] % tp_period == 0;
 }
 
+/* --filter: does this hit of the target pass? (Another process's is
+ * dropped later, by take_sample, at no cost here.) */
+static __always_inline bool tp_filtered_in(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *sc;
+
+	if (only_tgid && (bpf_get_current_pid_tgid() >> 32) != only_tgid)
+		return false;
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	return sc && filter_passes(sc, ctx);
+}
+
 /*
  * -e SUBSYS:NAME: a tracepoint, attached once for the whole machine (a
  * tracepoint's programs run at every hit, whichever perf event attached
@@ -372,6 +386,8 @@ int pyprof_tracepoint(void *ctx)
 {
 	__u32 event = event_index(ctx);
 
+	if (tp_filter.nops && event == tp_filter.event && !tp_filtered_in(ctx))
+		return 0;
 	if (tp_period > 1 && !tp_due(event))
 		return 0;
 	if (native_stack)

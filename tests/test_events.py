@@ -41,7 +41,10 @@ does what the event counts in a function of its own:
 - test_memory_mode: --mode memory weighs each page fault by its page, in
   bytes: grow()'s within 10% of what it touched, and every writer says bytes.
 
-Not yet (issue #35 stays open): --filter.
+- test_filters: --filter in the kernel's syntax, compiled for the BPF
+  program: six expressions over numbers and the filename string keep all of
+  opener()'s hits or none, as they must; test_openat_tracepoint adds, on
+  every interpreter, a filter that excludes every hit.
 
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/test_events.py </dev/null
@@ -200,6 +203,42 @@ def test_openat_tracepoint(interp, procs, tmp_path):
     assert f"on {ev}, one event in 5" in rec.stderr, rec.stderr
     assert samples and {s.period for s in samples} == {5}
     assert all(in_function(s, "opener") for s in samples)
+    # --filter: a filename opener() never opens leaves nothing
+    samples, rec = record(procs, tmp_path, pid, ["-e", ev, "--filter", 'filename == "/etc/no"'],
+                          "openat-none")
+    assert "the hits matching --filter" in rec.stderr, rec.stderr
+    assert not samples and " 0 samples in " in rec.stderr, rec.stderr
+
+
+FILTERS = [
+    # (filter, all of opener's hits pass): os.open() adds O_CLOEXEC (0x80000)
+    ('filename == "/dev/null"', True),
+    ('filename ~ "/dev/*" && flags & 0x80000', True),
+    ('filename ~ "*/null" || dfd == 1', True),
+    ("!(flags & 0x80000)", False),
+    ('flags < 100 || filename ~ "/tmp/*"', False),
+    ("common_pid == 1", False),
+]
+
+
+def test_filters(procs, tmp_path):
+    """--filter's kernel syntax, evaluated by the BPF program on the hit's
+    record: numbers, a user string pointer (the filename) exact, as prefix
+    and suffix, && || ! and parentheses; each either keeps every hit of
+    opener() (as many samples as without a filter, within half) or none."""
+    interp = PARAMS[-1].values[0]
+    p, pid, host = target(interp, procs, tmp_path, "openat")
+    ev = "syscalls:sys_enter_openat"
+    base, _ = record(procs, tmp_path, pid, ["-e", ev], "filter-base")
+    assert len(base) >= 20
+    for i, (expr, passes) in enumerate(FILTERS):
+        samples, rec = record(procs, tmp_path, pid, ["-e", ev, "--filter", expr], f"filter{i}")
+        print(f"\nEV filter {expr!r}: {len(samples)} samples (without: {len(base)})")
+        if passes:
+            assert len(samples) >= len(base) / 2, (expr, len(samples), rec.stderr)
+            assert all(in_function(s, "opener") for s in samples), expr
+        else:
+            assert not samples, (expr, len(samples))
 
 
 @pytest.mark.parametrize("interp", PARAMS)
@@ -269,6 +308,13 @@ def run_record(args):
     (["-e", "cs,"], "an empty event name"),
     (["-e", "cs,nosuch"], "unknown event nosuch"),
     (["-e", "cpu-clock,page-faults", "--events", "thread"], "several events are opened on every"),
+    (["-e", "syscalls:sys_enter_openat", "--filter", "bogus == 1"],
+     "the kernel's filter syntax refuses it for syscalls:sys_enter_openat"),
+    (["-e", "syscalls:sys_enter_openat", "--filter", "flags =="], "the kernel's filter syntax"),
+    (["-e", "syscalls:sys_enter_openat", "--filter", 'filename ~ "*x*"'],
+     "only a prefix (abc*) or a suffix (*abc) compiles"),
+    (["--filter", "flags == 1"], "--filter is for a tracepoint's hits"),
+    (["-e", "cs", "--filter", "flags == 1"], "--filter is for a tracepoint's hits"),
 ])
 def test_event_errors(args, says, tmp_path):
     r = run_record(["-p", str(os.getpid()), "-d", "1", "-o", str(tmp_path / "x")] + args)

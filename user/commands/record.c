@@ -118,6 +118,7 @@ static void setup_sampler_opts(struct recording *rec)
 		.blocking = env->blocking,
 		.event = env->event_spec ? env->evs : NULL,
 		.nevents = env->nevs,
+		.filter = env->filter,
 		.period = env->count,
 	};
 }

@@ -10,6 +10,7 @@
 #include "commands/record.h"
 #include "commands/record_options.h"
 #include "output/rawrec.h"
+#include "sampling/tp_filter.h"
 #include "util/parse.h"
 
 const char record_doc[] =
@@ -106,6 +107,7 @@ enum {
 	OPT_COMM,
 	OPT_OPCODES,
 	OPT_BLOCKING,
+	OPT_FILTER,
 };
 
 const struct argp_option record_options[] = {
@@ -131,6 +133,11 @@ const struct argp_option record_options[] = {
 	  "events it stands for, and perf-script output names the event", 0 },
 	{ "count", 'c', "N", 0, "With -e: one sample every N events (instead of -F's rate; a "
 	  "tracepoint's on each CPU)", 0 },
+	{ "filter", OPT_FILTER, "EXPR", 0, "With -e SUBSYS:NAME: only its hits whose record "
+	  "matches EXPR, in the kernel's tracepoint filter syntax (as perf record --filter: "
+	  "'flags & 0x40 && filename ~ \"/tmp/*\"'), tested by the BPF program before it takes "
+	  "the sample; numbers with == != < <= > >= &, strings with == != ~ and a prefix abc* "
+	  "or suffix *abc, && || ! and parentheses", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (default: Ctrl-C or target exit; "
 	  "a command started runs on)", 0 },
 	{ "backend", OPT_BACKEND, "bpf|remote", 0, "Sampling backend (default: bpf, falling back "
@@ -391,6 +398,30 @@ static int parse_count(const char *arg, unsigned long long *out)
 	       -EINVAL : 0;
 }
 
+/* --filter EXPR: for the one tracepoint of -e, compiled now to say what is
+ * wrong at once (the BPF backend compiles it again into its program). */
+static void check_filter(struct record_env *env, struct argp_state *state)
+{
+	struct pyprof_filter f;
+	char err[PYPROF_ERRLEN];
+	int tp = -1;
+
+	if (!env->filter)
+		return;
+	for (unsigned int i = 0; i < env->nevs; i++) {
+		if (!sampler_event__is_tracepoint(&env->evs[i]))
+			continue;
+		if (tp >= 0)
+			argp_error(state, "--filter: -e %s has several tracepoints; it is for "
+				   "one", env->event_spec);
+		tp = (int)i;
+	}
+	if (tp < 0)
+		argp_error(state, "--filter is for a tracepoint's hits: -e SUBSYS:NAME");
+	if (tp_filter__compile(&env->evs[tp], env->filter, &f, err, sizeof(err)))
+		argp_failure(state, EX_USAGE, 0, "%s", err);
+}
+
 /* -e EVENT[,EVENT...] into env->evs, each once, at most SAMPLER_MAX_EVENTS. */
 static void parse_events(struct record_env *env, struct argp_state *state)
 {
@@ -441,6 +472,8 @@ static void check_event(struct record_env *env, struct argp_state *state)
 		env->event_spec = "page-faults";
 	if (env->count && !env->event_spec)
 		argp_error(state, "-c N counts the events of -e EVENT");
+	if (env->filter && !env->event_spec)
+		argp_error(state, "--filter is for a tracepoint's hits: -e SUBSYS:NAME");
 	if (!env->event_spec)
 		return;
 	if (env->mode != SAMPLER_MODE_CPU)
@@ -458,6 +491,7 @@ static void check_event(struct record_env *env, struct argp_state *state)
 	if (env->nevs > 1 && env->events == SAMPLER_EVENTS_THREAD)
 		argp_error(state, "-e %s: several events are opened on every CPU, not per "
 			   "thread (--events thread)", env->event_spec);
+	check_filter(env, state);
 }
 
 /* Several processes at once (--subprocesses, -p A,B). */
@@ -504,6 +538,9 @@ error_t record_options__parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'e':
 		env->event_spec = arg;
+		break;
+	case OPT_FILTER:
+		env->filter = arg;
 		break;
 	case 'c':
 		if (parse_count(arg, &env->count))

@@ -56,6 +56,7 @@ struct record_env {
 	char ev_joined[SAMPLER_MAX_EVENTS * SAMPLER_EVENT_NAME_MAX];	/* "a,b": perf's names */
 	unsigned long long count;	/* -c N: a tick every N events; 0: -F */
 	int memory;			/* --mode memory: -e page-faults, weighed in bytes */
+	const char *filter;		/* --filter EXPR: the -e tracepoint's hits that match */
 };
 
 extern const char record_doc[];

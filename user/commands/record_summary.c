@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include "pyprof.h"		/* PYPROF_MAX_FRAMES, PYPROF_USTACK_MAX */
 #include "asyncio/task_stacks.h"
@@ -250,7 +251,7 @@ int recording__announce(struct recording *rec)
 	bool events = sampler__has(rec->sampler, SAMPLER_CAP_PERF_EVENTS);
 	struct sampler_detail d;
 	bool per_cpu;
-	char rate[sizeof(env->ev_joined) + 160];
+	char rate[sizeof(env->ev_joined) + 512];
 	struct record_info info = {
 		.pid = env->pid, .comm = rec->comm,
 		.python_version = rec->main_proc ? rec->main_proc->version : "",
@@ -271,6 +272,12 @@ int recording__announce(struct recording *rec)
 		return rc;
 	}
 	describe_rate(env, rate, sizeof(rate));
+	if (env->filter) {	/* the hits that count */
+		size_t n = strlen(rate);
+
+		snprintf(rate + n, sizeof(rate) - n, ", the hits matching --filter '%s'",
+			 env->filter);
+	}
 	if (env->all)
 		fprintf(stderr, "pyprof-bpf: sampling every Python process%s%s%s %s "
 			"with the BPF backend (per-CPU events)%s\n",

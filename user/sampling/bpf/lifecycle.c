@@ -49,6 +49,7 @@
 #include "sampling/bpf/internal.h"
 #include "pyprof.skel.h"		/* after pyprof.h, whose types it uses */
 #include "sampling/frame_cache.h"
+#include "sampling/tp_filter.h"
 #include "offcpu/intervals.h"
 #include "sampling/perf_events.h"
 
@@ -381,6 +382,30 @@ static void choose_programs(struct bpf_sampler *s, const struct sampler_opts *o)
 	bpf_program__set_autoload(skel->progs.pyprof_exec, o->follow_children || o->exec_events);
 }
 
+/* --filter: compiled into the tracepoint program's rodata, for the one
+ * tracepoint among the events. 0 or -errno with @err. */
+static int set_filter(struct bpf_sampler *s, const struct sampler_opts *o, char *err,
+		      size_t errlen)
+{
+	struct pyprof_filter f;
+	int ret;
+
+	if (!o->filter)
+		return 0;
+	for (unsigned int i = 0; i < s->nevents; i++) {
+		if (!sampler_event__is_tracepoint(&s->events[i]))
+			continue;
+		ret = tp_filter__compile(&s->events[i], o->filter, &f, err, errlen);
+		if (ret)
+			return ret;
+		f.event = i;
+		memcpy((void *)&s->skel->rodata->tp_filter, &f, sizeof(f));
+		return 0;
+	}
+	snprintf(err, errlen, "--filter is for a tracepoint's hits: -e SUBSYS:NAME");
+	return -EINVAL;
+}
+
 /* The maps' descriptors and the ring, once loaded. */
 static int open_maps(struct bpf_sampler *s, char *err, size_t errlen)
 {
@@ -418,6 +443,9 @@ static int load(struct bpf_sampler *s, const struct sampler_opts *o, char *err, 
 	skel->rodata->async_tasks = !!o->async_tasks;
 	skel->rodata->tp_period = (__u32)(s->period ? s->period : 1);
 	skel->rodata->multi_event = s->nevents > 1;
+	ret = set_filter(s, o, err, errlen);
+	if (ret)
+		return ret;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus < 1) {
 		snprintf(err, errlen, "cannot count possible CPUs");
