@@ -29,8 +29,9 @@ c. test_dump_has_exception (3.11-3.15): `dump --json`'s has_exception of
 
 d. test_chain_cut (3.11, 3.15): a handler around 4,200 generators, past
    the 4,096 items walked: dump says [exception-chain-cut]
-   (exception_chain_cut in --json), and every sample of both backends ends
-   in [exception-chain-cut], never "no exception".
+   (exception_chain_cut in --json), and most samples of both backends end
+   in [exception-chain-cut], the others (the chain being rebuilt after each
+   yield) in the handler's [exception] KeyError; never "no exception".
 
 How sure ">= 10" is: the threads take the GIL in turns (one runs Python at
 a time, 5 ms switch interval), so the ~900 ticks of 3 s at 299 Hz (~520 on
@@ -188,21 +189,31 @@ def test_chain_cut(interp, tmp_path):
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
-        r = subprocess.run([BINARY, "dump", "-p", str(p.pid), "--json"],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        deep = [t for t in json.loads(r.stdout)["threads"] if t["name"] == "deep"]
-        assert deep and deep[0].get("exception_chain_cut") is True, deep[:1]
+        cuts = 0
+        for _ in range(DUMPS):	# one may catch the chain being rebuilt (below)
+            r = subprocess.run([BINARY, "dump", "-p", str(p.pid), "--json"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            deep = [t for t in json.loads(r.stdout)["threads"] if t["name"] == "deep"]
+            assert deep and deep[0]["status"]["has_exception"], deep[:1]
+            cuts += deep[0].get("exception_chain_cut") is True
+        assert cuts > DUMPS / 2, f"exception_chain_cut in {cuts} of {DUMPS} dumps"
         for backend in ("bpf", "remote"):
             out = tmp_path / f"{backend}.folded"
             rec = subprocess.run([BINARY, "-p", str(p.pid), "--mode", "exception", "-d", "1",
                                   "--backend", backend, "--format", "collapsed", "-o", str(out)],
                                  capture_output=True, text=True, timeout=60)
             assert rec.returncode == 0, rec.stderr
-            lines = out.read_text().splitlines()
-            assert lines, rec.stderr
-            ends = {line.rpartition(" ")[0].rpartition(";")[2] for line in lines}
-            assert ends == {"[exception-chain-cut]"}, (backend, ends)
+            ends = collections.Counter()
+            for line in out.read_text().splitlines():
+                stack, _, w = line.rpartition(" ")
+                ends[stack.rpartition(";")[2]] += int(w)
+            print(f"\nEXCCUT {interp.label} {backend}: {dict(ends)}")
+            # Each yield climbs the 4,200 generators to the loop and its
+            # next() goes down again: a sample then may see the chain
+            # shorter and the handler's KeyError, rightly. Never nothing.
+            assert set(ends) <= {"[exception-chain-cut]", "[exception] KeyError"}, ends
+            assert ends["[exception-chain-cut]"] >= 0.5 * sum(ends.values()), (backend, ends)
     finally:
         p.kill()
         p.wait()

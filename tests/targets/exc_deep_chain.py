@@ -1,7 +1,11 @@
 """A handler around a chain of DEPTH generators (yield from), the innermost
 spinning (tests/test_exception_mode.py, issue #38): the exception stack
 holds DEPTH empty items above the handler's. argv: DEPTH SECONDS.
-Prints "ready" once the chain is built."""
+Prints "ready" once the chain is built. Each yield unwinds the chain to the
+handler's loop and its next() builds it again, which takes milliseconds at
+this depth (a look then sees a shorter chain, or none yet): the innermost
+spins half a second between yields, so that a look finds it whole but
+rarely."""
 import sys
 import threading
 import time
@@ -11,7 +15,7 @@ threading.stack_size(256 << 20)
 built = threading.Event()
 
 
-def spin(t=0.05):
+def spin(t=0.5):
     end = time.monotonic() + t
     while time.monotonic() < end:
         pass

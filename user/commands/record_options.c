@@ -133,7 +133,8 @@ const struct argp_option record_options[] = {
 	  "events it stands for, and perf-script output names the event", 0 },
 	{ "count", 'c', "N", 0, "With -e: one sample every N events (instead of -F's rate; a "
 	  "tracepoint's on each CPU)", 0 },
-	{ "filter", OPT_FILTER, "EXPR", 0, "With -e SUBSYS:NAME: only its hits whose record "
+	{ "filter", OPT_FILTER, "EXPR", 0, "With -e SUBSYS:NAME (the first tracepoint there): "
+	  "only its hits whose record "
 	  "matches EXPR, in the kernel's tracepoint filter syntax (as perf record --filter: "
 	  "'flags & 0x40 && filename ~ \"/tmp/*\"'), tested by the BPF program before it takes "
 	  "the sample; numbers with == != < <= > >= &, strings with == != ~ and a prefix abc* "
@@ -398,8 +399,9 @@ static int parse_count(const char *arg, unsigned long long *out)
 	       -EINVAL : 0;
 }
 
-/* --filter EXPR: for the one tracepoint of -e, compiled now to say what is
- * wrong at once (the BPF backend compiles it again into its program). */
+/* --filter EXPR: for the first tracepoint of -e (the others are not
+ * filtered), compiled now to say what is wrong at once (the BPF backend
+ * compiles it again into its program). */
 static void check_filter(struct record_env *env, struct argp_state *state)
 {
 	struct pyprof_filter f;
@@ -408,14 +410,9 @@ static void check_filter(struct record_env *env, struct argp_state *state)
 
 	if (!env->filter)
 		return;
-	for (unsigned int i = 0; i < env->nevs; i++) {
-		if (!sampler_event__is_tracepoint(&env->evs[i]))
-			continue;
-		if (tp >= 0)
-			argp_error(state, "--filter: -e %s has several tracepoints; it is for "
-				   "one", env->event_spec);
-		tp = (int)i;
-	}
+	for (unsigned int i = 0; i < env->nevs && tp < 0; i++)
+		if (sampler_event__is_tracepoint(&env->evs[i]))
+			tp = (int)i;
 	if (tp < 0)
 		argp_error(state, "--filter is for a tracepoint's hits: -e SUBSYS:NAME");
 	if (tp_filter__compile(&env->evs[tp], env->filter, &f, err, sizeof(err)))

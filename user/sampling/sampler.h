@@ -106,7 +106,7 @@ struct sampler_opts {
 	 * tracepoints and several events need per-CPU scope. */
 	const struct sampler_event *event;
 	unsigned int nevents;
-	/* --filter EXPR of the (one) tracepoint among them (tp_filter.h); NULL: none. */
+	/* --filter EXPR of the first tracepoint among them (tp_filter.h); NULL: none. */
 	const char *filter;
 	/* -c N: one tick every N events (freq_hz unused); 0: each event's
 	 * default (sampler_event__default_period: every event for tracepoints

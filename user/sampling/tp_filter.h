@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tp_filter.h - --filter EXPR of a tracepoint event: the kernel's tracepoint
+ * tp_filter.h - --filter EXPR of a tracepoint event (the first of -e's): the kernel's tracepoint
  * filter syntax (as `perf record -e TP --filter EXPR` takes it), checked by
  * the kernel itself, then compiled against the tracepoint's format (tracefs
  * events/SUBSYS/NAME/format) into the postfix operations the BPF program

@@ -21,7 +21,8 @@ static int exception_type(const struct pyproc *p, uint64_t obj, uint64_t *type)
 	return rc;
 }
 
-int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
+/* exceptions__type(), and how many items of the stack it read (@depth). */
+static int walk(const struct pyproc *p, uint64_t tstate, uint64_t *type, int *depth)
 {
 	const struct py_offsets *o = pyproc__offsets(p);
 	pid_t pid = pyproc__pid(p);
@@ -29,6 +30,7 @@ int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
 	int rc;
 
 	*type = 0;
+	*depth = 0;
 	if (!o->tstate_exc_info)
 		return -ENOTSUP;
 	rc = remote_read_u64(pid, tstate + o->tstate_exc_current, &cur);
@@ -39,6 +41,7 @@ int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
 	rc = remote_read_u64(pid, tstate + o->tstate_exc_info, &item);
 	for (int i = 0; !rc && item && i < EXC_CHAIN_MAX; i++) {
 		rc = remote_read(pid, item, it, sizeof(it));
+		*depth = i + 1;
 		if (!rc && it[EXC_ITEM_VALUE / 8])
 			rc = exception_type(p, it[EXC_ITEM_VALUE / 8], type);
 		if (rc || *type)
@@ -48,6 +51,46 @@ int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
 	if (!rc && item)
 		*type = EXC_TYPE_CHAIN_CUT;
 	return rc;
+}
+
+int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
+{
+	int depth;
+
+	return walk(p, tstate, type, &depth);
+}
+
+#define STEADY_TRIES 8
+
+int exceptions__type_steady(struct pyproc *p, uint64_t tstate, uint64_t *type)
+{
+	uint64_t before, after, again, seen = 0;
+	int rc = 0, depth, depth2;
+
+	*type = 0;
+	for (int i = 0; i < STEADY_TRIES; i++) {
+		again = 0;
+		rc = pyproc__current_frame(p, tstate, &before);
+		if (!rc)
+			rc = walk(p, tstate, type, &depth);
+		if (!rc)
+			rc = walk(p, tstate, &again, &depth2);
+		if (!rc)
+			rc = pyproc__current_frame(p, tstate, &after);
+		/* Two walks that agree, the same frame around them. */
+		if (!rc && before == after && again == *type && depth2 == depth)
+			return 0;
+		/* (a read that failed may be a torn walk's too: one more try) */
+		seen = seen ? seen : *type ? *type : again;
+	}
+	if (rc && !seen)
+		return rc;
+	/* Never still: a torn walk misses an exception (it ends at an item
+	 * just unlinked) far more easily than it makes one up (an item's
+	 * exception must be an instance of an exception type), so one that
+	 * any walk saw is the answer. */
+	*type = seen;
+	return 0;
 }
 
 int exceptions__type_name(const struct pyproc *p, uint64_t type, char *buf, size_t len)

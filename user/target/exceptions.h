@@ -22,6 +22,18 @@
  */
 int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type);
 
+/*
+ * exceptions__type() of a thread that may run meanwhile: walked twice, and
+ * again (a few times) until both walks agree (the exception and the items
+ * read) with the thread's current frame the same around them: the stack
+ * being unwound or rebuilt (a generator's yield or return) under a walk can
+ * end it at an item just unlinked, and say "none" of a thread that has one
+ * (a frame's address alone is not enough: a new call reuses it). When it
+ * never holds still, an exception any walk saw (torn walks miss one, they
+ * hardly make one up).
+ */
+int exceptions__type_steady(struct pyproc *p, uint64_t tstate, uint64_t *type);
+
 /* The name of type object @type (its tp_name, cut at @len - 1 bytes, only
  * printable ASCII kept) into @buf. 0 or -errno. */
 int exceptions__type_name(const struct pyproc *p, uint64_t type, char *buf, size_t len);

@@ -64,6 +64,13 @@ static int current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame, uin
 	return remote_read_u64(pyproc__pid(p), *cframe + o->cframe_current_frame, frame);
 }
 
+int pyproc__current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame)
+{
+	uint64_t cframe;
+
+	return current_frame(p, tstate, frame, &cframe);
+}
+
 void py_walk_cache__forget(struct py_walk_cache *c)
 {
 	c->n = 0;

@@ -211,6 +211,8 @@ struct py_walk_cache {
 
 int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache *c,
 			struct py_rawframe *out, size_t max, size_t *n, int *truncated);
+/* The frame thread state @tstate executes now (0: none). 0 or -errno. */
+int pyproc__current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame);
 /* A cache that now serves another thread: what it predicted is of no use. */
 void py_walk_cache__forget(struct py_walk_cache *c);
 void py_walk_cache__free(struct py_walk_cache *c);

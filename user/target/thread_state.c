@@ -86,7 +86,7 @@ static void python_look(struct pyproc *p, const struct py_thread *t, struct py_t
 		raised = 0;
 	/* Handled: the whole exception stack, as sys.exception() walks it (a
 	 * generator run inside a handler pushes an empty item of its own). */
-	if (exceptions__type(p, t->tstate, &type))
+	if (exceptions__type_steady(p, t->tstate, &type))
 		type = 0;
 	s->has_exception = raised || type;
 	s->exc_chain_cut = type == EXC_TYPE_CHAIN_CUT;

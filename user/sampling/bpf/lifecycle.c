@@ -382,7 +382,7 @@ static void choose_programs(struct bpf_sampler *s, const struct sampler_opts *o)
 	bpf_program__set_autoload(skel->progs.pyprof_exec, o->follow_children || o->exec_events);
 }
 
-/* --filter: compiled into the tracepoint program's rodata, for the one
+/* --filter: compiled into the tracepoint program's rodata, for the first
  * tracepoint among the events. 0 or -errno with @err. */
 static int set_filter(struct bpf_sampler *s, const struct sampler_opts *o, char *err,
 		      size_t errlen)
