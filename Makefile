@@ -1,6 +1,7 @@
 # pyprof-bpf: a sampling profiler for CPython, assisted by eBPF.
 #
-#   make setup   install the Debian packages and test interpreters (root)
+#   make setup   install the Debian packages the build needs (root)
+#   make test-deps  what the tests need besides (make test and make check run it)
 #   make         build .output/*.bpf.o, their skeletons and ./pyprof-bpf
 #   make test    run every test (unit tests under ASan/UBSan, then pytest)
 #   make check   the edit-build-check loop: build, unit tests, the quick end-to-end tests
@@ -64,7 +65,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all bpf clean setup test test-kernels test-arm64 check unit unit-build bench san fuzz fuzz-build fuzz-replay
+.PHONY: all bpf clean setup test-deps test test-kernels test-arm64 check unit unit-build bench san fuzz fuzz-build fuzz-replay
 # The builds of make test and make check run side by side, one job a CPU.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 all: $(BIN)
@@ -241,7 +242,15 @@ fuzz-replay: $(FUZZ_BINS)
 			|| { tail -40 $(FUZZ_DIR)/$$n.replay.log >&2; exit 1; }; \
 	done
 
+# What building needs, alone (the README's first command); `make test`
+# provisions the rest itself.
 setup:
+	scripts/install-deps.sh --build
+
+# What the tests need beyond the build: the packages, the test interpreters
+# and the sid root, the consumers of our formats, the kernels and the arm64
+# guest. The scripts are idempotent and return at once when everything is there.
+test-deps:
 	scripts/install-deps.sh
 	scripts/provision-pythons.sh
 	scripts/install-consumers.sh
@@ -250,16 +259,8 @@ setup:
 	scripts/provision-sysroot.sh arm64
 	scripts/provision-arm64.sh
 
-# Self-sufficient on a fresh machine: the setup scripts are idempotent and
-# return at once when everything is there.
-test:
-	scripts/install-deps.sh
-	scripts/provision-pythons.sh
-	scripts/install-consumers.sh
-	scripts/provision-minbase.sh
-	scripts/provision-kernels.sh
-	scripts/provision-sysroot.sh arm64
-	scripts/provision-arm64.sh
+# Self-sufficient on a fresh machine (test-deps first).
+test: test-deps
 	$(MAKE) -j$(NPROC) all unit-build san fuzz-build
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
@@ -268,7 +269,7 @@ test:
 # The edit-build-check loop (under 5 minutes here): the build, the unit tests, and the
 # end-to-end tests not marked slow, each on one interpreter of each kind (pyenv, system,
 # sid: PYPROF_CHECK in tests/conftest.py). `make test` runs everything.
-check:
+check: test-deps
 	$(MAKE) -j$(NPROC) all unit-build
 	$(MAKE) unit
 	PYPROF_CHECK=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=20 \

@@ -2,15 +2,27 @@
 # Installs the Debian packages that the build and the tests need. Idempotent:
 # packages already present are not fetched again; apt-get update runs only
 # when something is missing.
+#
+#   scripts/install-deps.sh           what `make test` needs (the build's too)
+#   scripts/install-deps.sh --build   what `make` needs, alone (`make setup`)
 set -euo pipefail
 
-PKGS=(
-	# build
+BUILD=(
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config
-	# `top`'s terminal view (ncursesw), and driving it in its tests (tests/test_top.py)
-	libncurses-dev tmux
+	# `top`'s terminal view (ncursesw)
+	libncurses-dev
 	# asm/unistd_64.h, the syscall names (Makefile: syscall_table.h)
 	linux-libc-dev
+	# `agent --push`: libcurl's headers (the library itself is opened at run time)
+	libcurl4-openssl-dev
+	# make release (the static libraries libdw needs), make deb
+	libbz2-dev liblzma-dev dpkg-dev
+)
+
+PKGS=(
+	"${BUILD[@]}"
+	# driving `top` in its tests (tests/test_top.py)
+	tmux
 	# tests
 	python3 python3-pytest libcmocka-dev debootstrap util-linux procps perl
 	# callgrind_annotate reads our callgrind output (tests/test_views_callgraph.py)
@@ -21,15 +33,12 @@ PKGS=(
 	sudo
 	# real consumers of our output formats (issues #3, #5)
 	chromium
-	# make release (the static libraries libdw needs), make deb, the man page,
-	# capabilities (tests/test_install.py)
-	libbz2-dev liblzma-dev binutils dpkg-dev man-db groff-base libcap2-bin
+	# the man page, capabilities (tests/test_install.py)
+	binutils man-db groff-base libcap2-bin
 	# another tracer holding a target (tests/test_blocking.py)
 	strace
 	# gcore: core files of live targets for `dump --core` (tests/test_dump_core.py)
 	gdb
-	# `agent --push`: libcurl's headers (the library itself is opened at run time)
-	libcurl4-openssl-dev
 	# the arm64 build on this machine (issue #34): lld links it against
 	# scripts/provision-sysroot.sh's sysroot, qemu-user-static runs it
 	# (tests/test_cross.py), zstd opens kernel images (scripts/btf-from-image.py)
@@ -37,6 +46,9 @@ PKGS=(
 	# the arm64 guest (scripts/provision-arm64.sh, tests/test_arm64.py)
 	qemu-system-arm
 )
+
+build_only=0
+[ "${1:-}" = --build ] && build_only=1 && PKGS=("${BUILD[@]}")
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: must run as root (apt-get install)" >&2
@@ -53,7 +65,7 @@ done
 
 # node and npm come with the machine image (NodeSource); Debian's npm would
 # conflict with it, so only install Debian's when node is absent.
-command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+[ $build_only = 1 ] || command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#PKGS[@]} packages present"

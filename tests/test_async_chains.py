@@ -250,7 +250,7 @@ def aiohttp_probe(interp):
 def serve(interp, procs, tmp_path, kind, block_ms=0):
     """The application of kind with its clients: (server, count file)."""
     probe = aiohttp_probe(interp)
-    assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
+    assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make test-deps installs "
                                    f"python3-aiohttp in the sid root): {probe.stderr}")
     seen, host = out_path(interp, procs, tmp_path, "chains.port")
     p, _ = start(interp, procs, tmp_path, "async_chain_aiohttp.py", [seen, kind, block_ms],

@@ -262,7 +262,7 @@ def test_echo_server(interp, procs, tmp_path):
 @pytest.mark.parametrize("interp", ASYNC)
 def test_aiohttp(interp, procs, tmp_path):
     probe = subprocess.run(interp.argv(["-c", "import aiohttp"]), capture_output=True, text=True)
-    assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make setup installs "
+    assert probe.returncode == 0, (f"aiohttp missing for {interp.label} (make test-deps installs "
                                    f"python3-aiohttp in the sid root): {probe.stderr}")
     rec, stacks, requests = record_server(interp, procs, tmp_path, "async_rec_aiohttp.py",
                                           http_client)

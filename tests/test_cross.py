@@ -12,7 +12,7 @@ there.
 
 The release: `make release ARCH=arm64` cross-builds with clang and lld
 against a sysroot of Debian's arm64 packages (scripts/provision-sysroot.sh,
-which make setup and make test run). The binary is run under qemu-user:
+which make test-deps runs). The binary is run under qemu-user:
 what runs without an arm64 kernel (no BPF there) is checked. The arm64
 kernel under QEMU is tests/test_arm64.py's.
 """

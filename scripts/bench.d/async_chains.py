@@ -243,7 +243,7 @@ class Bench:
         probe = subprocess.run(["chroot", SID, PYTHON, "-c", "import aiohttp, profiling.sampling"],
                                capture_output=True, text=True, timeout=120)
         if probe.returncode:
-            raise Error("python3.15 in %s lacks aiohttp or profiling.sampling (make setup "
+            raise Error("python3.15 in %s lacks aiohttp or profiling.sampling (make test-deps "
                         "installs python3-aiohttp there): %s" % (SID, probe.stderr.strip()[-300:]))
         # the server in a mount namespace of its own with /proc mounted in the root;
         # sh and chroot exec, so the Popen's pid is the Python's
