@@ -21,13 +21,13 @@ const char agent_doc[] =
 "Continuous profiling: samples every Python process of the host (-a, the\n"
 "default), or -p's, or --comm's, at 19 Hz (-F's default here) until stopped,\n"
 "and every --window seconds sends one pprof profile per process to the stores\n"
-"given (--push, any number) and/or writes it into --output-dir. Profiles are\n"
+"given (--push, up to 8) and/or writes it into --output-dir. Profiles are\n"
 "labelled with service_name (the target's OTEL_SERVICE_NAME,\n"
 "PYROSCOPE_APPLICATION_NAME, its script or -m module, else its name), pid,\n"
-"host, python_version, container_id and --label's. While a store is away they\n"
-"wait in a bounded spool on disk and are delivered in order when it is back.\n"
-"SIGTERM or Ctrl-C closes the open window and delivers it (or leaves it in the\n"
-"spool for the next start).\n"
+"host, python_version, container_id and up to 32 --label's. While a store is\n"
+"away they wait in a bounded spool on disk and are delivered in order when it\n"
+"is back. SIGTERM or Ctrl-C closes the open window and delivers it (or leaves\n"
+"it in the spool for the next start).\n"
 "\v"
 "EXAMPLES:\n"
 "    sudo pyprof-bpf agent --push pyroscope=http://pyroscope:4040\n"
@@ -44,12 +44,14 @@ static const struct argp_option options[] = {
 	{ "window", OPT_WINDOW, "SECONDS", 0, "One profile per process every SECONDS "
 	  "(default 15, at least 1), windows aligned on the clock", 0 },
 	{ "push", OPT_PUSH, "KIND=URL", 0, "Send the profiles to a store: pyroscope=URL "
-	  "(POST URL/ingest) or parca=URL (POST URL/profiles/writeraw); repeatable", 0 },
+	  "(POST URL/ingest) or parca=URL (POST URL/profiles/writeraw); repeatable, up to "
+	  "8", 0 },
 	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Also write them as DIR/SERVICE-PID-FROM"
 	  ".pb.gz", 0 },
 	{ "retain", OPT_RETAIN, "DURATION", 0, "Remove --output-dir's files older than "
 	  "DURATION (default 24h; s, m, h, d)", 0 },
-	{ "label", OPT_LABEL, "KEY=VALUE", 0, "A label of every profile; repeatable", 0 },
+	{ "label", OPT_LABEL, "KEY=VALUE", 0, "A label of every profile; repeatable, up to "
+	  "32", 0 },
 	{ "spool-dir", OPT_SPOOL_DIR, "DIR", 0, "Where profiles wait for their stores "
 	  "(default $STATE_DIRECTORY/spool, else /var/lib/pyprof-bpf/spool; without "
 	  "--push, --output-dir's .spool)", 0 },

@@ -120,7 +120,8 @@ const struct argp_option record_options[] = {
 	{ "subprocesses", OPT_SUBPROCESSES, NULL, 0, "BPF: also every process the targets "
 	  "start, from its start (fork, exec, multiprocessing, subprocess), each sample with "
 	  "its own pid; outputs get one root per process", 0 },
-	{ "freq", 'F', "HZ", 0, "Samples a second per running thread (default 99)", 0 },
+	{ "freq", 'F', "HZ", 0, "Samples a second per running thread (default 99; agent: "
+	  "19)", 0 },
 	{ "event", 'e', "EVENT[,EVENT...]", 0, "BPF, cpu mode: take the samples at this event "
 	  "(up to 4, comma-separated: each sample says its own; each stack then starts at an "
 	  "event root frame [EVENT], pprof has a sample type per event and the flame graph a "
