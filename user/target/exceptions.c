@@ -26,8 +26,8 @@ static int walk(const struct pyproc *p, uint64_t tstate, uint64_t *type, int *de
 {
 	const struct py_offsets *o = pyproc__offsets(p);
 	pid_t pid = pyproc__pid(p);
-	uint64_t cur = 0, item = 0, it[2];
-	int rc;
+	uint64_t cur = 0, item = 0, it[2], saved = 0;
+	int rc, power = 1, lam = 0;
 
 	*type = 0;
 	*depth = 0;
@@ -47,6 +47,15 @@ static int walk(const struct pyproc *p, uint64_t tstate, uint64_t *type, int *de
 		if (rc || *type)
 			return rc;
 		item = it[EXC_ITEM_PREVIOUS / 8];
+		/* A chain that comes back to an item (a corrupted one: CPython's
+		 * never does) ends here, as one too long to walk does (Brent). */
+		if (item == saved)
+			break;
+		if (++lam == power) {
+			saved = item;
+			power <<= 1;
+			lam = 0;
+		}
 	}
 	if (!rc && item)
 		*type = EXC_TYPE_CHAIN_CUT;
@@ -60,7 +69,7 @@ int exceptions__type(const struct pyproc *p, uint64_t tstate, uint64_t *type)
 	return walk(p, tstate, type, &depth);
 }
 
-#define STEADY_TRIES 8
+#define STEADY_TRIES 4
 
 int exceptions__type_steady(struct pyproc *p, uint64_t tstate, uint64_t *type)
 {

@@ -15,7 +15,8 @@
  * The type of the exception thread state @tstate has in flight or is
  * handling (the one in flight first, else the topmost of its exception
  * stack) into *type, 0 when it has none, EXC_TYPE_CHAIN_CUT when the stack
- * went on past EXC_CHAIN_MAX items without one. An item without an
+ * went on past EXC_CHAIN_MAX items without one (or came back to an item: a
+ * corrupted one). An item without an
  * exception (a generator's that handles none) passes to the previous, as
  * sys.exception() does. Returns 0, -ENOTSUP when this version's offsets are
  * unknown, or a read error.
