@@ -169,6 +169,19 @@ def shares(stacks):
     return out
 
 
+def off_cpu_split(stacks, fn):
+    """Why @fn's off-CPU time was off the CPU: the share of each leaf marker
+    ([GIL wait], [runnable], [syscall] NAME...) in the weight of its stacks,
+    and its seconds: what a verdict on @fn's share says when it fails."""
+    mine = {st: w for st, w in stacks.items() if leaf_py(st) == fn}
+    total = sum(mine.values()) or 1
+    split = collections.Counter()
+    for st, w in mine.items():
+        split[next((f for f in reversed(st) if f.startswith("[")), "?")] += w / total
+    return (f"{fn}: {total / 1e9:.2f} s, " +
+            ", ".join(f"{k} {100 * v:.0f}%" for k, v in split.most_common(4)))
+
+
 def record(binary, args, out, secs=SECS):
     cmd = [binary, "record", "-v", "-F", str(HZ), "-d", str(secs), "--format", "collapsed",
            "-o", out] + args
@@ -230,7 +243,8 @@ CHECKS = {
     # The busy thread waits too (for the GIL it hands over): 8-15% seen.
     "off-cpu": ("mix", ["host", "sid-3.14"], ["--mode", "off-cpu"],
                 lambda st: want(shares(st), "idle_wait", 0.1)
-                or ("hot_spot is on top of the off-CPU time"
+                or ("hot_spot is on top of the off-CPU time (" + off_cpu_split(st, "hot_spot")
+                    + "; " + off_cpu_split(st, "idle_wait") + ")"
                     if max(shares(st), key=shares(st).get) == "hot_spot" else None)),
     "wall": ("mix", ["host"], ["--mode", "wall"],
              lambda st: want(shares(st), "hot_spot", 0.05) or want(shares(st), "idle_wait", 0.05)),
