@@ -333,29 +333,29 @@ static int parse_factor(struct parser *ps)
 	return parse_pred(ps);
 }
 
-/* FACTOR ('&&' FACTOR)*, then OR's the same with '||'. */
-static int parse_and(struct parser *ps)
+/* SUB (SEP SUB)*, each SEP emitting @fop after its right side: AND over
+ * factors with "&&", OR over those with "||". */
+static int parse_chain(struct parser *ps, int (*sub)(struct parser *), const char *sep,
+		       uint8_t fop)
 {
-	if (parse_factor(ps))
+	if (sub(ps))
 		return ps->rc;
-	for (skip_space(ps); !strncmp(ps->p, "&&", 2); skip_space(ps)) {
+	for (skip_space(ps); !strncmp(ps->p, sep, 2); skip_space(ps)) {
 		ps->p += 2;
-		if (parse_factor(ps) || emit(ps, (struct pyprof_filter_op){ .op = PYPROF_FOP_AND }))
+		if (sub(ps) || emit(ps, (struct pyprof_filter_op){ .op = fop }))
 			return ps->rc;
 	}
 	return 0;
 }
 
+static int parse_and(struct parser *ps)
+{
+	return parse_chain(ps, parse_factor, "&&", PYPROF_FOP_AND);
+}
+
 static int parse_or(struct parser *ps)
 {
-	if (parse_and(ps))
-		return ps->rc;
-	for (skip_space(ps); !strncmp(ps->p, "||", 2); skip_space(ps)) {
-		ps->p += 2;
-		if (parse_and(ps) || emit(ps, (struct pyprof_filter_op){ .op = PYPROF_FOP_OR }))
-			return ps->rc;
-	}
-	return 0;
+	return parse_chain(ps, parse_and, "||", PYPROF_FOP_OR);
 }
 
 int tp_filter__compile(const struct sampler_event *ev, const char *expr,
