@@ -205,24 +205,6 @@ static int add_sources(struct output *out, const struct out_sources *src)
 	return rc;
 }
 
-/* A recording at several events ("cpu-clock,page-faults"): their names
- * into @names (pointers into @buf), for the writers; 0 for one or none. */
-static unsigned int split_events(const char *joined, char *buf, size_t len, const char **names)
-{
-	unsigned int n = 0;
-	char *save = NULL;
-
-	if (!joined || !strchr(joined, ',') || strlen(joined) >= len)
-		return 0;
-	strcpy(buf, joined);
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (n == SAMPLE_MAX_EVENTS)
-			return 0;	/* not ours: one name, commas and all */
-		names[n++] = t;
-	}
-	return n;
-}
-
 /* -e EVENT: one of the recording's events (its samples alone, written as
  * that event's recording). 0 or -EINVAL with @err. */
 static int pick_event(struct report_env *env, char *err, size_t errlen)
@@ -278,7 +260,7 @@ int report__main(int argc, char **argv)
 	env.out.oopts.start_time_ns = info->start_time_ns;
 	env.out.oopts.mode = info->mode;
 	env.out.oopts.event = info->event;
-	env.out.oopts.nevents = split_events(info->event, evbuf, sizeof(evbuf), evnames);
+	env.out.oopts.nevents = output__split_events(info->event, evbuf, sizeof(evbuf), evnames);
 	env.out.oopts.events = evnames;
 	rc = pick_event(&env, err, sizeof(err));
 	if (rc)

@@ -77,6 +77,11 @@ struct output_opts {
 	const char *mode;
 };
 
+/* A recording at several events ("cpu-clock,page-faults", as record joins
+ * -e's names): their names into @names (pointers into @buf, at most
+ * SAMPLE_MAX_EVENTS), for output_opts.events; 0 for one event or none. */
+unsigned int output__split_events(const char *joined, char *buf, size_t len, const char **names);
+
 /*
  * Create an output. @format: a name from output__format_names() or NULL to
  * infer it from @path's extension (.txt/.perf -> perf-script, .folded/

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include "output/internal.h"
+#include "types/raw_sample.h"	/* SAMPLE_MAX_EVENTS */
 
 int output__check_io(struct output *o)
 {
@@ -21,6 +22,22 @@ const char *output__count_event(const struct output_opts *opts)
 	if (opts && opts->nevents > 1)
 		return NULL;	/* each event's own: output__event_of() */
 	return e && *e && strcmp(e, "cpu-clock") && strcmp(e, "task-clock") ? e : NULL;
+}
+
+unsigned int output__split_events(const char *joined, char *buf, size_t len, const char **names)
+{
+	unsigned int n = 0;
+	char *save = NULL;
+
+	if (!joined || !strchr(joined, ',') || strlen(joined) >= len)
+		return 0;
+	strcpy(buf, joined);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == SAMPLE_MAX_EVENTS)
+			return 0;	/* not ours: one name, commas and all */
+		names[n++] = t;
+	}
+	return n;
 }
 
 bool output__weighs_bytes(const struct output_opts *opts)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "types/out_sample.h"
+#include "output/output.h"
 #include "commands/top/top.h"
 #include "util/clock.h"
 
@@ -282,28 +283,18 @@ static int on_key(struct top *t, int key)
 	return 0;
 }
 
-/* -e A,B: an aggregate per event, named as @joined names them; else one.
- * Always 0 (names past SAMPLE_MAX_EVENTS cannot come: record refuses them). */
-static int split_events(struct top *t, const char *joined)
+/* -e A,B: an aggregate per event, named as @joined names them; else one. */
+static void split_events(struct top *t, const char *joined)
 {
-	char *save = NULL;
-
-	t->naggs = 0;
-	if (joined && strchr(joined, ',') && strlen(joined) < sizeof(t->evbuf)) {
-		strcpy(t->evbuf, joined);
-		for (char *e = strtok_r(t->evbuf, ",", &save); e && t->naggs < SAMPLE_MAX_EVENTS;
-		     e = strtok_r(NULL, ",", &save))
-			t->evnames[t->naggs++] = e;
-	}
+	t->naggs = output__split_events(joined, t->evbuf, sizeof(t->evbuf), t->evnames);
 	if (!t->naggs)
 		t->evnames[t->naggs++] = joined;
-	return 0;
 }
 
 static int top_start(void *ctx, const struct record_info *info, char *err, size_t errlen)
 {
 	struct top *t = ctx;
-	int rc;
+	int rc = 0;
 
 	t->info = *info;
 	snprintf(t->comm, sizeof(t->comm), "%s", info->comm);
@@ -316,7 +307,7 @@ static int top_start(void *ctx, const struct record_info *info, char *err, size_
 	t->info.backend = t->backend;
 	/* Whole intervals, rounded up. */
 	t->buckets = (unsigned int)(t->o.window / t->o.interval + 0.999);
-	rc = split_events(t, info->event);
+	split_events(t, info->event);
 	for (unsigned int i = 0; i < t->naggs && !rc; i++)
 		rc = top_agg__new(t->buckets, &t->aggs[i]);
 	if (rc) {
