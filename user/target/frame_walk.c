@@ -27,24 +27,35 @@
  * but the walk as a whole is bounded too. */
 #define WALK_BUDGET(max) ((max) * 4 + 64)
 
+/*
+ * The co_version of every Python frame of @f, in as few reads as the kernel
+ * allows. An interpreter's link (code 0, with keep_links) has none to read;
+ * a code object that cannot be read leaves its frame's version at 0
+ * ("unknown": the symbolizer then checks the object itself), and the frames
+ * after it are still read (a fault ends a process_vm_readv at that iovec).
+ */
 static int read_versions(struct pyproc *p, struct py_rawframe *f, size_t n)
 {
 	struct remote_iov iov[256];
 	uint64_t off = pyproc__offsets(p)->code_version;
+	size_t i = 0;
 
-	for (size_t done = 0; off && done < n;) {
-		size_t k = n - done < 256 ? n - done : 256;
+	while (off && i < n) {
+		size_t k = 0, done = 0;
 
-		for (size_t i = 0; i < k; i++) {
-			f[done + i].code_version = 0;
-			iov[i] = (struct remote_iov){ f[done + i].code + off,
-						      &f[done + i].code_version, 4 };
+		for (; i < n && k < 256; i++) {
+			f[i].code_version = 0;
+			if (f[i].code)
+				iov[k++] = (struct remote_iov){ f[i].code + off, &f[i].code_version, 4 };
 		}
-		/* A fault leaves versions at 0 ("unknown"): the symbolizer
-		 * then checks the object itself. */
-		if (remote_readv(pyproc__pid(p), iov, k) == -ESRCH)
-			return -ESRCH;
-		done += k;
+		for (size_t at = 0; at < k; at += done + 1) {
+			int rc = remote_readv_prefix(pyproc__pid(p), iov + at, k - at, &done);
+
+			if (rc == -ESRCH)
+				return rc;
+			if (!rc)
+				break;
+		}
 	}
 	return 0;
 }
