@@ -17,6 +17,9 @@ BUILD=(
 	libcurl4-openssl-dev
 	# make release (the static libraries libdw needs), make deb
 	libbz2-dev liblzma-dev dpkg-dev
+	# OTLP and pprof messages: protoc-c generates their C from .proto files
+	# (scripts/fetch-protos.sh fetches those), libprotobuf-c packs them
+	protobuf-c-compiler libprotobuf-c-dev
 )
 
 PKGS=(
@@ -35,6 +38,8 @@ PKGS=(
 	chromium
 	# the man page, capabilities (tests/test_install.py)
 	binutils man-db groff-base libcap2-bin
+	# protoc --decode: what the OTLP exports hold (tests/test_otlp.py)
+	protobuf-compiler
 	# another tracer holding a target (tests/test_blocking.py)
 	strace
 	# gcore: core files of live targets for `dump --core` (tests/test_dump_core.py)

@@ -4,7 +4,7 @@
 #   scripts/provision-sysroot.sh arm64 [RELEASE]    (default: bookworm, the glibc
 #                                                   2.36 the release binary targets)
 # gives $PYPROF_CACHE/sysroot-ARCH: Debian's -dev packages the build links
-# (libbpf, libelf, libdw, zlib, zstd, xz, bzip2, ncursesw), glibc's and
+# (libbpf, libelf, libdw, zlib, zstd, xz, bzip2, ncursesw, protobuf-c), glibc's and
 # gcc's runtime objects, unpacked (dpkg -x, no maintainer scripts) from
 # packages fetched through a private apt configuration
 # (scripts/debian-apt.sh). clang --target=aarch64-linux-gnu --sysroot=...
@@ -22,7 +22,7 @@ out=$CACHE/sysroot-$arch
 PKGS=(libc6 libc6-dev linux-libc-dev libgcc-12-dev libgcc-s1 libcrypt1 libcrypt-dev libcurl4-openssl-dev
       libbpf1 libbpf-dev libelf1 libelf-dev libdw1 libdw-dev zlib1g zlib1g-dev
       libzstd1 libzstd-dev liblzma5 liblzma-dev libbz2-1.0 libbz2-dev
-      libncursesw6 libncurses6 libncurses-dev libtinfo6)
+      libncursesw6 libncurses6 libncurses-dev libtinfo6 libprotobuf-c1 libprotobuf-c-dev)
 want="$rel ${PKGS[*]} (static-sources)"
 if [ -f "$out/.packages" ] && [ "$(cat "$out/.packages")" = "$want" ]; then
 	exit 0

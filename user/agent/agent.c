@@ -120,6 +120,9 @@ static char *meta_of(struct agent *a, const struct window_profile *wp,
 		fprintf(f, "python_version=%s\n", p->version);
 	if (p && p->labels.container[0])
 		fprintf(f, "container_id=%s\n", p->labels.container);
+	for (size_t i = 0; p && i < p->labels.nresource; i++)
+		fprintf(f, "resource.%s=%s\n", p->labels.resource[i].key,
+			p->labels.resource[i].value);
 	for (size_t i = 0; i < a->o.nlabels; i++)
 		fprintf(f, "label.%s=%s\n", a->o.labels[i].name, a->o.labels[i].value);
 	if (fclose(f)) {
@@ -357,7 +360,7 @@ static int start_shippers(struct agent *a, char *err, size_t errlen)
 	for (size_t i = 0; i < a->o.npush; i++) {
 		struct shipper_opts so = {
 			.kind = a->o.push[i].kind, .url = a->o.push[i].url, .qdir = a->queues[i],
-			.auth = a->o.auth_file ? &a->o.auth : NULL,
+			.auth = a->o.auth_file || a->o.auth.nheaders ? &a->o.auth : NULL,
 			.timeout_ms = (long)(a->o.push_timeout_s * 1000),
 			.backoff_max_s = backoff,
 		};

@@ -14,7 +14,7 @@
 
 enum {
 	OPT_WINDOW = 0x3000, OPT_PUSH, OPT_OUTPUT_DIR, OPT_RETAIN, OPT_LABEL, OPT_SPOOL_DIR,
-	OPT_SPOOL_SIZE, OPT_SPOOL_AGE, OPT_AUTH_FILE, OPT_PUSH_TIMEOUT,
+	OPT_SPOOL_SIZE, OPT_SPOOL_AGE, OPT_AUTH_FILE, OPT_PUSH_TIMEOUT, OPT_PUSH_HEADER,
 };
 
 const char agent_doc[] =
@@ -23,8 +23,10 @@ const char agent_doc[] =
 "and every --window seconds sends one pprof profile per process to the stores\n"
 "given (--push, up to 8) and/or writes it into --output-dir. Profiles are\n"
 "labelled with service_name (the target's OTEL_SERVICE_NAME,\n"
-"PYROSCOPE_APPLICATION_NAME, its script or -m module, else its name), pid,\n"
-"host, python_version, container_id and up to 32 --label's. While a store is\n"
+"OTEL_RESOURCE_ATTRIBUTES' service.name, PYROSCOPE_APPLICATION_NAME, its\n"
+"script or -m module, else its name), pid, host, python_version,\n"
+"container_id, the rest of the target's OTEL_RESOURCE_ATTRIBUTES and up to\n"
+"32 --label's. While a store is\n"
 "away they wait in a bounded spool on disk and are delivered in order when it\n"
 "is back. SIGTERM or Ctrl-C closes the open window and delivers it (or leaves\n"
 "it in the spool for the next start).\n"
@@ -32,20 +34,24 @@ const char agent_doc[] =
 "EXAMPLES:\n"
 "    sudo pyprof-bpf agent --push pyroscope=http://pyroscope:4040\n"
 "    sudo pyprof-bpf agent --push parca=http://parca:7070 --label env=prod\n"
+"    sudo pyprof-bpf agent --push otlp=http://otel-collector:4318\n"
 "    sudo pyprof-bpf agent --comm 'gunicorn|celery' --output-dir /var/tmp/prof\n"
 "    sudo pyprof-bpf agent -p 1234 --window 60 --mode wall --auth-file F \\\n"
 "        --push pyroscope=https://profiles.example.com\n"
 "\n"
 "--auth-file holds \"tenant=ID\" (sent as X-Scope-OrgID), \"user=NAME\" and\n"
-"\"password=SECRET\" (basic auth) or \"bearer=TOKEN\" lines: secrets never on\n"
-"the command line. The agent's log lines go to stderr, one line each.\n";
+"\"password=SECRET\" (basic auth), \"bearer=TOKEN\" or \"header=NAME: VALUE\"\n"
+"lines: secrets never on the command line. The agent's log lines go to\n"
+"stderr, one line each.\n";
 
 static const struct argp_option options[] = {
 	{ "window", OPT_WINDOW, "SECONDS", 0, "One profile per process every SECONDS "
 	  "(default 15, at least 1), windows aligned on the clock", 0 },
 	{ "push", OPT_PUSH, "KIND=URL", 0, "Send the profiles to a store: pyroscope=URL "
-	  "(POST URL/ingest) or parca=URL (POST URL/profiles/writeraw); repeatable, up to "
-	  "8", 0 },
+	  "(POST URL/ingest), parca=URL (POST URL/profiles/writeraw) or otlp=URL (OTLP/HTTP, "
+	  "POST URL/v1development/profiles); repeatable, up to 8", 0 },
+	{ "push-header", OPT_PUSH_HEADER, "'NAME: VALUE'", 0, "A header of every push "
+	  "request (a gateway's key); repeatable, up to 8 with --auth-file's", 0 },
 	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Also write them as DIR/SERVICE-PID-FROM"
 	  ".pb.gz", 0 },
 	{ "retain", OPT_RETAIN, "DURATION", 0, "Remove --output-dir's files older than "
@@ -105,12 +111,13 @@ static void parse_push(struct agent_opts *o, char *arg, struct argp_state *state
 	const struct push_kind *k;
 
 	if (!eq || !eq[1])
-		argp_error(state, "--push takes KIND=URL (pyroscope=URL or parca=URL), not '%s'",
+		argp_error(state, "--push takes KIND=URL (pyroscope=URL, parca=URL or otlp=URL), "
+			   "not '%s'",
 			   arg);
 	*eq = '\0';
 	k = push__kind(arg);
 	if (!k)
-		argp_error(state, "--push: unknown store '%s' (pyroscope or parca)", arg);
+		argp_error(state, "--push: unknown store '%s' (pyroscope, parca or otlp)", arg);
 	if (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8))
 		argp_error(state, "--push %s=%s: the URL must start with http:// or https://",
 			   arg, eq + 1);
@@ -170,6 +177,12 @@ static void check_setup(struct agent_opts *o, struct argp_state *state)
 		argp_failure(state, 1, 0, "%s", err);
 	if (o->auth_file && agent_auth__read(o->auth_file, &o->auth, err, sizeof(err)))
 		argp_failure(state, 1, 0, "%s", err);
+	for (size_t i = 0; i < o->npush_headers; i++) {
+		if (o->auth.nheaders == HTTP_MAX_HEADERS)
+			argp_failure(state, 1, 0, "at most %d headers (--push-header and "
+				     "--auth-file's header= lines)", HTTP_MAX_HEADERS);
+		strcpy(o->auth.headers[o->auth.nheaders++], o->push_headers[i]);
+	}
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)
@@ -214,12 +227,22 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_PUSH_TIMEOUT:
 		parse_seconds("--push-timeout", arg, 0.1, &o->push_timeout_s, state);
 		break;
+	case OPT_PUSH_HEADER:
+		if (!http__header_ok(arg))
+			argp_error(state, "--push-header takes 'NAME: VALUE' (a token name, no "
+				   "control bytes, under %d bytes), not '%s'", HTTP_HEADER_MAX, arg);
+		if (o->npush_headers == HTTP_MAX_HEADERS)
+			argp_error(state, "at most %d --push-header", HTTP_MAX_HEADERS);
+		o->push_headers[o->npush_headers++] = arg;
+		break;
 	case ARGP_KEY_END:
 		if (!o->npush && !o->output_dir)
 			argp_error(state, "nowhere to send the profiles: give --push KIND=URL "
 				   "and/or --output-dir DIR");
 		if (o->auth_file && !o->npush)
 			argp_error(state, "--auth-file is for --push");
+		if (o->npush_headers && !o->npush)
+			argp_error(state, "--push-header is for --push");
 		check_setup(o, state);
 		break;
 	default:
@@ -259,6 +282,14 @@ static int auth_line(char *line, struct http_auth *a)
 	AUTH_FIELD(password)
 	AUTH_FIELD(bearer)
 #undef AUTH_FIELD
+	if (!strcmp(line, "header")) {
+		if (!http__header_ok(v))
+			return -EINVAL;
+		if (a->nheaders == HTTP_MAX_HEADERS)
+			return -E2BIG;
+		strcpy(a->headers[a->nheaders++], v);
+		return 0;
+	}
 	return -ENOENT;
 }
 
@@ -307,7 +338,7 @@ int agent_auth__read(const char *path, struct http_auth *a, char *err, size_t er
 		if (rc) {
 			/* The line is not printed: it may hold a secret. */
 			seterr(err, errlen, "--auth-file %s, line %u: %s", path, no,
-			       rc == -ENOENT ? "not tenant=, user=, password= or bearer=" :
+			       rc == -ENOENT ? "not tenant=, user=, password=, bearer= or header=" :
 			       rc == -E2BIG ? "the value is too long" : "not key=value");
 			free(line);
 			fclose(f);

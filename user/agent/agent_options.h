@@ -42,6 +42,8 @@ struct agent_opts {
 	uint64_t spool_bytes;
 	double spool_age_s;
 	const char *auth_file;
+	const char *push_headers[HTTP_MAX_HEADERS];	/* --push-header */
+	size_t npush_headers;
 	struct http_auth auth;		/* read from auth_file */
 	double push_timeout_s;
 };

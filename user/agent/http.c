@@ -121,9 +121,20 @@ static struct curl_slist *headers_of(const struct http_post *p)
 	if (!(n = curl.slist_append(l, "Expect:")))
 		goto fail;
 	l = n;
+	if (p->content_encoding) {
+		snprintf(line, sizeof(line), "Content-Encoding: %s", p->content_encoding);
+		if (!(n = curl.slist_append(l, line)))
+			goto fail;
+		l = n;
+	}
 	if (p->auth && p->auth->tenant[0]) {
 		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", p->auth->tenant);
 		if (!(n = curl.slist_append(l, line)))
+			goto fail;
+		l = n;
+	}
+	for (size_t i = 0; p->auth && i < p->auth->nheaders; i++) {
+		if (!(n = curl.slist_append(l, p->auth->headers[i])))
 			goto fail;
 		l = n;
 	}
@@ -131,6 +142,22 @@ static struct curl_slist *headers_of(const struct http_post *p)
 fail:
 	curl.slist_free_all(l);
 	return NULL;
+}
+
+int http__header_ok(const char *h)
+{
+	const char *colon = strchr(h, ':');
+
+	if (!colon || colon == h || strlen(h) >= HTTP_HEADER_MAX)
+		return 0;
+	for (const char *c = h; c < colon; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("!#$%&'*+-.^_`|~", *c)))
+			return 0;
+	for (const char *c = colon + 1; *c; c++)
+		if ((unsigned char)*c < 0x20 && *c != '\t')
+			return 0;
+	return 1;
 }
 
 static void set_auth(CURL *c, const struct http_auth *a)

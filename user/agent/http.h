@@ -14,16 +14,27 @@
  * 0, or -ENOENT with one line in @err naming the package to install. */
 int http__init(char *err, size_t errlen);
 
-/* Credentials for a store, from --auth-file. */
+#define HTTP_MAX_HEADERS 8
+#define HTTP_HEADER_MAX 1024
+
+/* Credentials for a store, from --auth-file; headers from --push-header
+ * and the auth file's header= lines. */
 struct http_auth {
 	char tenant[256];	/* X-Scope-OrgID; "" for none */
 	char user[256], password[256];	/* basic auth when user is set */
 	char bearer[4096];	/* bearer token; "" for none */
+	char headers[HTTP_MAX_HEADERS][HTTP_HEADER_MAX];	/* "Name: value" */
+	size_t nheaders;
 };
+
+/* Whether @h is a header line a request may carry: "Name: value", the
+ * name of token characters, no control bytes. */
+int http__header_ok(const char *h);
 
 struct http_post {
 	const char *url;
 	const char *content_type;
+	const char *content_encoding;	/* NULL: none */
 	const void *body;
 	size_t len;
 	const struct http_auth *auth;	/* NULL: none */

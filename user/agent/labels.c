@@ -74,17 +74,139 @@ static const char *env_value(const char *env, size_t n, const char *name, size_t
 	return NULL;
 }
 
+static int hexval(unsigned char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* @s (@n bytes) percent-decoded and trimmed of spaces, cleaned into @out. */
+static void decoded(const char *s, size_t n, char *out, size_t len)
+{
+	char buf[LABEL_VALUE_MAX * 3];
+	size_t k = 0;
+
+	while (n && *s == ' ')
+		s++, n--;
+	while (n && s[n - 1] == ' ')
+		n--;
+	for (size_t i = 0; i < n && k < sizeof(buf); i++) {
+		int hi = i + 2 < n && s[i] == '%' ? hexval((unsigned char)s[i + 1]) : -1;
+		int lo = hi >= 0 ? hexval((unsigned char)s[i + 2]) : -1;
+
+		if (lo >= 0) {
+			buf[k++] = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			buf[k++] = s[i];
+		}
+	}
+	labels__clean(buf, k, out, len);
+}
+
+static int key_ok(const char *k)
+{
+	if (!k[0])
+		return 0;
+	for (; *k; k++)
+		if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') ||
+		      (*k >= '0' && *k <= '9') || *k == '.' || *k == '_' || *k == '-'))
+			return 0;
+	return 1;
+}
+
+/* Each pair of OTEL_RESOURCE_ATTRIBUTES' value @v (@vl bytes) to @fn,
+ * the key trimmed of spaces ("" when too long), the value decoded. */
+static void each_resource_pair(const char *v, size_t vl,
+			       void (*fn)(void *ctx, const char *key, const char *value),
+			       void *ctx)
+{
+	for (size_t i = 0; i < vl;) {
+		const char *p = v + i, *comma = memchr(p, ',', vl - i), *eq;
+		size_t pl = comma ? (size_t)(comma - p) : vl - i, kl;
+		char key[LABEL_NAME_MAX], value[LABEL_VALUE_MAX];
+
+		i += pl + 1;
+		eq = memchr(p, '=', pl);
+		if (!eq)
+			continue;
+		kl = (size_t)(eq - p);
+		while (kl && *p == ' ')
+			p++, kl--;
+		while (kl && p[kl - 1] == ' ')
+			kl--;
+		if (kl >= sizeof(key))
+			kl = 0;
+		memcpy(key, p, kl);
+		key[kl] = '\0';
+		decoded(eq + 1, (size_t)(v + i - 1 - (eq + 1)), value, sizeof(value));
+		fn(ctx, key, value);
+	}
+}
+
+static void take_service(void *ctx, const char *key, const char *value)
+{
+	char *out = ctx;
+
+	if (!strcmp(key, "service.name") && !out[0])
+		snprintf(out, LABEL_VALUE_MAX, "%s", value);
+}
+
 int labels__service_from_environ(const char *env, size_t n, char *out, size_t len)
 {
+	char from_res[LABEL_VALUE_MAX] = "";
 	const char *v;
 	size_t vl;
 
-	if (!(v = env_value(env, n, "OTEL_SERVICE_NAME", &vl)))
-		v = env_value(env, n, "PYROSCOPE_APPLICATION_NAME", &vl);
-	if (!v)
+	if ((v = env_value(env, n, "OTEL_SERVICE_NAME", &vl))) {
+		labels__clean(v, vl, out, len);
+		if (out[0])
+			return 0;
+	}
+	if ((v = env_value(env, n, "OTEL_RESOURCE_ATTRIBUTES", &vl))) {
+		each_resource_pair(v, vl, take_service, from_res);
+		if (from_res[0]) {
+			snprintf(out, len, "%s", from_res);
+			return 0;
+		}
+	}
+	if (!(v = env_value(env, n, "PYROSCOPE_APPLICATION_NAME", &vl)))
 		return -ENOENT;
 	labels__clean(v, vl, out, len);
 	return out[0] ? 0 : -ENOENT;
+}
+
+struct resource_take {
+	struct proc_labels *out;
+	size_t left_out;
+};
+
+static void take_resource(void *ctx, const char *key, const char *value)
+{
+	struct resource_take *t = ctx;
+	struct resource_label *r;
+
+	if (!strcmp(key, "service.name"))
+		return;
+	if (!key_ok(key) || !value[0] || t->out->nresource == LABELS_RESOURCE_MAX) {
+		t->left_out++;
+		return;
+	}
+	r = &t->out->resource[t->out->nresource++];
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	snprintf(r->value, sizeof(r->value), "%s", value);
+}
+
+size_t labels__resource_from_environ(const char *env, size_t n, struct proc_labels *out)
+{
+	struct resource_take t = { .out = out };
+	const char *v;
+	size_t vl;
+
+	out->nresource = 0;
+	if ((v = env_value(env, n, "OTEL_RESOURCE_ATTRIBUTES", &vl)))
+		each_resource_pair(v, vl, take_resource, &t);
+	return t.left_out;
 }
 
 /* @path (@n bytes) made a service name: its last component without a
@@ -209,6 +331,9 @@ static void read_service(pid_t pid, const char *comm, struct proc_labels *out)
 	char *env = read_proc(pid, "environ", &n);
 
 	out->service[0] = '\0';
+	out->nresource = 0;
+	if (env)
+		labels__resource_from_environ(env, n, out);
 	if (env && !labels__service_from_environ(env, n, out->service, sizeof(out->service))) {
 		free(env);
 		return;

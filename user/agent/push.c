@@ -9,5 +9,7 @@ const struct push_kind *push__kind(const char *name)
 		return &push_pyroscope;
 	if (!strcmp(name, push_parca.name))
 		return &push_parca;
+	if (!strcmp(name, push_otlp.name))
+		return &push_otlp;
 	return NULL;
 }

@@ -18,6 +18,7 @@ struct push_request {
 	const void *body;
 	size_t len;
 	void *owned;		/* a body of the request's own, freed with it */
+	const char *content_encoding;	/* "gzip", or NULL */
 };
 
 struct push_kind {
@@ -31,6 +32,7 @@ struct push_kind {
 
 extern const struct push_kind push_pyroscope;
 extern const struct push_kind push_parca;
+extern const struct push_kind push_otlp;
 
 /* The kind named @name, or NULL. */
 const struct push_kind *push__kind(const char *name);
@@ -39,11 +41,19 @@ void push_request__free(struct push_request *r);
 
 /*
  * The labels of @meta, but service_name: pid, host, python_version,
- * container_id (when set), then the user's (meta keys "label.NAME"), each
- * to @fn. Stops at, and returns, @fn's first non-zero return.
+ * container_id (when set), the target's OpenTelemetry resource attributes
+ * (meta keys "resource.KEY", the key's '.' and '-' made '_'), then the
+ * user's (meta keys "label.NAME"), each to @fn. Stops at, and returns,
+ * @fn's first non-zero return.
  */
 int push__each_label(const char *meta, int (*fn)(void *ctx, const char *name,
 						 const char *value), void *ctx);
+/* The target's OpenTelemetry resource attributes of @meta, as it named them. */
+int push__each_resource(const char *meta, int (*fn)(void *ctx, const char *key,
+						    const char *value), void *ctx);
+/* The user's --label pairs of @meta. */
+int push__each_user_label(const char *meta, int (*fn)(void *ctx, const char *name,
+						      const char *value), void *ctx);
 
 /* "<base>/<path>" without a doubled '/': malloc'd, NULL on ENOMEM. */
 char *push__url(const char *base, const char *path);

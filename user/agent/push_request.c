@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agent/labels.h"
 #include "agent/push.h"
 #include "agent/spool.h"
 
@@ -14,6 +15,44 @@ void push_request__free(struct push_request *r)
 	free(r->url);
 	free(r->owned);
 	memset(r, 0, sizeof(*r));
+}
+
+/* Each meta line "PREFIXNAME=VALUE" (@prefix) to @fn(NAME, VALUE); with
+ * @as_label, NAME's '.' and '-' become '_', and a name stores refuse is
+ * skipped. Stops at, and returns, @fn's first non-zero return. */
+static int each_prefixed(const char *meta, const char *prefix, int as_label,
+			 int (*fn)(void *ctx, const char *name, const char *value), void *ctx)
+{
+	size_t pl = strlen(prefix);
+
+	for (const char *l = meta; l && *l;) {
+		const char *nl = strchr(l, '\n'), *eq;
+		size_t ll = nl ? (size_t)(nl - l) : strlen(l), kl, vl;
+		char name[128], value[512];
+		int rc;
+
+		eq = memchr(l, '=', ll);
+		if (ll > pl && !memcmp(l, prefix, pl) && eq && (kl = (size_t)(eq - l) - pl) &&
+		    kl < sizeof(name)) {
+			memcpy(name, l + pl, kl);
+			name[kl] = '\0';
+			for (size_t i = 0; as_label && i < kl; i++)
+				if (name[i] == '.' || name[i] == '-')
+					name[i] = '_';
+			vl = ll - (size_t)(eq - l) - 1;
+			if (vl >= sizeof(value))
+				vl = sizeof(value) - 1;
+			memcpy(value, eq + 1, vl);
+			value[vl] = '\0';
+			if (!as_label || labels__name_ok(name)) {
+				rc = fn(ctx, name, value);
+				if (rc)
+					return rc;
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return 0;
 }
 
 int push__each_label(const char *meta, int (*fn)(void *ctx, const char *name,
@@ -30,28 +69,20 @@ int push__each_label(const char *meta, int (*fn)(void *ctx, const char *name,
 		if (rc)
 			return rc;
 	}
-	for (const char *l = meta; l && *l;) {
-		const char *nl = strchr(l, '\n'), *eq;
-		size_t ll = nl ? (size_t)(nl - l) : strlen(l);
-		char name[128];
+	rc = each_prefixed(meta, "resource.", 1, fn, ctx);
+	return rc ? rc : each_prefixed(meta, "label.", 0, fn, ctx);
+}
 
-		eq = memchr(l, '=', ll);
-		if (ll > 6 && !memcmp(l, "label.", 6) && eq && (size_t)(eq - l - 6) < sizeof(name)) {
-			size_t vl = ll - (size_t)(eq - l) - 1;
+int push__each_resource(const char *meta, int (*fn)(void *ctx, const char *key,
+						    const char *value), void *ctx)
+{
+	return each_prefixed(meta, "resource.", 0, fn, ctx);
+}
 
-			memcpy(name, l + 6, (size_t)(eq - l - 6));
-			name[eq - l - 6] = '\0';
-			if (vl >= sizeof(value))
-				vl = sizeof(value) - 1;
-			memcpy(value, eq + 1, vl);
-			value[vl] = '\0';
-			rc = fn(ctx, name, value);
-			if (rc)
-				return rc;
-		}
-		l = nl ? nl + 1 : NULL;
-	}
-	return 0;
+int push__each_user_label(const char *meta, int (*fn)(void *ctx, const char *name,
+						      const char *value), void *ctx)
+{
+	return each_prefixed(meta, "label.", 0, fn, ctx);
 }
 
 char *push__url(const char *base, const char *path)

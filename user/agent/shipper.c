@@ -106,7 +106,8 @@ static int deliver(struct shipper *s, const char *entry)
 		rc = s->o.kind->request(s->http, s->o.url, meta, body, blen, &req);
 	if (!rc) {
 		rc = http__post(s->http, &(struct http_post){ .url = req.url,
-			.content_type = req.content_type, .body = req.body, .len = req.len,
+			.content_type = req.content_type,
+			.content_encoding = req.content_encoding, .body = req.body, .len = req.len,
 			.auth = s->o.auth, .timeout_ms = s->o.timeout_ms }, &status, err,
 			sizeof(err));
 		push_request__free(&req);

@@ -170,6 +170,8 @@ static int setup_stages(struct recording *rec)
 	rec->multi = env->subprocesses || env->npids > 1 || env->all;
 	env->out.oopts.process_roots = rec->multi;
 	env->out.oopts.mode = record_env__mode_name(env);
+	env->out.oopts.describe = recording__describe;
+	env->out.oopts.describe_ctx = rec;
 	if (env->event_spec) {
 		env->out.oopts.event = env->ev_joined;
 		env->out.oopts.events = env->ev_names;

@@ -103,6 +103,11 @@ void recording__apply_requests(struct recording *rec);
  * applied in order. 0, or what the sinks or resolver failed with. */
 int recording__replay(struct recording *rec);
 
+/* record_resource.c: what process @pid is, for --format otlp
+ * (output_opts.describe; @ctx the recording). */
+struct otlp_resource;
+void recording__describe(void *ctx, pid_t pid, struct otlp_resource *r);
+
 /* record_launch.c: start the command and find its interpreter
  * (record__start_command's comment). */
 int recording__start_command(struct recording *rec);

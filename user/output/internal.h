@@ -169,6 +169,10 @@ extern const struct output_ops output_perf_ops;
 extern const struct output_ops output_collapsed_ops;
 extern const struct output_ops output_speedscope_ops;
 extern const struct output_ops output_pprof_ops;
+extern const struct output_ops output_otlp_ops;
+/* The profile.proto bytes of @o's model (a pprof or otlp writer's), not
+ * compressed, into *@out (malloc'd, *@len bytes). 0 or -errno. */
+int output_pprof__encode(struct output *o, uint8_t **out, size_t *len);
 extern const struct output_ops output_flamegraph_ops;
 extern const struct output_ops output_top_ops;
 extern const struct output_ops output_pstats_ops;

@@ -27,6 +27,7 @@ static const char *const heatmap_exts[] = { ".heatmap.html", NULL };
 static const char *const jsonl_exts[] = { ".jsonl", NULL };
 static const char *const chrome_aliases[] = { "chrometrace", NULL };
 static const char *const chrome_exts[] = { ".trace.json", NULL };
+static const char *const otlp_exts[] = { ".otlp", ".otlp.pb", NULL };
 static const char *const none[] = { NULL };
 
 /* Formats are data: first match wins; names first, extensions by longest match. */
@@ -35,6 +36,7 @@ static const struct output_fmt formats[] = {
 	{ "collapsed", collapsed_aliases, collapsed_exts, &output_collapsed_ops, 0 },
 	{ "speedscope", none, speedscope_exts, &output_speedscope_ops, 0 },
 	{ "pprof", none, pprof_exts, &output_pprof_ops, 0 },
+	{ "otlp", none, otlp_exts, &output_otlp_ops, 0 },
 	{ "flamegraph", html_aliases, html_exts, &output_flamegraph_ops, 0 },
 	{ "flamegraph", svg_aliases, svg_exts, &output_flamegraph_ops, 1 },
 	{ "pstats", none, pstats_exts, &output_pstats_ops, 0 },
@@ -49,8 +51,8 @@ static const struct output_fmt formats[] = {
 
 const char *output__format_names(void)
 {
-	return "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, callgrind, top, "
-	       "heatmap, jsonl, chrome-trace";
+	return "perf-script, collapsed, speedscope, pprof, otlp, flamegraph, pstats, callgrind, "
+	       "top, heatmap, jsonl, chrome-trace";
 }
 
 static const struct output_fmt *fmt_by_name(const char *name)

@@ -48,6 +48,8 @@ struct out_source;		/* types/out_source.h */
 
 struct output;
 
+struct otlp_resource;
+
 struct output_opts {
 	int per_thread_roots;	/* --threads: a root frame per thread */
 	int no_lines;		/* --no-lines: a frame's line is its function's first line */
@@ -72,6 +74,10 @@ struct output_opts {
 	const char *const *comments;
 	size_t ncomments;
 	unsigned int top_rows;	/* rows in the top table; 0 -> 30 */
+	/* --format otlp: what process @pid is, its resource attributes added
+	 * to @r (otlp.h) at the end; NULL: its pid, comm and host alone. */
+	void (*describe)(void *ctx, pid_t pid, struct otlp_resource *r);
+	void *describe_ctx;
 	/* What the samples weigh (--mode): "cpu" (or NULL), "off-cpu",
 	 * "wall", "gil", "exception"; said in titles and pprof's sample type. */
 	const char *mode;

@@ -531,7 +531,9 @@ static void pp_tail(struct pp_enc *e, const struct output *o)
 	}
 }
 
-static int pprof_finish(struct output *o)
+/* The profile.proto bytes of @o's model, not compressed, into *@out
+ * (malloc'd, *@len bytes). 0 or -errno. */
+int output_pprof__encode(struct output *o, uint8_t **out, size_t *len)
 {
 	const struct pp_state *st = o->priv;
 	const struct out_model *m = &o->m;
@@ -562,8 +564,11 @@ static int pprof_finish(struct output *o)
 	pp_locations(&e, m, st, &fx);
 	pp_tail(&e, o);
 	err = e.c.err ? e.c.err : e.b.err ? e.b.err : e.sub.err ? e.sub.err : e.sub2.err;
-	if (!err)
-		err = gzip_out(o, &e.b);
+	if (!err) {
+		*out = e.b.p;
+		*len = e.b.n;
+		e.b.p = NULL;
+	}
 out:
 	out_funcs__free(&fx);
 	free(path);
@@ -571,6 +576,17 @@ out:
 	free(e.sub.p);
 	free(e.sub2.p);
 	out_strtab__clear(&e.c.strs);
+	return err;
+}
+
+static int pprof_finish(struct output *o)
+{
+	struct pbuf b = { 0 };
+	int err = output_pprof__encode(o, &b.p, &b.n);
+
+	if (!err)
+		err = gzip_out(o, &b);
+	free(b.p);
 	return err;
 }
 
