@@ -648,7 +648,8 @@ def test_checks_catch_plants(helps, tmp_path):
     missing = undocumented(helps, str(doc))
     assert any(m.endswith("has --pid, which it never names") for m in missing), missing
     assert not any("has --freq," in m for m in missing), missing
-    planted = Help(helps["agent"].text.replace("repeatable, up to 8", "repeatable")
-                   .replace("up to 8)", "any number)"))
+    # --help wraps its lines anywhere: plant across the breaks.
+    text = re.sub(r"repeatable,\s+up\s+to\s+8\b", "repeatable", helps["agent"].text)
+    planted = Help(re.sub(r"up\s+to\s+8\)", "any number)", text))
     bad = agent_limit_problems(planted)
     assert len(bad) == 2 and "--push" in bad[0] and "any number" in bad[1], bad
