@@ -4,7 +4,9 @@
  * cgroup (user/agent/labels.c): the input is each of the three in turn (no
  * NUL after it), into a label-sized buffer and a short one. A label is
  * NUL-terminated in its buffer, [A-Za-z0-9._/:-] only, not empty when found;
- * a container id is 64 hex digits.
+ * a container id is 64 hex digits. OTEL_RESOURCE_ATTRIBUTES' pairs: at most
+ * LABELS_RESOURCE_MAX, keys [A-Za-z0-9._-] and not service.name, values
+ * labels.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -46,6 +48,24 @@ static void run(const char *text, size_t n, char *out, size_t len)
 	}
 }
 
+static void run_resource(const char *text, size_t n)
+{
+	struct proc_labels l;
+
+	labels__resource_from_environ(text, n, &l);
+	if (l.nresource > LABELS_RESOURCE_MAX)
+		__builtin_trap();
+	for (size_t i = 0; i < l.nresource; i++) {
+		const struct resource_label *r = &l.resource[i];
+
+		if (strnlen(r->key, sizeof(r->key)) == sizeof(r->key) || !r->key[0] ||
+		    strspn(r->key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+			    strlen(r->key) || !strcmp(r->key, "service.name"))
+			__builtin_trap();
+		check_label(0, r->value, sizeof(r->value));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* a copy of exactly @size bytes: ASan sees a read past them */
@@ -56,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	run(text, size, big, sizeof(big));
 	run(text, size, small, sizeof(small));
+	run_resource(text, size);
 	free(text);
 	return 0;
 }
