@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Issue #21 item 6: what `pyprof-bpf agent` costs (`scripts/bench
---agent-only [--agent-secs N] [--agent-base-secs N]`; not part of a full or
---quick run: it is long by nature).
+--agent-only [--agent-secs N] [--agent-base-secs N] [--agent-push KINDS]`;
+not part of a full or --quick run: it is long by nature); issue #36: what its
+OTLP push costs beside its Pyroscope push (`--agent-push pyroscope,otlp`).
 
 The host: 20 Python processes of a service-like mix (agent_workload.py), of
 the interpreters of /var/cache/pyprof-bpf/pythons.txt (Debian's 3.11, pyenv's
@@ -14,25 +15,44 @@ all. Each is named svc-KIND-N (its comm and OTEL_SERVICE_NAME).
 A store: sink.c, a C HTTP server on the loopback address answering 200 to
 every request (not a Python: -a would sample a Python receiver too).
 
-Three phases on the same running processes: BASE s unprofiled, then
+Phases on the same running processes: BASE s unprofiled, then
 `pyprof-bpf agent -a --comm '^svc-' --window 15 --output-dir DIR --push
-pyroscope=http://127.0.0.1:PORT --spool-dir DIR` for SECS s (stopped with
+KIND=http://127.0.0.1:PORT --spool-dir DIR` for SECS s (stopped with
 SIGTERM, which ships the last window), then BASE s unprofiled again. --comm
 keeps the shared machine's other Pythons (others' test runs) out of the
 measure; the agent still meets and looks at them at their first tick.
+
+--agent-push KINDS (pyroscope, otlp, parca, comma-separated; the sink answers
+200 to any of them) picks KIND. The default, pyroscope, is the one agent
+phase of issue #21's runs, unchanged. With two or more kinds (issue #36:
+`--agent-push pyroscope,otlp`), the agent runs once per kind and then once
+more per kind in reverse order (A B B A), SECS s each, a fresh agent each
+time (its own spool and output directories, the same sink): on a shared
+machine whose load drifts over the run, the mirrored order weighs a steady
+drift on each kind alike, where A then B would charge it to one; and the
+two phases of a kind show how far the machine's noise alone moves the
+figure. Parca's kind has not been run here.
 
 Measured, every 10 s: the agent's CPU (utime + stime from /proc/PID/stat,
 and its process CPU clock), its BPF programs' run time (kernel statistics,
 procstat.BpfPrograms: run in the targets' context, reported apart), its
 VmRSS, RssAnon, RssFile, smaps_rollup's Pss_Anon, threads and descriptors;
-the services' units of work and the time spent in them. Reported: the
-agent's CPU as a share of one core (whole run, and steady: from its second
-window on), RSS at the start, the end and its slope (KB/min, a least-squares
-fit from the third minute on, and over the last half), the profiles and
-samples it delivered (its per-window log lines, the store's count of
-requests and bytes, the files in --output-dir), and each kind's throughput
-profiled over unprofiled (units per second spent working: what interrupts
-take shows there; the mean of the two unprofiled phases as the reference).
+the services' units of work and the time spent in them; and, within ~1 s of
+each window line of the agent's log, the agent's CPU then. Reported, for
+each agent phase: the agent's CPU as a share of one core (whole run, and
+steady: from its second window on), its CPU a window and a sample (from its
+second window's close to its last before SIGTERM: the CPU between the two
+over the windows and samples closed in between; the first window is
+partial and meets the whole host), RSS at the start, the end and its slope
+(KB/min, a least-squares fit from the third minute on, and over the last
+half), the profiles and samples it delivered (its per-window log lines, its
+final line per store, whatever the kind, the store's count of requests and
+bytes in the phase, the files in --output-dir), and each kind of service's
+throughput profiled over unprofiled (units per second spent working: what
+interrupts take shows there; the mean of the two unprofiled phases as the
+reference). With two or more push kinds, also each kind's sums over its
+phases and its ratio to the first kind: the agent's CPU a window, a sample
+and its steady share.
 
 Every process started here is killed on every way out (each leads its own
 session and dies with the driver).
@@ -64,6 +84,7 @@ TICK_S = 10                # the timeline's step
 CPU_TARGET = 1.0           # % of one core (issue #21 item 6)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 COMM_RE = "^svc-"
+KINDS = ("pyroscope", "otlp", "parca")   # --agent-push: the agent's push kinds
 
 # (kind, threads, interpreter labels in turn, how many)
 MIX = [
@@ -296,10 +317,15 @@ def parse_agent_log(text):
         res["samples"] += int(m.group(2))
         res["windows"] += int(m.group(3))
         res["late"] += int(m.group(4) or 0)
-    m = re.search(r"agent: pyroscope \S+: (\d+) profiles sent, (\d+) refused, (\d+) left",
-                  text)
-    if m:
-        res["sent"], res["refused"], res["left"] = (int(x) for x in m.groups())
+    # one final line per --push, whatever its kind: "pyprof-bpf agent: KIND URL: N
+    # profiles sent, R refused, L left in the spool"
+    res["stores"] = [dict(kind=m.group(1), url=m.group(2), sent=int(m.group(3)),
+                          refused=int(m.group(4)), left=int(m.group(5)))
+                     for m in re.finditer(r"agent: (\w+) (\S+): (\d+) profiles sent, (\d+) "
+                                          r"refused, (\d+) left", text)]
+    if res["stores"]:
+        for k in ("sent", "refused", "left"):
+            res[k] = sum(s[k] for s in res["stores"])
     m = re.search(r"pyprof-bpf: (\d+) Python process", text)
     res["pythons_met"] = int(m.group(1)) if m else None
     m = re.search(r"pyprof-bpf: (\d+) other processes met", text)
@@ -311,10 +337,114 @@ def parse_agent_log(text):
     return res
 
 
-def run(binary, secs, base, workdir_host, workdir_seen, logdir, progress):
+def phase_order(kinds):
+    """One agent phase per kind; with more than one kind, each twice, mirrored
+    (A B B A): a drift of the shared machine's load over the run weighs on
+    every kind alike, and each kind's two phases show the noise."""
+    return list(kinds) if len(kinds) == 1 else list(kinds) + list(reversed(kinds))
+
+
+def run_agent(ph, idx, binary, secs, services, procs, sink, sink_counters, port,
+              workdir_host, logdir, progress):
+    """One agent phase: `pyprof-bpf agent ... --push KIND=sink` for secs s on
+    the running services, stopped by SIGTERM; its figures into ph."""
+    kind = ph["kind"]
+    outdir = os.path.join(workdir_host, "profiles-%d" % idx)
+    spool = os.path.join(workdir_host, "spool-%d" % idx)
+    os.makedirs(outdir)
+    argv = [binary, "agent", "-a", "--comm", COMM_RE, "--window", str(WINDOW),
+            "--output-dir", outdir, "--spool-dir", spool,
+            "--push", "%s=http://127.0.0.1:%d" % (kind, port)]
+    ph["command"] = " ".join(argv)
+    ph["log_file"] = "agent.log" if idx == 0 and ph.get("only") else \
+        "agent-%d-%s.log" % (idx + 1, kind)
+    errpath = os.path.join(logdir, ph["log_file"])
+    ph["loadavg_start"] = os.getloadavg()
+    timeline = ph["timeline"] = []
+    closes = ph["closes"] = []      # each window line of the log, as it came
+    sc0 = read_slots(sink_counters, 4)
+    with procstat.BpfStats() as stats, open(errpath, "w") as ef:
+        ph["bpf_stats"] = stats.how
+        tl = time.monotonic()
+        p = procs.start(argv, ef)
+        progs = procstat.BpfPrograms(p.pid)
+        state = dict(ready=None, next_mem=tl, lines=0)
+        sink_cpu0 = procstat.cpu_ns(sink.pid) or 0
+
+        def tick(now):
+            progs.scan()
+            if p.poll() is not None:
+                raise RuntimeError("the agent exited early (status %s): %s" % (
+                    p.returncode, open(errpath).read().strip()[-600:]))
+            with open(errpath) as f:
+                txt = f.read()
+            if state["ready"] is None and "agent: sampling" in txt:
+                state["ready"] = now
+                ph["startup_s"] = now - tl
+            lg = None
+            if txt.count(" samples in ") > state["lines"]:
+                # a window closed (seen within ~1 s): the agent's CPU then, to
+                # share it among the windows and samples closed in between
+                lg = parse_agent_log(txt)
+                state["lines"] = lg["window_lines"]
+                bpf_ns, _ = progs.totals()
+                closes.append(dict(t=round(now - tl, 1), windows=lg["windows"],
+                                   profiles=lg["profiles"], samples=lg["samples"],
+                                   cpu_ns=procstat.cpu_ns(p.pid), bpf_ns=bpf_ns,
+                                   sink=read_slots(sink_counters, 4)[1:]))
+            if now >= state["next_mem"] - 0.05:
+                state["next_mem"] += TICK_S
+                bpf_ns, bpf_runs = progs.totals()
+                row = dict(t=round(now - tl, 1), cpu_s=proc_stat_cpu(p.pid),
+                           cpu_ns=procstat.cpu_ns(p.pid), bpf_ns=bpf_ns, bpf_runs=bpf_runs)
+                row.update(memory(p.pid))
+                row["sink"] = read_slots(sink_counters, 4)[1:]
+                lg = lg or parse_agent_log(txt)
+                row["samples"], row["windows"] = lg["samples"], lg["windows"]
+                timeline.append(row)
+                if len(timeline) % 6 == 0:
+                    progress()
+
+        tick(time.monotonic())
+        try:
+            ph["profiled"] = run_phase(ph["label"], secs, services, tick)
+            cpu_before_stop = proc_stat_cpu(p.pid)
+            t_stop = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError("the agent still runs 60 s after SIGTERM")
+            ph["stop_s"] = time.monotonic() - t_stop
+            ph["wall_s"] = time.monotonic() - tl
+            bpf_ns, bpf_runs = progs.totals()
+        finally:
+            progs.close()
+        procs.items.remove(p)
+    ph["loadavg_end"] = os.getloadavg()
+    ph["sink_cpu_s"] = ((procstat.cpu_ns(sink.pid) or 0) - sink_cpu0) / 1e9
+    with open(errpath) as f:
+        text = f.read()
+    ph["exit_status"] = p.returncode
+    ph["cpu_before_stop_s"] = cpu_before_stop
+    ph["bpf_s"], ph["bpf_runs"] = bpf_ns / 1e9, bpf_runs
+    ph["log"] = parse_agent_log(text)
+    ph["log_tail"] = text.strip().splitlines()[-8:]
+    sc = read_slots(sink_counters, 4)
+    ph["sink"] = dict(requests=sc[1] - sc0[1], bytes=sc[2] - sc0[2], refused=sc[3] - sc0[3])
+    files = [f for f in os.listdir(outdir) if f.endswith(".pb.gz")]
+    ph["files"] = len(files)
+    ph["files_bytes"] = sum(os.path.getsize(os.path.join(outdir, f)) for f in files)
+    ph["files_services"] = len({f.rsplit("-", 2)[0] for f in files})
+    shutil.rmtree(outdir, ignore_errors=True)
+    shutil.rmtree(spool, ignore_errors=True)
+
+
+def run(binary, kinds, secs, base, workdir_host, workdir_seen, logdir, progress):
     procs = Procs()
-    res = dict(seconds=secs, base_seconds=base, rate=RATE, window=WINDOW,
-               loadavg_start=os.getloadavg(), cpus=os.cpu_count(),
+    order = phase_order(kinds)
+    res = dict(seconds=secs, base_seconds=base, rate=RATE, window=WINDOW, push=list(kinds),
+               order=order, loadavg_start=os.getloadavg(), cpus=os.cpu_count(),
                started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     try:
         services = start_services(procs, workdir_host, workdir_seen)
@@ -336,76 +466,25 @@ def run(binary, secs, base, workdir_host, workdir_seen, logdir, progress):
             res["base1"]["rates"]["all"]["units_per_busy_s"],
             res["base1"]["rates"]["all"]["cores"]))
 
-        outdir = os.path.join(workdir_host, "profiles")
-        spool = os.path.join(workdir_host, "spool")
-        os.makedirs(outdir)
-        argv = [binary, "agent", "-a", "--comm", COMM_RE, "--window", str(WINDOW),
-                "--output-dir", outdir, "--spool-dir", spool,
-                "--push", "pyroscope=http://127.0.0.1:%d" % port]
-        res["command"] = " ".join(argv)
-        errpath = os.path.join(logdir, "agent.log")
-        timeline = []
-        with procstat.BpfStats() as stats, open(errpath, "w") as ef:
-            res["bpf_stats"] = stats.how
-            tl = time.monotonic()
-            p = procs.start(argv, ef)
-            progs = procstat.BpfPrograms(p.pid)
-            state = dict(ready=None, next_mem=tl)
-            sink_cpu0 = procstat.cpu_ns(sink.pid) or 0
-
-            def tick(now):
-                progs.scan()
-                if p.poll() is not None:
-                    raise RuntimeError("the agent exited early (status %s): %s" % (
-                        p.returncode, open(errpath).read().strip()[-600:]))
-                if state["ready"] is None:
-                    with open(errpath) as f:
-                        if "agent: sampling" in f.read():
-                            state["ready"] = now
-                            res["startup_s"] = now - tl
-                if now >= state["next_mem"] - 0.05:
-                    state["next_mem"] += TICK_S
-                    bpf_ns, bpf_runs = progs.totals()
-                    row = dict(t=round(now - tl, 1), cpu_s=proc_stat_cpu(p.pid),
-                               cpu_ns=procstat.cpu_ns(p.pid), bpf_ns=bpf_ns, bpf_runs=bpf_runs)
-                    row.update(memory(p.pid))
-                    row["sink"] = read_slots(sink_counters, 4)[1:]
-                    timeline.append(row)
-                    if len(timeline) % 6 == 0:
-                        progress(dict(res, timeline=timeline))
-
-            tick(time.monotonic())
-            try:
-                res["profiled"] = run_phase("agent", secs, services, tick)
-                cpu_before_stop = proc_stat_cpu(p.pid)
-                t_stop = time.monotonic()
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    raise RuntimeError("the agent still runs 60 s after SIGTERM")
-                res["stop_s"] = time.monotonic() - t_stop
-                res["wall_s"] = time.monotonic() - tl
-                bpf_ns, bpf_runs = progs.totals()
-            finally:
-                progs.close()
-            procs.items.remove(p)
-        res["sink_cpu_s"] = ((procstat.cpu_ns(sink.pid) or 0) - sink_cpu0) / 1e9
-        with open(errpath) as f:
-            text = f.read()
-        res["exit_status"] = p.returncode
-        res["cpu_before_stop_s"] = cpu_before_stop
-        res["bpf_s"], res["bpf_runs"] = bpf_ns / 1e9, bpf_runs
-        res["timeline"] = timeline
-        res["log"] = parse_agent_log(text)
-        res["log_tail"] = text.strip().splitlines()[-8:]
-        sc = read_slots(sink_counters, 4)
-        res["sink"] = dict(requests=sc[1], bytes=sc[2], refused=sc[3])
-        files = [f for f in os.listdir(outdir) if f.endswith(".pb.gz")]
-        res["files"] = len(files)
-        res["files_bytes"] = sum(os.path.getsize(os.path.join(outdir, f)) for f in files)
-        res["files_services"] = len({f.rsplit("-", 2)[0] for f in files})
-        shutil.rmtree(outdir, ignore_errors=True)
+        res["agents"] = []
+        seen = {}
+        for idx, kind in enumerate(order):
+            seen[kind] = seen.get(kind, 0) + 1
+            label = kind if order.count(kind) == 1 else "%s %d" % (kind, seen[kind])
+            ph = dict(kind=kind, label=label, only=len(order) == 1)
+            res["agents"].append(ph)
+            log("agent: phase %d of %d: the agent with --push %s for %d s" % (
+                idx + 1, len(order), kind, secs))
+            run_agent(ph, idx, binary, secs, services, procs, sink, sink_counters, port,
+                      workdir_host, logdir, lambda: progress(res))
+            ph["derived"] = derive(ph)
+            d = ph["derived"]
+            log("agent: %s: steady %.3f%% of a core; %s ms a window, %s us a sample; %d "
+                "samples, the store %d requests (%.0f KB)" % (
+                    label, d.get("steady_cpu_pct", d["cpu_pct"]),
+                    fmt(d.get("win_ms_per_window"), "%.2f"),
+                    fmt(d.get("win_us_per_sample"), "%.1f"), ph["log"]["samples"],
+                    ph["sink"]["requests"], ph["sink"]["bytes"] / 1e3))
         log("agent: stopped; %d s unprofiled" % base)
         res["base2"] = run_phase("unprofiled (after)", base, services)
         res["loadavg_end"] = os.getloadavg()
@@ -414,26 +493,26 @@ def run(binary, secs, base, workdir_host, workdir_seen, logdir, progress):
     return res
 
 
-def ratio(res, kind, key):
-    b = [res[ph]["rates"][kind].get(key) for ph in ("base1", "base2")]
-    a = res["profiled"]["rates"][kind].get(key)
+def ratio(res, ph, kind, key):
+    b = [res[p]["rates"][kind].get(key) for p in ("base1", "base2")]
+    a = ph["profiled"]["rates"][kind].get(key)
     if None in b or a is None or not sum(b):
         return None
     return a / (sum(b) / 2)
 
 
-def derive(res):
-    """The figures of the report, from the timeline."""
-    tl = [r for r in res["timeline"] if r.get("cpu_ns") is not None and r.get("VmRSS")]
+def derive(ph):
+    """The figures of one agent phase, from its timeline and its windows' closes."""
+    tl = [r for r in ph["timeline"] if r.get("cpu_ns") is not None and r.get("VmRSS")]
     d = {}
     last = tl[-1]
     # whole: from the agent's start to its last sample before SIGTERM; its
     # whole life (exit included) from the CPU it had at the end
-    d["cpu_pct_stat"] = 100.0 * res["cpu_before_stop_s"] / last["t"] if last["t"] else None
+    d["cpu_pct_stat"] = 100.0 * ph["cpu_before_stop_s"] / last["t"] if last["t"] else None
     d["cpu_pct"] = 100.0 * last["cpu_ns"] / 1e9 / last["t"]
     d["bpf_pct"] = 100.0 * last["bpf_ns"] / 1e9 / last["t"]
     # steady: from the second window on (start-up and the first window out)
-    t0 = (res.get("startup_s") or 0) + 2 * WINDOW
+    t0 = (ph.get("startup_s") or 0) + 2 * WINDOW
     first = next((r for r in tl if r["t"] >= t0), None)
     if first and last["t"] - first["t"] >= TICK_S:
         dt = last["t"] - first["t"]
@@ -442,6 +521,21 @@ def derive(res):
         d["steady_cpu_pct_stat"] = 100.0 * (last["cpu_s"] - first["cpu_s"]) / dt
         d["steady_bpf_pct"] = 100.0 * (last["bpf_ns"] - first["bpf_ns"]) / 1e9 / dt
         d["steady_bpf_runs_per_s"] = (last["bpf_runs"] - first["bpf_runs"]) / dt
+    # per window and per sample: from the close of its second window (the first
+    # is partial, and meets the whole host) to the last close before SIGTERM,
+    # the CPU between the two over the windows and samples closed after the first
+    cl = [c for c in ph.get("closes", []) if c.get("cpu_ns") is not None]
+    if len(cl) >= 3:
+        a, b = cl[1], cl[-1]
+        cpu = (b["cpu_ns"] - a["cpu_ns"]) / 1e9
+        bpf = (b["bpf_ns"] - a["bpf_ns"]) / 1e9
+        nw, ns = b["windows"] - a["windows"], b["samples"] - a["samples"]
+        d.update(win_s=b["t"] - a["t"], win_windows=nw, win_samples=ns,
+                 win_profiles=b["profiles"] - a["profiles"], win_cpu_s=cpu, win_bpf_s=bpf,
+                 win_requests=b["sink"][0] - a["sink"][0],
+                 win_ms_per_window=1e3 * cpu / nw if nw else None,
+                 win_us_per_sample=1e6 * cpu / ns if ns else None,
+                 win_bpf_ms_per_window=1e3 * bpf / nw if nw else None)
     warm = [r for r in tl if r["t"] >= 120] or tl
     d["rss_start_kb"] = warm[0]["VmRSS"]
     d["rss_start_t"] = warm[0]["t"]
@@ -462,28 +556,62 @@ def derive(res):
     return d
 
 
+def by_kind(res):
+    """{kind: sums over its phases} and the ratios of each kind to the first."""
+    out = {}
+    for ph in res["agents"]:
+        d, lg = ph["derived"], ph["log"]
+        k = out.setdefault(ph["kind"], dict(phases=0, steady_s=0.0, steady_cpu_s=0.0,
+                                            win_cpu_s=0.0, win_windows=0, win_samples=0,
+                                            profiles=0, samples=0, requests=0, bytes=0))
+        k["phases"] += 1
+        k["steady_s"] += d.get("steady_s", 0)
+        k["steady_cpu_s"] += d.get("steady_cpu_pct", 0) / 100 * d.get("steady_s", 0)
+        for key in ("win_cpu_s", "win_windows", "win_samples"):
+            k[key] += d.get(key, 0)
+        k["profiles"] += lg["profiles"]
+        k["samples"] += lg["samples"]
+        k["requests"] += ph["sink"]["requests"]
+        k["bytes"] += ph["sink"]["bytes"]
+    for k in out.values():
+        k["steady_cpu_pct"] = 100 * k["steady_cpu_s"] / k["steady_s"] if k["steady_s"] else None
+        k["ms_per_window"] = 1e3 * k["win_cpu_s"] / k["win_windows"] if k["win_windows"] \
+            else None
+        k["us_per_sample"] = 1e6 * k["win_cpu_s"] / k["win_samples"] if k["win_samples"] \
+            else None
+    ref = out[res["agents"][0]["kind"]]
+    for k in out.values():
+        k["ratio"] = {key: (k[key] / ref[key] if k[key] and ref[key] else None)
+                      for key in ("steady_cpu_pct", "ms_per_window", "us_per_sample")}
+    return out
+
+
 def kb(v):
     return "-" if v is None else "%.1f MB" % (v / 1024)
 
 
-def text(res):
-    d = res["derived"]
-    lg = res["log"]
-    la0 = ", ".join("%.1f" % x for x in res["loadavg_start"][:3])
-    la1 = ", ".join("%.1f" % x for x in res.get("loadavg_end", (0, 0, 0))[:3])
-    minutes = res["profiled"]["seconds"] / 60
-    lines = ["## pyprof-bpf agent on 20 service-like Pythons (issue #21 item 6)", "",
-             "%s, %s; %.1f min profiled between two %.0f-s unprofiled phases; load "
-             "average %s at the start, %s at the end (%d CPUs)." % (
-                 res["started"], res.get("git", ""), minutes, res["base_seconds"], la0, la1,
-                 res["cpus"]), "",
-             "`%s`" % re.sub(r"/\S+/pyprof-bpf ", "pyprof-bpf ", res["command"]), ""]
+def fmt(v, f):
+    return "-" if v is None else f % v
+
+
+def phase_lines(ph):
+    d = ph["derived"]
+    lg = ph["log"]
+    minutes = ph["profiled"]["seconds"] / 60
+    lines = ["`%s`" % re.sub(r"/\S+/pyprof-bpf ", "pyprof-bpf ", ph["command"]), ""]
     cpu = d.get("steady_cpu_pct", d["cpu_pct"])
     lines.append("- agent CPU (its process: user + system), whole run (start-up, %.1f s to "
                  "sampling, included): **%.2f%%** of one core (/proc/PID/stat utime+stime: "
                  "%.2f%%); steady (%.0f s from its second window): **%.2f%%** (stat: %.2f%%)"
-                 % (res.get("startup_s") or 0, d["cpu_pct"], d["cpu_pct_stat"] or 0,
+                 % (ph.get("startup_s") or 0, d["cpu_pct"], d["cpu_pct_stat"] or 0,
                     d.get("steady_s", 0), cpu, d.get("steady_cpu_pct_stat", 0)))
+    if d.get("win_windows"):
+        lines.append("- from its second window's close to its last before SIGTERM (%.0f s, %d "
+                     "windows, %d samples, %d profiles): **%.2f ms** of CPU a window, **%.1f "
+                     "us** a sample (its BPF programs: %.2f ms a window)" % (
+                         d["win_s"], d["win_windows"], d["win_samples"], d["win_profiles"],
+                         d["win_ms_per_window"], d["win_us_per_sample"] or 0,
+                         d["win_bpf_ms_per_window"]))
     lines.append("- its BPF programs (run in the sampled tasks' context): %.3f%% of one core "
                  "(%.0f runs/s); process + BPF, steady: %.2f%%: target <= %.0f%% %s" % (
                      d.get("steady_bpf_pct", d["bpf_pct"]), d.get("steady_bpf_runs_per_s", 0),
@@ -503,7 +631,7 @@ def text(res):
                     kb(d["file_end_kb"]), d["threads"][0], d["threads"][1], d["fds"][0],
                     d["fds"][1]))
     marks, step, nxt = [], (60 if minutes <= 15 else 300), 0
-    for r in res["timeline"]:
+    for r in ph["timeline"]:
         if r.get("VmRSS") and r["t"] >= nxt:
             marks.append("%.0f min %.1f" % (r["t"] / 60, r["VmRSS"] / 1024))
             nxt += step
@@ -514,36 +642,124 @@ def text(res):
                  "the agent's count: %s sent, %s refused, %s left; --output-dir: %d files "
                  "(%.0f KB) of %d services" % (
                      lg["profiles"], lg["samples"], lg["windows"],
-                     lg["profiles"] / max(1, lg["windows"]), res["sink"]["requests"],
-                     res["sink"]["bytes"] / 1e3, res["sink"]["refused"], lg.get("sent", "?"),
-                     lg.get("refused", "?"), lg.get("left", "?"), res["files"],
-                     res["files_bytes"] / 1e3, res["files_services"]))
+                     lg["profiles"] / max(1, lg["windows"]), ph["sink"]["requests"],
+                     ph["sink"]["bytes"] / 1e3, ph["sink"]["refused"], lg.get("sent", "?"),
+                     lg.get("refused", "?"), lg.get("left", "?"), ph["files"],
+                     ph["files_bytes"] / 1e3, ph["files_services"]))
     if lg.get("pythons_met") is not None:
         lines.append("- met on a CPU and looked at: %d of the 20 services (the others never "
                      "ran at a tick), and %s other processes of the shared host (%.1f/s: "
                      "others' builds and tests; each looked at once, not sampled)" % (
                          lg["pythons_met"], lg["others_met"],
-                         (lg["others_met"] or 0) / max(1, res["profiled"]["seconds"])))
+                         (lg["others_met"] or 0) / max(1, ph["profiled"]["seconds"])))
     if lg["late"]:
         lines.append("- late samples (a closed window's): %d" % lg["late"])
     if lg["errors"]:
         lines.append("- the agent's log says: " + " / ".join(lg["errors"][:3]))
     lines.append("- stop: %.2f s from SIGTERM to exit, status %s; the store's CPU (sink.c): "
-                 "%.2f s" % (res["stop_s"], res["exit_status"], res["sink_cpu_s"]))
-    lines += ["", "| services | units/busy-s before | profiled | after | profiled / mean of "
-              "unprofiled | per CPU-s, profiled / unprofiled | units/s, profiled / unprofiled "
-              "| cores (before, profiled, after) |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+                 "%.2f s" % (ph["stop_s"], ph["exit_status"], ph["sink_cpu_s"]))
+    return lines
+
+
+def comparison_lines(res):
+    """The phases side by side, each kind's sums, and their ratios to the first kind."""
+    ks = by_kind(res)
+    first = res["agents"][0]["kind"]
+    lines = ["| phase | agent CPU, steady, % of a core | windows | samples | CPU a window | "
+             "CPU a sample | BPF a window | delivered: profiles, samples | store: requests, "
+             "KB | others met | load average |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for ph in res["agents"]:
+        d, lg = ph["derived"], ph["log"]
+        lines.append("| %s | %s | %s | %s | %s ms | %s us | %s ms | %d, %d | %d, %.0f | %s | "
+                     "%.1f-%.1f |" % (
+                         ph["label"], fmt(d.get("steady_cpu_pct"), "%.3f%%"),
+                         d.get("win_windows", "-"), d.get("win_samples", "-"),
+                         fmt(d.get("win_ms_per_window"), "%.2f"),
+                         fmt(d.get("win_us_per_sample"), "%.1f"),
+                         fmt(d.get("win_bpf_ms_per_window"), "%.2f"), lg["profiles"],
+                         lg["samples"], ph["sink"]["requests"], ph["sink"]["bytes"] / 1e3,
+                         fmt(lg.get("others_met"), "%d"), ph["loadavg_start"][0],
+                         ph["loadavg_end"][0]))
+    if len(ks) > 1 or any(k["phases"] > 1 for k in ks.values()):
+        for kind, k in ks.items():
+            lines.append("| **%s, its %d phases** | %s | %d | %d | **%s ms** | **%s us** | | "
+                         "%d, %d | %d, %.0f | | |" % (
+                             kind, k["phases"], fmt(k["steady_cpu_pct"], "%.3f%%"),
+                             k["win_windows"], k["win_samples"],
+                             fmt(k["ms_per_window"], "%.2f"), fmt(k["us_per_sample"], "%.1f"),
+                             k["profiles"], k["samples"], k["requests"], k["bytes"] / 1e3))
+    lines.append("")
+    lines.append("(CPU a window / a sample: the agent process's, from its second window's "
+                 "close to its last before SIGTERM, over the windows and samples closed in "
+                 "between; steady share: from its second window to the end.)")
+    for kind, k in ks.items():
+        if kind == first:
+            continue
+        r = k["ratio"]
+        lines.append("")
+        lines.append("- **%s / %s**, the agent's CPU: **%s** a window, **%s** a sample, %s "
+                     "of the steady share of a core" % (
+                         kind, first, fmt(r["ms_per_window"], "%.3f"),
+                         fmt(r["us_per_sample"], "%.3f"), fmt(r["steady_cpu_pct"], "%.3f")))
+    for kind, k in ks.items():
+        per = [p["derived"].get("win_ms_per_window") for p in res["agents"]
+               if p["kind"] == kind]
+        if len(per) > 1 and None not in per:
+            lines.append("- %s's phases: %s ms a window (spread %.0f%% of their mean: the "
+                         "noise of the shared machine)" % (
+                             kind, ", ".join("%.2f" % x for x in per),
+                             100 * (max(per) - min(per)) / (sum(per) / len(per))))
+    return lines
+
+
+def text(res):
+    agents = res["agents"]
+    la0 = ", ".join("%.1f" % x for x in res["loadavg_start"][:3])
+    la1 = ", ".join("%.1f" % x for x in res.get("loadavg_end", (0, 0, 0))[:3])
+    if len(agents) == 1:
+        minutes = agents[0]["profiled"]["seconds"] / 60
+        lines = ["## pyprof-bpf agent on 20 service-like Pythons (issue #21 item 6)", "",
+                 "%s, %s; %.1f min profiled between two %.0f-s unprofiled phases; load "
+                 "average %s at the start, %s at the end (%d CPUs)." % (
+                     res["started"], res.get("git", ""), minutes, res["base_seconds"], la0,
+                     la1, res["cpus"]), ""]
+        lines += phase_lines(agents[0])
+    else:
+        lines = ["## pyprof-bpf agent on 20 service-like Pythons: %s on the same processes"
+                 % ", ".join("--push " + k for k in res["push"]), "",
+                 "%s, %s; %d agent phases of %.0f s (%s) between two %.0f-s unprofiled "
+                 "phases; load average %s at the start, %s at the end (%d CPUs)." % (
+                     res["started"], res.get("git", ""), len(agents), res["seconds"],
+                     ", ".join(p["label"] for p in agents), res["base_seconds"], la0, la1,
+                     res["cpus"]), ""]
+        lines += comparison_lines(res)
+        for i, ph in enumerate(agents):
+            lines += ["", "### phase %d: %s" % (i + 1, ph["label"]), ""]
+            lines += phase_lines(ph)
+    names = ["base1"] + ["agent %d" % i for i in range(len(agents))] + ["base2"]
+    phases = [res["base1"]] + [p["profiled"] for p in agents] + [res["base2"]]
+    if len(agents) == 1:
+        cols, each = "profiled", ""
+    else:
+        cols = " | ".join(p["label"] for p in agents)
+        each = " (%s)" % ", ".join(p["label"] for p in agents)
+    lines += ["", "| services | units/busy-s before | %s | after | profiled / mean of "
+              "unprofiled%s | per CPU-s, profiled / unprofiled | units/s, profiled / "
+              "unprofiled | cores (before, %s, after) |" % (
+                  cols, each, "profiled" if len(agents) == 1 else
+                  ", ".join(p["label"] for p in agents)),
+              "| --- | ---: | %s---: | ---: | ---: | ---: | --- |" % ("---: | " * len(agents))]
     for kind in ("batch", "web", "idle", "all"):
-        r = [res[ph]["rates"][kind] for ph in ("base1", "profiled", "base2")]
-        rt, rw = ratio(res, kind, "units_per_busy_s"), ratio(res, kind, "units_per_s")
-        rc = ratio(res, kind, "units_per_cpu_s")
-        lines.append("| %s | %.0f | %.0f | %.0f | %s | %s | %s | %.3f, %.3f, %.3f |" % (
-            kind, *(x["units_per_busy_s"] or 0 for x in r),
-            *("-" if v is None else "%.3f" % v for v in (rt, rc, rw)),
-            *(x["cores"] for x in r)))
-    steps = {ph: res[ph]["steps_units_per_busy_s"] for ph in ("base1", "profiled", "base2")}
-    sp = ["%s %.0f-%.0f" % (ph, min(v), max(v)) for ph, v in steps.items() if v]
+        r = [x["rates"][kind] for x in phases]
+        rat = [", ".join(fmt(ratio(res, p, kind, key), "%.3f") for p in agents)
+               for key in ("units_per_busy_s", "units_per_cpu_s", "units_per_s")]
+        lines.append("| %s | %s | %s | %s |" % (
+            kind, " | ".join("%.0f" % (x["units_per_busy_s"] or 0) for x in r),
+            " | ".join(rat), ", ".join("%.3f" % x["cores"] for x in r)))
+    sp = ["%s %.0f-%.0f" % (("profiled" if len(agents) == 1 else agents[i - 1]["label"])
+                            if 0 < i <= len(agents) else names[i], min(v), max(v))
+          for i, v in enumerate(x["steps_units_per_busy_s"] for x in phases) if v]
     lines += ["", "- the all-services capacity over 10-s steps (units/busy-s, min-max): "
               + "; ".join(sp), ""]
     return "\n".join(lines)
@@ -563,14 +779,42 @@ def save(outdir, res, final=True):
     return t
 
 
+def old_form(res):
+    """An agent.json of one agent phase, from before --agent-push, in today's form."""
+    keys = ("command", "bpf_stats", "startup_s", "profiled", "stop_s", "wall_s", "exit_status",
+            "cpu_before_stop_s", "bpf_s", "bpf_runs", "timeline", "log", "log_tail", "sink",
+            "sink_cpu_s", "files", "files_bytes", "files_services")
+    ph = dict(kind="pyroscope", label="pyroscope", only=True, log_file="agent.log",
+              loadavg_start=res["loadavg_start"], loadavg_end=res.get("loadavg_end"))
+    ph.update((k, res.pop(k)) for k in keys if k in res)
+    res.update(push=["pyroscope"], order=["pyroscope"], agents=[ph])
+    return res
+
+
+def parse_push(value):
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in KINDS]
+    if not kinds or bad or len(set(kinds)) != len(kinds):
+        raise argparse.ArgumentTypeError("a comma-separated list of distinct kinds of %s"
+                                         % ", ".join(KINDS))
+    return kinds
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="scripts/bench --agent-only",
                                  description="issue #21 item 6: pyprof-bpf agent's cost on 20 "
-                                             "service-like Pythons, beside them unprofiled")
+                                             "service-like Pythons, beside them unprofiled; "
+                                             "issue #36: its push kinds side by side")
     ap.add_argument("--agent-secs", type=int, default=180, metavar="N",
-                    help="seconds the agent runs (default 180; the issue's figure: 3600)")
+                    help="seconds the agent runs in each of its phases (default 180; issue "
+                         "#21's figure: 3600)")
     ap.add_argument("--agent-base-secs", type=int, default=60, metavar="N",
                     help="seconds of each unprofiled phase, before and after (default 60)")
+    ap.add_argument("--agent-push", type=parse_push, default=["pyroscope"], metavar="KINDS",
+                    help="the push kinds, comma-separated (%s; default pyroscope: one agent "
+                         "phase). With two or more, each runs twice, mirrored (A B B A), on "
+                         "the same services, and the report compares them (the CPU a window "
+                         "and a sample, each kind over the first)" % ", ".join(KINDS))
     ap.add_argument("--binary", default=os.path.join(REPO, "pyprof-bpf"))
     ap.add_argument("--out", help="results directory (default %s/<UTC time>-agent)" % BENCH_DIR)
     ap.add_argument("--report", metavar="JSON",
@@ -579,11 +823,14 @@ def main(argv):
     if args.report:
         with open(args.report) as f:
             res = json.load(f)
-        logpath = os.path.join(os.path.dirname(args.report), "logs", "agent.log")
-        if os.path.exists(logpath):
-            with open(logpath) as f:
-                res["log"] = parse_agent_log(f.read())
-        res["derived"] = derive(res)
+        if "agents" not in res:
+            res = old_form(res)
+        for ph in res["agents"]:
+            logpath = os.path.join(os.path.dirname(args.report), "logs", ph["log_file"])
+            if os.path.exists(logpath):
+                with open(logpath) as f:
+                    ph["log"] = parse_agent_log(f.read())
+            ph["derived"] = derive(ph)
         print(text(res))
         return 0
     if os.geteuid() != 0:
@@ -608,15 +855,17 @@ def main(argv):
         binary, version = copy_binary(args.binary, outdir)
         git = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
                              capture_output=True, text=True).stdout.strip()
-        log("agent: 20 services, %d s unprofiled, %d s with the agent, %d s unprofiled "
-            "(about %.0f min); results in %s" % (args.agent_base_secs, args.agent_secs,
-                                                 args.agent_base_secs,
-                                                 (args.agent_secs + 2 * args.agent_base_secs
-                                                  + 20) / 60, outdir))
-        res = run(binary, args.agent_secs, args.agent_base_secs, work_host, work_seen, logdir,
-                  lambda r: save(outdir, r, final=False))
+        order = phase_order(args.agent_push)
+        log("agent: 20 services, %d s unprofiled, %d s with the agent (%s), %d s unprofiled "
+            "(about %.0f min); results in %s" % (
+                args.agent_base_secs, args.agent_secs * len(order),
+                ", ".join("--push %s %d s" % (k, args.agent_secs) for k in order),
+                args.agent_base_secs,
+                (len(order) * (args.agent_secs + 10) + 2 * args.agent_base_secs + 20) / 60,
+                outdir))
+        res = run(binary, args.agent_push, args.agent_secs, args.agent_base_secs, work_host,
+                  work_seen, logdir, lambda r: save(outdir, r, final=False))
         res["git"], res["version"] = git, version
-        res["derived"] = derive(res)
     except KeyboardInterrupt:
         log("agent: interrupted")
         return 130
