@@ -1,4 +1,5 @@
 """The fixtures every test module may ask for (helpers are in tests/lib/)."""
+import glob
 import os
 import re
 import shutil
@@ -43,12 +44,17 @@ def outdrv(tmp_path_factory):
     srcs = [os.path.join(ROOT, "tests", "tools", "outdrv.c")] + sorted(
         os.path.join(ROOT, "user", "output", f)
         for f in os.listdir(os.path.join(ROOT, "user", "output"))
-        if re.match(r"(output.*|json_writer|frame_name|flamegraph_js)\.c$", f)) + sorted(
+        if re.match(r"(output.*|otlp.*|json_writer|frame_name|flamegraph_js)\.c$", f)) + sorted(
         os.path.join(ROOT, "user", "util", f)
         for f in os.listdir(os.path.join(ROOT, "user", "util")) if f.endswith(".c"))
+    # pprof's and OTLP's messages: the C the build generated (make first).
+    proto = os.path.join(ROOT, ".output", "proto")
+    gen = sorted(glob.glob(os.path.join(proto, "**", "*.pb-c.c"), recursive=True))
+    if not gen:
+        pytest.fail(".output/proto has no generated .pb-c.c: run make")
     run([cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
          "-Wno-missing-field-initializers", "-D_GNU_SOURCE", "-Iuser", "-Ibpf",
-         "-o", exe] + srcs + ["-lz"], cwd=ROOT)
+         "-I" + proto, "-o", exe] + srcs + gen + ["-lprotobuf-c", "-lz"], cwd=ROOT)
     return exe
 
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * output_pprof.c - pprof's profile.proto, gzipped, encoded by hand.
+ * output_pprof.c - pprof's profile.proto, gzipped: the model's tables as
+ * the messages protoc-c generates from google/pprof's profile.proto
+ * (Debian's golang-github-google-pprof-dev, scripts/fetch-protos.sh),
+ * packed by libprotobuf-c.
  *
  * Sample types [samples/count, cpu/nanoseconds] (cpu is the default), period
  * type cpu/nanoseconds with the recording's period. One sample per distinct
@@ -23,89 +26,16 @@
  * without a symbol is named "[<DSO basename>]" (as stackcollapse-perf.pl
  * names it), not "[unknown]", so that pprof does not merge all of them.
  *
- * profile.proto field numbers used (github.com/google/pprof proto/profile.proto):
- *   Profile: 1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
- *            6 string_table, 10 duration_nanos, 9 time_nanos, 11 period_type,
- *            12 period, 14 default_sample_type
- *   ValueType: 1 type, 2 unit         Sample: 1 location_id, 2 value, 3 label
- *   Label: 1 key, 2 str, 3 num        Mapping: 1 id, 2 memory_start,
- *            3 memory_limit, 4 file_offset, 5 filename, 6 build_id, 7-9 has_*
- *   Location: 1 id, 2 mapping_id, 3 address, 4 line
- *   Line: 1 function_id, 2 line
- *   Function: 1 id, 2 name, 3 system_name, 4 filename, 5 start_line
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include "output/internal.h"
+#include "perftools/profiles/profile.pb-c.h"
 
-struct pbuf {
-	uint8_t *p;
-	size_t n, cap;
-	int err;
-};
-
-static void pb_bytes(struct pbuf *b, const void *d, size_t len)
-{
-	if (b->err)
-		return;
-	if (b->n + len > b->cap) {
-		size_t ncap = b->cap ? b->cap : 4096;
-		uint8_t *np;
-
-		while (ncap < b->n + len)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->n, d, len);
-	b->n += len;
-}
-
-static void pb_varint(struct pbuf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	pb_bytes(b, tmp, n);
-}
-
-enum { WT_VARINT = 0, WT_LEN = 2 };
-
-static void pb_key(struct pbuf *b, unsigned int field, unsigned int wt)
-{
-	pb_varint(b, (uint64_t)field << 3 | wt);
-}
-
-/* A varint field, skipped when zero (proto3 default). */
-static void pb_uint(struct pbuf *b, unsigned int field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_key(b, field, WT_VARINT);
-	pb_varint(b, v);
-}
-
-/* Append @sub as a length-delimited field and empty it. */
-static void pb_sub(struct pbuf *b, unsigned int field, struct pbuf *sub)
-{
-	if (sub->err && !b->err)
-		b->err = sub->err;
-	pb_key(b, field, WT_LEN);
-	pb_varint(b, sub->n);
-	pb_bytes(b, sub->p, sub->n);
-	sub->n = 0;
-}
+/* Sample types at most: the count, and one per event (-e takes 4). */
+#define PP_MAX_TYPES 8
 
 struct pprof_ctx {
 	struct out_strtab strs;	/* string_table; id 0 is "" */
@@ -145,15 +75,15 @@ static uint64_t str(struct pprof_ctx *c, const char *s)
 	return (uint64_t)id;
 }
 
-static void value_type(struct pprof_ctx *c, struct pbuf *b, struct pbuf *sub,
-		       unsigned int field, const char *type, const char *unit)
+static void value_type(struct pprof_ctx *c, Perftools__Profiles__ValueType *vt,
+		       const char *type, const char *unit)
 {
-	pb_uint(sub, 1, str(c, type));
-	pb_uint(sub, 2, str(c, unit));
-	pb_sub(b, field, sub);
+	*vt = (Perftools__Profiles__ValueType)PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	vt->type = (int64_t)str(c, type);
+	vt->unit = (int64_t)str(c, unit);
 }
 
-static int gzip_out(struct output *o, const struct pbuf *b)
+static int gzip_out(struct output *o, const uint8_t *p, size_t n)
 {
 	uint8_t chunk[16384];
 	z_stream zs;
@@ -164,8 +94,8 @@ static int gzip_out(struct output *o, const struct pbuf *b)
 	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
-	zs.next_in = b->p;
-	zs.avail_in = (uInt)b->n;
+	zs.next_in = (Bytef *)p;
+	zs.avail_in = (uInt)n;
 	do {
 		zs.next_out = chunk;
 		zs.avail_out = sizeof(chunk);
@@ -367,12 +297,43 @@ static int pprof_add(struct output *o, const struct out_sample *s, uint32_t thre
 	return 0;
 }
 
-/* What pprof_finish() encodes with: the string table, the profile, and two
- * scratch buffers for nested messages. */
+/* What output_pprof__encode() fills: the profile message and the arrays its
+ * repeated fields point into, freed together. */
 struct pp_enc {
 	struct pprof_ctx c;
-	struct pbuf b, sub, sub2;
+	Perftools__Profiles__Profile prof;
+	Perftools__Profiles__ValueType vts[PP_MAX_TYPES + 1], *vtp[PP_MAX_TYPES];
+	Perftools__Profiles__Sample *smp, **smpp;
+	uint64_t *locids;
+	int64_t *values;
+	Perftools__Profiles__Label *lbl, **lblp;
+	Perftools__Profiles__Mapping *map, **mapp;
+	Perftools__Profiles__Function *fn, **fnp;
+	Perftools__Profiles__Location *loc, **locp;
+	Perftools__Profiles__Line *line, **linep;
+	int64_t *comments;
 };
+
+static void pp_enc_free(struct pp_enc *e)
+{
+	free(e->smp);
+	free(e->smpp);
+	free(e->locids);
+	free(e->values);
+	free(e->lbl);
+	free(e->lblp);
+	free(e->map);
+	free(e->mapp);
+	free(e->fn);
+	free(e->fnp);
+	free(e->loc);
+	free(e->locp);
+	free(e->line);
+	free(e->linep);
+	free(e->comments);
+	free(e->prof.string_table);
+	out_strtab__clear(&e->c.strs);
+}
 
 /* Several events: which one a stack's root frame ("[page-faults]") names;
  * its weight goes in that event's sample type. */
@@ -388,205 +349,266 @@ static uint32_t pp_event_of(const struct output_opts *opts, const struct out_fra
 	return 0;
 }
 
+/* A sample's labels: pid, thread_id, thread_name. */
+static void pp_labels(struct pp_enc *e, const struct out_thread *t, uint32_t i)
+{
+	Perftools__Profiles__Label *l = &e->lbl[3 * i];
+
+	for (int k = 0; k < 3; k++) {
+		l[k] = (Perftools__Profiles__Label)PERFTOOLS__PROFILES__LABEL__INIT;
+		e->lblp[3 * i + k] = &l[k];
+	}
+	l[0].key = (int64_t)str(&e->c, "pid");
+	l[0].num = t->pid;
+	l[1].key = (int64_t)str(&e->c, "thread_id");
+	l[1].num = t->tid;
+	l[2].key = (int64_t)str(&e->c, "thread_name");
+	l[2].str = (int64_t)str(&e->c, t->name);
+	e->smp[i].n_label = 3;
+	e->smp[i].label = &e->lblp[3 * i];
+}
+
 /* The samples: one per aggregate, location ids leaf first (a frame's id +
  * 1); with several events, without the event's root frame, their weight in
  * its event's value. */
-static void pp_samples(struct pp_enc *e, const struct out_model *m, const struct output_opts *opts,
-		       uint32_t *path)
+static int pp_samples(struct pp_enc *e, const struct out_model *m, const struct output_opts *opts,
+		      uint32_t *path, size_t ntypes)
 {
-	struct pbuf *sub = &e->sub, *sub2 = &e->sub2;
 	uint32_t skip = opts->nevents > 1;
+	size_t nlocs = 0, at = 0;
 
-	for (uint32_t i = 0; i < m->naggs && !e->b.err; i++) {
+	for (uint32_t i = 0; i < m->naggs; i++)
+		nlocs += output__node_path(m, m->aggs[i].node, path);
+	e->smp = calloc(m->naggs + 1, sizeof(*e->smp));
+	e->smpp = calloc(m->naggs + 1, sizeof(*e->smpp));
+	e->locids = calloc(nlocs + 1, sizeof(*e->locids));
+	e->values = calloc((size_t)m->naggs * ntypes + 1, sizeof(*e->values));
+	e->lbl = calloc(3 * (size_t)m->naggs + 1, sizeof(*e->lbl));
+	e->lblp = calloc(3 * (size_t)m->naggs + 1, sizeof(*e->lblp));
+	if (!e->smp || !e->smpp || !e->locids || !e->values || !e->lbl || !e->lblp)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->naggs; i++) {
 		const struct out_agg *a = &m->aggs[i];
-		const struct out_thread *t = &m->threads[a->thread];
 		uint32_t n = output__node_path(m, a->node, path);
 		uint32_t ev = skip && n ? pp_event_of(opts, &m->frames[path[0]]) : 0;
+		Perftools__Profiles__Sample *s = &e->smp[i];
+		int64_t *v = &e->values[(size_t)i * ntypes];
 
-		pb_key(sub, 1, WT_LEN);
+		*s = (Perftools__Profiles__Sample)PERFTOOLS__PROFILES__SAMPLE__INIT;
+		s->location_id = &e->locids[at];
 		for (uint32_t j = 0; j + skip < n; j++)
-			pb_varint(sub2, (uint64_t)path[n - 1 - j] + 1);
-		pb_varint(sub, sub2->n);
-		pb_bytes(sub, sub2->p, sub2->n);
-		sub2->n = 0;
-		pb_key(sub, 2, WT_LEN);
-		pb_varint(sub2, a->count);
+			e->locids[at + s->n_location_id++] = (uint64_t)path[n - 1 - j] + 1;
+		at += s->n_location_id;
+		v[0] = (int64_t)a->count;
 		for (uint32_t k = 0; k < opts->nevents && skip; k++)
-			pb_varint(sub2, k == ev ? a->weight : 0);
+			v[1 + k] = k == ev ? (int64_t)a->weight : 0;
 		if (!skip)
-			pb_varint(sub2, a->weight);
-		pb_varint(sub, sub2->n);
-		pb_bytes(sub, sub2->p, sub2->n);
-		sub2->n = 0;
-		/* Labels; a label's num may be 0, so it is written even when 0. */
-		pb_uint(sub2, 1, str(&e->c, "pid"));
-		pb_key(sub2, 3, WT_VARINT);
-		pb_varint(sub2, (uint64_t)(int64_t)t->pid);
-		pb_sub(sub, 3, sub2);
-		pb_uint(sub2, 1, str(&e->c, "thread_id"));
-		pb_key(sub2, 3, WT_VARINT);
-		pb_varint(sub2, (uint64_t)(int64_t)t->tid);
-		pb_sub(sub, 3, sub2);
-		pb_uint(sub2, 1, str(&e->c, "thread_name"));
-		pb_uint(sub2, 2, str(&e->c, t->name));
-		pb_sub(sub, 3, sub2);
-		pb_sub(&e->b, 2, sub);
+			v[1] = (int64_t)a->weight;
+		s->n_value = ntypes;
+		s->value = v;
+		pp_labels(e, &m->threads[a->thread], i);
+		e->smpp[i] = s;
 	}
+	e->prof.n_sample = m->naggs;
+	e->prof.sample = e->smpp;
+	return 0;
+}
+
+/* A mapping: fully symbolized, so tools do not symbolize it again. */
+static void pp_mapping(struct pp_enc *e, uint32_t i, uint64_t start, uint64_t limit,
+		       uint64_t offset, const char *file, const char *build_id)
+{
+	Perftools__Profiles__Mapping *mp = &e->map[i];
+
+	*mp = (Perftools__Profiles__Mapping)PERFTOOLS__PROFILES__MAPPING__INIT;
+	mp->id = (uint64_t)i + 1;
+	mp->memory_start = start;
+	mp->memory_limit = limit;
+	mp->file_offset = offset;
+	mp->filename = (int64_t)str(&e->c, file);
+	mp->build_id = build_id ? (int64_t)str(&e->c, build_id) : 0;
+	mp->has_functions = mp->has_filenames = mp->has_line_numbers = 1;
+	e->mapp[i] = mp;
 }
 
 /* The mappings: 1 for the Python frames, then the native DSOs' (id 2...). */
-static void pp_mappings(struct pp_enc *e, const struct out_model *m, const struct pp_state *st)
+static int pp_mappings(struct pp_enc *e, const struct out_model *m, const struct pp_state *st)
 {
-	struct pbuf *sub = &e->sub;
+	uint32_t n = 1 + (st ? st->nmaps : 0);
 
-	/* One mapping, fully symbolized: tools must not try to symbolize it. */
-	pb_uint(sub, 1, 1);
-	pb_uint(sub, 5, str(&e->c, m->nthreads ? m->threads[0].comm : "python"));
-	pb_uint(sub, 7, 1);
-	pb_uint(sub, 8, 1);
-	pb_uint(sub, 9, 1);
-	pb_sub(&e->b, 3, sub);
-	for (uint32_t i = 0; st && i < st->nmaps && !e->b.err; i++) {
-		const struct pp_mapping *mp = &st->maps[i];
+	e->map = calloc(n, sizeof(*e->map));
+	e->mapp = calloc(n, sizeof(*e->mapp));
+	if (!e->map || !e->mapp)
+		return -ENOMEM;
+	pp_mapping(e, 0, 0, 0, 0, m->nthreads ? m->threads[0].comm : "python", NULL);
+	for (uint32_t i = 1; i < n; i++) {
+		const struct pp_mapping *mp = &st->maps[i - 1];
 
-		pb_uint(sub, 1, (uint64_t)i + 2);
-		pb_uint(sub, 2, mp->start);
-		pb_uint(sub, 3, mp->limit);
-		pb_uint(sub, 4, mp->offset);
-		pb_uint(sub, 5, str(&e->c, mp->file));
-		if (mp->build_id)
-			pb_uint(sub, 6, str(&e->c, mp->build_id));
-		pb_uint(sub, 7, 1);
-		pb_uint(sub, 8, 1);
-		pb_uint(sub, 9, 1);
-		pb_sub(&e->b, 3, sub);
+		pp_mapping(e, i, mp->start, mp->limit, mp->offset, mp->file, mp->build_id);
 	}
+	e->prof.n_mapping = n;
+	e->prof.mapping = e->mapp;
+	return 0;
 }
 
 /* The functions: one per (name, file, first line, kind) (output_funcs.c);
  * function id = its index + 1. */
-static void pp_functions(struct pp_enc *e, const struct out_model *m, const struct out_funcs *fx)
+static int pp_functions(struct pp_enc *e, const struct out_model *m, const struct out_funcs *fx)
 {
-	struct pbuf *sub = &e->sub;
-
-	for (uint32_t id = 0; id < fx->n && !e->b.err; id++) {
+	e->fn = calloc(fx->n + 1, sizeof(*e->fn));
+	e->fnp = calloc(fx->n + 1, sizeof(*e->fnp));
+	if (!e->fn || !e->fnp)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < fx->n; id++) {
 		const struct out_frame *fr = &m->frames[fx->first[id]];
+		Perftools__Profiles__Function *f = &e->fn[id];
 		char unk[256];
 		const char *name = out_func__name(fr, unk, sizeof(unk));
 
-		pb_uint(sub, 1, (uint64_t)id + 1);
-		pb_uint(sub, 2, str(&e->c, name));
-		pb_uint(sub, 3, str(&e->c, name));
-		pb_uint(sub, 4, str(&e->c, fr->kind == OUT_FRAME_KERNEL ? "[kernel.kallsyms]" :
-				    fr->file));
-		pb_uint(sub, 5, (uint64_t)fr->firstlineno);
-		pb_sub(&e->b, 5, sub);
+		*f = (Perftools__Profiles__Function)PERFTOOLS__PROFILES__FUNCTION__INIT;
+		f->id = (uint64_t)id + 1;
+		f->name = f->system_name = (int64_t)str(&e->c, name);
+		f->filename = (int64_t)str(&e->c, fr->kind == OUT_FRAME_KERNEL ?
+						   "[kernel.kallsyms]" : fr->file);
+		f->start_line = fr->firstlineno;
+		e->fnp[id] = f;
 	}
+	e->prof.n_function = fx->n;
+	e->prof.function = e->fnp;
+	return 0;
 }
 
 /* The locations: one per frame, its function and line (and address in its
  * native mapping). */
-static void pp_locations(struct pp_enc *e, const struct out_model *m, const struct pp_state *st,
-			 const struct out_funcs *fx)
+static int pp_locations(struct pp_enc *e, const struct out_model *m, const struct pp_state *st,
+			const struct out_funcs *fx)
 {
-	for (uint32_t i = 0; i < m->nframes && !e->b.err; i++) {
+	e->loc = calloc(m->nframes + 1, sizeof(*e->loc));
+	e->locp = calloc(m->nframes + 1, sizeof(*e->locp));
+	e->line = calloc(m->nframes + 1, sizeof(*e->line));
+	e->linep = calloc(m->nframes + 1, sizeof(*e->linep));
+	if (!e->loc || !e->locp || !e->line || !e->linep)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->nframes; i++) {
 		uint32_t mp = st && i < st->nframes ? st->mapping[i] : 0;
+		Perftools__Profiles__Location *l = &e->loc[i];
 
-		pb_uint(&e->sub, 1, (uint64_t)i + 1);
-		pb_uint(&e->sub, 2, (uint64_t)mp + 1);
-		if (mp)
-			pb_uint(&e->sub, 3, st->addr[i]);
-		pb_uint(&e->sub2, 1, (uint64_t)fx->of[i] + 1);
-		pb_uint(&e->sub2, 2, (uint64_t)m->frames[i].line);
-		pb_sub(&e->sub, 4, &e->sub2);
-		pb_sub(&e->b, 4, &e->sub);
+		*l = (Perftools__Profiles__Location)PERFTOOLS__PROFILES__LOCATION__INIT;
+		e->line[i] = (Perftools__Profiles__Line)PERFTOOLS__PROFILES__LINE__INIT;
+		l->id = (uint64_t)i + 1;
+		l->mapping_id = (uint64_t)mp + 1;
+		l->address = mp ? st->addr[i] : 0;
+		e->line[i].function_id = (uint64_t)fx->of[i] + 1;
+		e->line[i].line = m->frames[i].line;
+		e->linep[i] = &e->line[i];
+		l->n_line = 1;
+		l->line = &e->linep[i];
+		e->locp[i] = l;
 	}
+	e->prof.n_location = m->nframes;
+	e->prof.location = e->locp;
+	return 0;
 }
 
-/* Times, the period, and the string table last: every string is known by now. */
-static void pp_tail(struct pp_enc *e, const struct output *o)
+/* Times, the period, the comments, and the string table last: every string
+ * is known by now. */
+static int pp_tail(struct pp_enc *e, const struct output *o, size_t ntypes)
 {
 	const struct out_model *m = &o->m;
+	const char *first = o->opts.nevents > 1 ? o->opts.events[0] : pprof_kind(o);
 
-	pb_uint(&e->b, 9, o->opts.start_time_ns);
-	pb_uint(&e->b, 10, o->opts.duration_ns ? o->opts.duration_ns : m->last_ts - m->first_ts);
-	if (o->opts.nevents > 1) {	/* the first event's */
-		value_type(&e->c, &e->b, &e->sub, 11, o->opts.events[0],
-			   pp_event_unit(o->opts.events[0]));
-		pb_uint(&e->b, 12, m->first_period);
-		pb_uint(&e->b, 14, str(&e->c, o->opts.events[0]));
-	} else {
-		value_type(&e->c, &e->b, &e->sub, 11, pprof_kind(o), pprof_unit(o));
-		pb_uint(&e->b, 12, m->first_period);
-		pb_uint(&e->b, 14, str(&e->c, pprof_kind(o)));
-	}
+	e->prof.time_nanos = (int64_t)o->opts.start_time_ns;
+	e->prof.duration_nanos = (int64_t)(o->opts.duration_ns ? o->opts.duration_ns :
+						  m->last_ts - m->first_ts);
+	/* The period is the first event's with several. */
+	value_type(&e->c, &e->vts[ntypes], first,
+		   o->opts.nevents > 1 ? pp_event_unit(first) : pprof_unit(o));
+	e->prof.period_type = &e->vts[ntypes];
+	e->prof.period = (int64_t)m->first_period;
+	e->prof.default_sample_type = (int64_t)str(&e->c, first);
+	e->comments = calloc(o->opts.ncomments + 1, sizeof(*e->comments));
+	if (!e->comments)
+		return -ENOMEM;
 	for (size_t i = 0; i < o->opts.ncomments; i++)
-		pb_uint(&e->b, 13, str(&e->c, o->opts.comments[i]));
-	for (uint32_t i = 0; i < e->c.strs.n; i++) {
-		size_t len = strlen(e->c.strs.strs[i]);
-
-		pb_key(&e->b, 6, WT_LEN);
-		pb_varint(&e->b, len);
-		pb_bytes(&e->b, e->c.strs.strs[i], len);
-	}
+		e->comments[i] = (int64_t)str(&e->c, o->opts.comments[i]);
+	e->prof.n_comment = o->opts.ncomments;
+	e->prof.comment = e->comments;
+	if (e->c.err)
+		return e->c.err;
+	e->prof.string_table = calloc(e->c.strs.n + 1, sizeof(*e->prof.string_table));
+	if (!e->prof.string_table)
+		return -ENOMEM;
+	memcpy(e->prof.string_table, e->c.strs.strs, e->c.strs.n * sizeof(char *));
+	e->prof.n_string_table = e->c.strs.n;
+	return 0;
 }
 
-/* The profile.proto bytes of @o's model, not compressed, into *@out
- * (malloc'd, *@len bytes). 0 or -errno. */
+/* The sample types: samples/count, then cpu/nanoseconds (or what --mode
+ * or -e weighs), or one per event. */
+static size_t pp_sample_types(struct pp_enc *e, const struct output *o)
+{
+	size_t n = 0;
+
+	value_type(&e->c, &e->vts[n++], "samples", "count");
+	if (o->opts.nevents > 1)
+		for (uint32_t k = 0; k < o->opts.nevents && n < PP_MAX_TYPES; k++)
+			value_type(&e->c, &e->vts[n++], o->opts.events[k],
+				   pp_event_unit(o->opts.events[k]));
+	else
+		value_type(&e->c, &e->vts[n++], pprof_kind(o), pprof_unit(o));
+	for (size_t i = 0; i < n; i++)
+		e->vtp[i] = &e->vts[i];
+	e->prof.n_sample_type = n;
+	e->prof.sample_type = e->vtp;
+	return n;
+}
+
 int output_pprof__encode(struct output *o, uint8_t **out, size_t *len)
 {
 	const struct pp_state *st = o->priv;
 	const struct out_model *m = &o->m;
-	struct pp_enc e = { 0 };
+	struct pp_enc e = { .prof = PERFTOOLS__PROFILES__PROFILE__INIT };
 	struct out_funcs fx = { 0 };
-	uint32_t *path = NULL;
+	uint32_t *path = out_model__path_buf(m);
+	size_t ntypes;
 	int err;
 
 	str(&e.c, "");
-	path = out_model__path_buf(m);
-	if (!path) {
-		err = -ENOMEM;
-		goto out;
-	}
-	value_type(&e.c, &e.b, &e.sub, 1, "samples", "count");
-	if (o->opts.nevents > 1)
-		for (uint32_t k = 0; k < o->opts.nevents; k++)
-			value_type(&e.c, &e.b, &e.sub, 1, o->opts.events[k],
-				   pp_event_unit(o->opts.events[k]));
-	else
-		value_type(&e.c, &e.b, &e.sub, 1, pprof_kind(o), pprof_unit(o));
-	pp_samples(&e, m, &o->opts, path);
-	pp_mappings(&e, m, st);
-	err = out_funcs__build(m, &fx);
-	if (err)
-		goto out;
-	pp_functions(&e, m, &fx);
-	pp_locations(&e, m, st, &fx);
-	pp_tail(&e, o);
-	err = e.c.err ? e.c.err : e.b.err ? e.b.err : e.sub.err ? e.sub.err : e.sub2.err;
+	ntypes = pp_sample_types(&e, o);
+	err = path ? pp_samples(&e, m, &o->opts, path, ntypes) : -ENOMEM;
+	if (!err)
+		err = pp_mappings(&e, m, st);
+	if (!err)
+		err = out_funcs__build(m, &fx);
+	if (!err)
+		err = pp_functions(&e, m, &fx);
+	if (!err)
+		err = pp_locations(&e, m, st, &fx);
+	if (!err)
+		err = pp_tail(&e, o, ntypes);
 	if (!err) {
-		*out = e.b.p;
-		*len = e.b.n;
-		e.b.p = NULL;
+		*len = perftools__profiles__profile__get_packed_size(&e.prof);
+		*out = malloc(*len ? *len : 1);
+		if (*out)
+			perftools__profiles__profile__pack(&e.prof, *out);
+		else
+			err = -ENOMEM;
 	}
-out:
 	out_funcs__free(&fx);
 	free(path);
-	free(e.b.p);
-	free(e.sub.p);
-	free(e.sub2.p);
-	out_strtab__clear(&e.c.strs);
+	pp_enc_free(&e);
 	return err;
 }
 
 static int pprof_finish(struct output *o)
 {
-	struct pbuf b = { 0 };
-	int err = output_pprof__encode(o, &b.p, &b.n);
+	uint8_t *p = NULL;
+	size_t n = 0;
+	int err = output_pprof__encode(o, &p, &n);
 
 	if (!err)
-		err = gzip_out(o, &b);
-	free(b.p);
+		err = gzip_out(o, p, n);
+	free(p);
 	return err;
 }
 
