@@ -66,6 +66,10 @@ OTHER_TOOLS = {
     # docker run: running us in a container
     "--rm": "docker", "--privileged": "docker", "--cap-add": "docker",
     "--security-opt": "docker",
+    # the OpenTelemetry Collector that takes --push otlp, curl posting a
+    # record --format otlp file to it, protoc decoding one
+    "--config": "otelcol", "--feature-gates": "otelcol", "--data-binary": "curl",
+    "--decode": "protoc",
 }
 
 LONG_OPT = re.compile(r"(?<![\w./=-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
