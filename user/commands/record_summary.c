@@ -169,11 +169,20 @@ void recording__print_summary(struct recording *rec, const struct sampler_stats 
 	if (rvst.clipped_ns)
 		fprintf(stderr, "pyprof-bpf: %.3f s of off-CPU time after the %g s duration "
 			"was left out\n", rvst.clipped_ns / 1e9, env->duration);
-	if (st->truncated)
+	if (st->truncated > st->cut)
 		fprintf(stderr, "pyprof-bpf: %llu samples had more than %ld Python frames: "
 			"their outermost ones are cut at [truncated]; --max-depth N keeps more "
-			"(above %d, with the remote backend)\n", (unsigned long long)st->truncated,
-			env->max_frames, PYPROF_MAX_FRAMES);
+			"(above %d, with the remote backend)\n",
+			(unsigned long long)(st->truncated - st->cut), env->max_frames,
+			PYPROF_MAX_FRAMES);
+	if (st->cut)
+		fprintf(stderr, "pyprof-bpf: %llu samples are cut at [truncated] where the frame "
+			"cache could not splice their callers, whatever their depth (-v: "
+			"\"mismatched\")\n", (unsigned long long)st->cut);
+	if (st->torn)
+		fprintf(stderr, "pyprof-bpf: %llu samples are [read-fault]: their thread moved "
+			"during every copy of its stack (torn reads, given up)\n",
+			(unsigned long long)st->torn);
 	if (st->stops)
 		fprintf(stderr, "pyprof-bpf: --blocking: the target's threads were stopped %llu "
 			"times, %.3f ms each on average, %.1f%% of the time\n",

@@ -525,6 +525,7 @@ static int process(struct frame_cache *fc, struct fc_thread *t, const struct fra
 		fc->st.mismatches++;
 		emit(fc, r->frames, r->nframes, out);
 		out->status = SAMPLE_TRUNCATED;
+		out->cut = true;
 		if (t) {
 			t->out_is_chain = false;
 			drop_chain(t);

@@ -110,6 +110,10 @@ struct frame_cache_out {
 	bool walk_whole;
 	/* Worth re-anchoring now (frame_cache__reanchor). */
 	bool reanchor;
+	/* The callers could not be spliced (a mismatch): the stack holds the
+	 * record's new frames only, status SAMPLE_TRUNCATED, though it may be
+	 * no deeper than the limit. */
+	bool cut;
 };
 
 struct frame_cache_stats {

@@ -403,9 +403,10 @@ static void walk_plan(const struct remote_sampler *s, struct thread_cache *c)
 /*
  * 3.15: sample @r (its thread @t, cache @c) made whole by the frame cache
  * (the callers below the anchor spliced from it) and its frames cut to
- * Python's; what the cache asks done next for the thread.
+ * Python's; what the cache asks done next for the thread. True when the
+ * callers could not be spliced (the cache then walks the thread whole).
  */
-static void through_frame_cache(struct remote_sampler *s, struct thread_cache *c,
+static bool through_frame_cache(struct remote_sampler *s, struct thread_cache *c,
 				const struct py_thread *t, struct raw_sample *r)
 {
 	const struct py_walk_cache *w = &c->walk;
@@ -438,6 +439,7 @@ static void through_frame_cache(struct remote_sampler *s, struct thread_cache *c
 		c->walk_whole = true;	/* before the write: frame_cache.h */
 		s->reanchor[s->nreanchor++] = *t;
 	}
+	return fo.cut;
 }
 
 /*
@@ -468,16 +470,53 @@ static void reanchor(struct remote_sampler *s)
 	s->nreanchor = 0;
 }
 
+/*
+ * Thread @t's stack (its cache @c; @stopped: it is stopped) into @r, read
+ * at one instant or [read-fault]. 3.15: a walk that stopped at the anchor
+ * whose callers the frame cache could not splice (a copy torn in a way its
+ * checks missed, or an anchor another profiler wrote) is read again whole
+ * at once, rather than delivered cut at [truncated] as a deep stack is;
+ * what that read cannot have is [read-fault] with the frames it has.
+ * 0, or -ESRCH.
+ */
+static int read_stack(struct remote_sampler *s, struct thread_cache *c,
+		      const struct py_thread *t, bool stopped, struct raw_sample *r)
+{
+	struct stack_read *sr = &s->stack;
+	bool cut = false;
+	int rc;
+
+	for (int pass = 0; pass < 2; pass++) {
+		walk_plan(s, c);
+		rc = stack_read__thread(sr, s->proc, t->tstate, &c->walk, stopped);
+		if (rc == -ESRCH)
+			return rc;
+		r->ts_ns = mono_ns();	/* vDSO: per thread is cheap */
+		/* A chain that loops is not a deep stack (no --max-depth shows
+		 * more of it): a read fault as the BPF walk says it, with the
+		 * frames up to the repeat. */
+		r->status = rc || sr->torn || sr->truncated == PY_WALK_LOOPED ?
+			    SAMPLE_READ_FAULT : sr->truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
+		r->nframes = rc || sr->torn ? 0 : (uint32_t)sr->n;
+		r->frames = sr->frames;
+		cut = s->fc && through_frame_cache(s, c, t, r);
+		if (!cut)
+			break;
+	}
+	if (cut)
+		r->status = SAMPLE_READ_FAULT;
+	s->stats.torn += sr->torn;
+	return 0;
+}
+
 /* Sample thread @i of the list, when the mode wants it. 0, or -errno. */
 static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_view *gil,
 			 sample_fn fn, void *ctx)
 {
 	const struct py_thread *t = &s->threads[i];
-	struct stack_read *sr = &s->stack;
 	struct raw_sample r = { 0 };
 	struct thread_cache *c;
 	bool stopped;
-	int rc;
 
 	/* Its caches follow its thread state to index i. */
 	cache_for(s, i, t->tstate);
@@ -495,25 +534,13 @@ static int sample_thread(struct remote_sampler *s, size_t i, const struct gil_vi
 	if (s->opts.mode == SAMPLER_MODE_EXCEPTION &&
 	    (exceptions__type(s->proc, t->tstate, &r.exc_type) || !r.exc_type))
 		return 0;
-	walk_plan(s, c);
-	rc = stack_read__thread(sr, s->proc, t->tstate, &c->walk, stopped);
-	if (rc == -ESRCH)
-		return rc;
 	r.pid = pyproc__pid(s->proc);
 	r.tid = t->host_tid;
-	r.ts_ns = mono_ns();	/* vDSO: per thread is cheap */
-	/* A chain that loops is not a deep stack (no --max-depth shows more
-	 * of it): a read fault as the BPF walk says it, with the frames up to
-	 * the repeat. */
-	r.status = rc || sr->torn || sr->truncated == PY_WALK_LOOPED ? SAMPLE_READ_FAULT :
-		   sr->truncated ? SAMPLE_TRUNCATED : SAMPLE_COMPLETE;
-	r.nframes = rc || sr->torn ? 0 : (uint32_t)sr->n;
-	r.frames = sr->frames;
 	r.kind = SAMPLE_KIND_CPU;
-	if (s->fc)
-		through_frame_cache(s, c, t, &r);
+	if (read_stack(s, c, t, stopped, &r))
+		return -ESRCH;
 	if (s->opts.opcodes)
-		r.opcode = innermost_opcode(s, sr->frames, r.nframes);
+		r.opcode = innermost_opcode(s, r.frames, r.nframes);
 	if (gil->known && (!s->gil.interp || t->interp == s->gil.interp)) {
 		r.flags = SAMPLE_F_GIL_KNOWN;
 		if (t->tstate == gil->holder)

@@ -184,9 +184,12 @@ struct py_walk_cache {
 	unsigned int copy_budget;
 	bool stopped;		/* the thread holds still (thread_stop.h) */
 	/* The last walk's current frame, and the frame where its copy's chain
-	 * did not hold (1: at its end; 0: it held): the same twice running,
-	 * with the thread holding still, is a corrupt chain, not a torn one. */
-	uint64_t top_frame, bad_link;
+	 * did not hold (1: at its end; 0: it held, or broke as a torn copy
+	 * does: the thread moved between the two copies, or the frame was read
+	 * apart from the copy) with a signature of its bytes: the same three
+	 * times running, the thread holding still there, is a corrupt chain,
+	 * not a torn one (stack_read.h). */
+	uint64_t top_frame, bad_link, bad_sig;
 	/*
 	 * 3.15 frame cache (the remote sampler's; user/sampling/frame_cache.h).
 	 * In: keep_links puts the interpreter's links in the output too

@@ -35,7 +35,7 @@ static bool same_stack(const struct py_rawframe *a, const struct py_rawframe *b,
 int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		       struct py_walk_cache *c, bool stopped)
 {
-	uint64_t bad = 0, top = 0;
+	uint64_t bad = 0, top = 0, sig = 0;
 	size_t n2;
 	int rc = 0, t2, same = 0;
 
@@ -51,19 +51,24 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		rc = pyproc__walk_cached(p, tstate, c, r->frames, r->room, &r->n, &r->truncated);
 		/* A copy whose chain did not hold together (frame_sizes.h):
 		 * torn, unless STACK_READ_CORRUPT copies running broke at the
-		 * same link of the same chain, which is then the target's own
-		 * (corrupt; a thread that repeats itself, as alternating.py's
-		 * chains do, can break twice at the same place by chance):
-		 * its frames up to there, as for a link that cannot be read. */
+		 * same link of the same chain, with the same bytes there,
+		 * which is then the target's own (corrupt; a thread that
+		 * repeats itself, as alternating.py's chains do, can break
+		 * twice at the same place by chance): its frames up to there,
+		 * as for a link that cannot be read, or up to the repeat of a
+		 * chain that loops. */
 		r->torn = rc == -EAGAIN;
 		if (r->torn && c && c->bad_link) {
-			/* (copies given up as moving neither count nor break) */
-			same = bad == c->bad_link && top == c->top_frame ? same + 1 : 1;
+			/* (copies given up as moving, or with no sign of a
+			 * corrupt chain, neither count nor break) */
+			same = bad == c->bad_link && top == c->top_frame && sig == c->bad_sig ?
+			       same + 1 : 1;
 			bad = c->bad_link;
 			top = c->top_frame;
+			sig = c->bad_sig;
 			if (same >= STACK_READ_CORRUPT) {
 				r->torn = false;
-				return -EFAULT;
+				return r->truncated == PY_WALK_LOOPED ? 0 : -EFAULT;
 			}
 		}
 		if (r->torn)

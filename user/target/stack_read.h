@@ -27,8 +27,9 @@
 /* Copies of a thread's chunks per read, at most (~3 us each): a thread
  * that moves during 64 running is given up as torn. */
 #define STACK_READ_COPIES 128
-/* Copies in shape but for the same link of the same chain, running, that
- * make it a corrupt chain rather than a torn one. */
+/* Copies in shape but for the same link of the same chain, running, with
+ * the same bytes there (frame_walk.c), that make it a corrupt chain rather
+ * than a torn one. */
 #define STACK_READ_CORRUPT 3
 
 struct stack_read {
@@ -49,9 +50,10 @@ void stack_read__free(struct stack_read *r);
 /*
  * Read the stack of thread state @tstate (its walk cache @c) into r->frames;
  * @stopped: its thread is stopped. 0 (r->torn says whether it was read at
- * one instant), -EFAULT for a chain that breaks at the same place in
- * STACK_READ_CORRUPT copies running (corrupt: r->frames up to there), or
- * pyproc__walk_cached()'s error.
+ * one instant; a chain that loops in STACK_READ_CORRUPT copies running:
+ * r->truncated PY_WALK_LOOPED, r->frames up to the repeat), -EFAULT for a
+ * chain that breaks at the same place in STACK_READ_CORRUPT copies running
+ * (corrupt: r->frames up to there), or pyproc__walk_cached()'s error.
  */
 int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		       struct py_walk_cache *c, bool stopped);

@@ -225,6 +225,12 @@ struct sampler_stats {
 	uint64_t lost;		/* records the kernel could not deliver */
 	uint64_t truncated;
 	uint64_t errors;	/* no Python state + read faults */
+	/* Of truncated: cut where the 3.15 frame cache could not splice
+	 * their callers (frame_cache_out.cut), not for their depth. */
+	uint64_t cut;
+	/* Of errors: the remote backend's reads given up as torn, the
+	 * thread having moved during every copy of its stack. */
+	uint64_t torn;
 	/* Remote backend, --blocking: ticks that stopped the target, and
 	 * how long its threads were stopped in all. */
 	uint64_t stops;

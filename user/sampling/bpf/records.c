@@ -388,6 +388,7 @@ int bpf_records__on_record(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	sampler_stats__count(&s->counts, fo.status);
+	s->counts.cut += fo.cut;
 	if (s->ivs)
 		bpf_intervals__keep_last_stack(s, r, &fo);
 	return deliver_tick(s, r, &fo);
