@@ -58,6 +58,10 @@ after it burn_a() (a sample in the wrong window).
    store answered 500 at first). test_repeated_label: `--label env=a --label
    env=b` is refused, or sends one env label.
 
+Every profile of test_three_versions (both sinks' bodies and the
+--output-dir files) is also read by the real `pprof` (built from Debian's
+google/pprof sources, issue #36): `pprof -raw`'s totals are pprof-format's.
+
 Every line an agent writes on stderr is one prefixed line, "pyprof-bpf agent:"
 (the agent's) or "pyprof-bpf:" (the recording's) (checked
 last). Waits are on conditions (the receiver's state), not fixed sleeps,
@@ -92,6 +96,7 @@ from lib.tool import binary, run_tool
 from lib.interps import by_label
 from lib.procs import out_path, stage_unique, wait_file
 from lib.formats import CONSUMERS, run
+from lib.pprof_tool import raw_totals
 
 pytestmark = [pytest.mark.bpf, pytest.mark.root]
 
@@ -738,6 +743,7 @@ def decode(node_env, tmp_path, items):
             path = str(d / f"{i}-{it.sink}-{it.pid}.pb.gz")
             with open(path, "wb") as f:
                 f.write(it.gz)
+            it.path = path
         else:
             path = it.path
         paths.append(path)
@@ -750,6 +756,16 @@ def decode(node_env, tmp_path, items):
     for it, dec in zip(items, out):
         assert "error" not in dec, f"pprof-format cannot read {it}: {dec['error']}"
         it.dec = dec
+
+
+def check_pprof_tool(items):
+    """The real pprof (issue #36) reads every profile: `pprof -raw`'s totals
+    of each sample type are pprof-format's."""
+    for it in items:
+        totals = raw_totals(it.path)
+        ours = [sum(s["value"][k] for s in it.dec["samples"])
+                for k in range(len(it.dec["sampleType"]))]
+        assert list(totals.values()) == ours, f"{it}: pprof -raw totals {totals}, ours {ours}"
 
 
 class OutFile:
@@ -940,6 +956,7 @@ def test_three_versions(rx, procs, tmp_path, node_env, docker_cgroup):
             files.append(OutFile(os.path.join(outdir, name), m.group(1), int(m.group(2)),
                                  int(m.group(3))))
     decode(node_env, tmp_path, ours(rx, burners) + files)
+    check_pprof_tool(ours(rx, burners) + files)
     grids = {}
     for b in burners:
         py, pa = rx.of("pyroscope", b.pid), rx.of("parca", b.pid)
