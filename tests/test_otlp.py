@@ -25,6 +25,9 @@ generates its C from) and read back by a small text-format parser.
    same recording: the Collector takes the file as it is (200, nothing
    rejected), and what it exports has the same totals as `pprof -raw` of
    the pprof.
+   test_partial_success: a store answering 200 with a partial success
+   (rejected_profiles 1, a message) has each profile counted as refused and
+   said with the store's reason, not as sent, and not sent again.
 4. test_pprof_top_matches_collapsed: `pprof -top` on a `--format pprof` of
    a known workload (tests/targets/otlp_split.py: hot() about 3/4 of the
    CPU, warm() 1/4) gives hot()'s flat share within 3 points of our own
@@ -440,6 +443,51 @@ def test_collector_restart(procs, tmp_path, down, collectors):
         f"the agent never said the Collector was away:\n{agent.stderr}")
     print(f"\nrestart: {len(windows)} windows, all exported, the agent said: "
           + "; ".join(ln for ln in agent.stderr.splitlines() if "otlp" in ln)[:400])
+
+
+RESPONSE = ("opentelemetry.proto.collector.profiles.v1development."
+            "ExportProfilesServiceResponse")
+
+
+def test_partial_success(procs, tmp_path):
+    p = subprocess.run(["protoc", f"--encode={RESPONSE}", f"-I{PROTOS}", SERVICE_PROTO],
+                       input=b'partial_success { rejected_profiles: 1 '
+                             b'error_message: "profile too old" }',
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    answer, posts = p.stdout, []
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            posts.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *a):
+            pass
+
+    srv = _Server(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_address[1]}"
+    try:
+        b = Burner(by_label("system-3.11"), procs, tmp_path, "burn")
+        b.wait_ready()
+        agent = Agent(procs, tmp_path, ["-p", b.pid, "--window", WINDOW, "-F", 99,
+                                        "--spool-dir", str(tmp_path / "spool"),
+                                        "--push", f"otlp={url}"])
+        wait_for(lambda: len(posts) >= 2, "two requests", [agent])
+        agent.stop()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    sent, refused, left = sent_line(agent, url)
+    assert sent == 0 and refused == len(posts) and left == 0, (
+        f"{len(posts)} posts answered with a partial success: the agent says {sent} sent, "
+        f"{refused} refused, {left} left:\n{agent.stderr}")
+    assert "1 of its profiles rejected (profile too old)" in agent.stderr, agent.stderr
 
 
 def record_burner(procs, tmp_path, secs=3):

@@ -8,7 +8,9 @@
 #include "agent/http.h"
 #include "util/errbuf.h"
 
-#define ANSWER_KEEP 200		/* bytes of an error answer kept for the log */
+/* Bytes of an answer kept: an error's start for the log, or a 2xx's body
+ * for its store kind to read (an OTLP partial success). */
+#define ANSWER_KEEP 4096
 
 /* The libcurl calls we make, by the names of their symbols. */
 static struct {
@@ -220,11 +222,18 @@ int http__post(struct http *h, const struct http_post *p, long *status, char *er
 	}
 	curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	if (*status > 299) {
+		h->answer[h->alen > 200 ? 200 : h->alen] = '\0';	/* a line's worth */
 		clean_answer(h->answer);
 		seterr(err, errlen, "HTTP %ld%s%s", *status, h->answer[0] ? ": " : "",
 		       h->answer);
 	}
 	return 0;
+}
+
+const void *http__answer(const struct http *h, size_t *len)
+{
+	*len = h->alen;
+	return h->answer;
 }
 
 char *http__escape(struct http *h, const char *s)

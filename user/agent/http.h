@@ -54,6 +54,10 @@ void http__free(struct http *h);
 int http__post(struct http *h, const struct http_post *p, long *status, char *err,
 	       size_t errlen);
 
+/* The start of the last answer's body (ANSWER_KEEP bytes at most; after
+ * a status past 299, only what the error line kept): *@len bytes. */
+const void *http__answer(const struct http *h, size_t *len);
+
 /* @s escaped for a URL's query into a malloc'd string; NULL: ENOMEM. */
 char *http__escape(struct http *h, const char *s);
 

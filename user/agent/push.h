@@ -28,6 +28,9 @@ struct push_kind {
 	 * request needs) or -ENOMEM. */
 	int (*request)(struct http *h, const char *base, const char *meta,
 		       const void *profile, size_t len, struct push_request *out);
+	/* A 2xx answer's body (@len bytes, maybe cut): how many profiles the
+	 * store says it rejected all the same, the why in @why. NULL: none. */
+	long (*rejected)(const void *answer, size_t len, char *why, size_t whylen);
 };
 
 extern const struct push_kind push_pyroscope;

@@ -10,12 +10,14 @@
  * OTEL_RESOURCE_ATTRIBUTES and the user's --label pairs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agent/push.h"
 #include "agent/spool.h"
 #include "output/otlp.h"
 #include "util/gzip.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
 #define OTLP_PATH "/v1development/profiles"
 
@@ -93,4 +95,29 @@ static int request(struct http *h, const char *base, const char *meta, const voi
 	return 0;
 }
 
-const struct push_kind push_otlp = { .name = "otlp", .request = request };
+/* ExportProfilesServiceResponse's partial_success: rejected_profiles and
+ * its message (control bytes made spaces). A body that is not one: 0. */
+static long rejected(const void *answer, size_t len, char *why, size_t whylen)
+{
+	Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *r =
+		opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__unpack(
+			NULL, len, answer);
+	long n = 0;
+
+	if (!r)
+		return 0;
+	if (r->partial_success && r->partial_success->rejected_profiles > 0) {
+		n = r->partial_success->rejected_profiles > 0x7fffffff ?
+			    0x7fffffff : (long)r->partial_success->rejected_profiles;
+		snprintf(why, whylen, "%s", r->partial_success->error_message ?
+					    r->partial_success->error_message : "");
+		for (char *c = why; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = ' ';
+	}
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__free_unpacked(
+		r, NULL);
+	return n;
+}
+
+const struct push_kind push_otlp = { .name = "otlp", .request = request, .rejected = rejected };

@@ -89,6 +89,26 @@ static void failed(struct shipper *s, const char *err)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A 2xx whose body says the store rejected profiles all the same (OTLP's
+ * partial success): said, and true. Such a profile is not sent again. */
+static int partly_rejected(struct shipper *s, const char *entry)
+{
+	char why[256] = "";
+	const void *answer;
+	size_t len;
+	long n;
+
+	if (!s->o.kind->rejected)
+		return 0;
+	answer = http__answer(s->http, &len);
+	n = s->o.kind->rejected(answer, len, why, sizeof(why));
+	if (n <= 0)
+		return 0;
+	fprintf(stderr, "pyprof-bpf agent: %s %s: profile %s taken, but %ld of its profiles "
+		"rejected (%s)\n", s->o.kind->name, s->o.url, entry, n, why[0] ? why : "no reason given");
+	return 1;
+}
+
 /* One attempt at @entry: 0 delivered or dropped for good, 1 to retry. */
 static int deliver(struct shipper *s, const char *entry)
 {
@@ -118,6 +138,10 @@ static int deliver(struct shipper *s, const char *entry)
 	}
 	free(body);
 	free(meta);
+	if (!rc && status >= 200 && status <= 299 && partly_rejected(s, entry)) {
+		settle(s, entry, &s->st.rejected);
+		return 0;
+	}
 	if (!rc && status >= 200 && status <= 299) {
 		delivered(s, entry);
 		return 0;
