@@ -1251,6 +1251,33 @@ static char *unescape(const char *s)
 	return out;
 }
 
+/* OTEL_RESOURCE_ATTRIBUTES: service.name, the other pairs, and the pairs
+ * as Pyroscope/Parca labels ('.' and '-' made '_'). */
+static void test_resource_attributes(void **state)
+{
+	static const char env[] = "A=1\0OTEL_RESOURCE_ATTRIBUTES= service.name = shop , "
+				  "deployment.environment=prod%20eu,bad key=x,k8s.pod-name=web-1,"
+				  "noeq,=v,empty=\0PYROSCOPE_APPLICATION_NAME=pyro";
+	static const char meta[] = "service_name=shop\npid=7\nresource.deployment.environment="
+				   "prod_eu\nresource.k8s.pod-name=web-1\nlabel.team=a\n";
+	struct proc_labels l;
+	struct got_labels g = { .stop_at = 0 };
+	char out[LABEL_VALUE_MAX];
+
+	(void)state;
+	assert_int_equal(labels__service_from_environ(env, sizeof(env) - 1, out, sizeof(out)), 0);
+	assert_string_equal(out, "shop");	/* before PYROSCOPE_APPLICATION_NAME */
+	/* bad key, noeq, =v and empty= are left out: 3 counted (noeq has no '=') */
+	assert_int_equal(labels__resource_from_environ(env, sizeof(env) - 1, &l), 3);
+	assert_int_equal(l.nresource, 2);
+	assert_string_equal(l.resource[0].key, "deployment.environment");
+	assert_string_equal(l.resource[0].value, "prod_eu");
+	assert_string_equal(l.resource[1].key, "k8s.pod-name");
+	assert_string_equal(l.resource[1].value, "web-1");
+	assert_int_equal(push__each_label(meta, collect, &g), 0);
+	assert_string_equal(g.s, "pid=7;deployment_environment=prod_eu;k8s_pod_name=web-1;team=a;");
+}
+
 static void test_push_pyroscope(void **state)
 {
 	static const char prof[] = "\x1f\x8b\x08\0profile";
@@ -1611,6 +1638,7 @@ int main(void)
 		cmocka_unit_test(test_push_basics),
 		cmocka_unit_test(test_push_parca),
 		cmocka_unit_test(test_push_pyroscope),
+		cmocka_unit_test(test_resource_attributes),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_windows_start_stop),
 	};
