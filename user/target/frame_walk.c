@@ -734,6 +734,15 @@ static void note_break(struct py_walk_cache *c, const struct py_offsets *o, uint
 	c->bad_sig = c->bad_link ? h : 0;
 }
 
+/* A frame the walk of a copy could not read: a break with the same sign
+ * each time it is met again (stack_read.c); -EAGAIN. */
+static int note_fault(struct py_walk_cache *c, uint64_t frame)
+{
+	c->bad_link = frame;
+	c->bad_sig = 1;
+	return -EAGAIN;
+}
+
 /*
  * The walk of a copy ended (at @frame, 0 at the chain's end, after @last,
  * @lastb its bytes, @copied: from the copy; @truncated as the walk says;
@@ -833,8 +842,13 @@ int pyproc__walk_cached(struct pyproc *p, uint64_t tstate, struct py_walk_cache 
 			break;
 		}
 		b = frame_bytes(p, c, snap, frame, at, fb, &rc);
-		if (!b)
+		if (!b) {
+			/* a frame read apart from the copy of a running thread,
+			 * gone since (a generator's), or a corrupt link */
+			if (shape.sizes && rc == -EFAULT)
+				rc = note_fault(c, frame);
 			goto out;
+		}
 		if (b == fb)
 			ready = 0;	/* off the predicted chain */
 		owner = b[o->frame_owner];

@@ -24,9 +24,13 @@
 #include "target/pyproc.h"
 
 #define STACK_READ_TRIES 8
-/* Copies of a thread's chunks per read, at most (~3 us each): a thread
- * that moves during 64 running is given up as torn. */
-#define STACK_READ_COPIES 128
+/* Copies of a thread's chunks per read, at most (3-6 us each): a thread
+ * that moves during all of them is given up as torn. Reads of one that
+ * moves in long spells need many: on docutils_sections.py, 84 reads in
+ * 3,317 took 33-64 copies, 35 took 65-128 and 23 were given up at 128;
+ * twice as many halve those. (STACK_READ_TRIES walks of up to 32 copies
+ * each: frame_walk.c.) */
+#define STACK_READ_COPIES 256
 /* Copies in shape but for the same link of the same chain, running, with
  * the same bytes there (frame_walk.c), that make it a corrupt chain rather
  * than a torn one. */
