@@ -288,6 +288,7 @@ test-deps:
 	scripts/install-deps.sh
 	scripts/provision-pythons.sh
 	scripts/install-consumers.sh
+	scripts/provision-otel.sh
 	scripts/provision-minbase.sh
 	scripts/provision-kernels.sh
 	scripts/provision-sysroot.sh arm64
