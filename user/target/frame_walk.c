@@ -85,6 +85,7 @@ int pyproc__current_frame(struct pyproc *p, uint64_t tstate, uint64_t *frame)
 void py_walk_cache__forget(struct py_walk_cache *c)
 {
 	c->n = 0;
+	c->torn_share = 0;
 	if (c->chunks) {
 		c->chunks->n = 0;
 		c->chunks->napart = 0;
@@ -417,7 +418,9 @@ static int frame_ends_at(struct pyproc *p, struct frame_sizes *fs, const struct 
  * chain under it, whole. A thread preempted there shows it in every copy
  * (0.1-0.7% of docutils_sections.py's samples with other work on the CPUs,
  * each given up as a corrupt chain before). The frame's room must hold a
- * frame's fixed part, which both copies of the newest chunk show alike.
+ * frame's fixed part, which both copies of the newest chunk show alike. Or
+ * the innermost frame begins at the top: popped, not yet replaced as the
+ * current frame (its bytes, as every newest frame's, alike in both copies).
  */
 static int frame_ends_at_top(struct pyproc *p, struct frame_sizes *fs,
 			     const struct stack_chunks *s, uint64_t frame, uint64_t code)
@@ -428,7 +431,9 @@ static int frame_ends_at_top(struct pyproc *p, struct frame_sizes *fs,
 	uint32_t bytes;
 	int apart;
 
-	if (frame_ends_at(p, fs, s, frame, code, s->top))
+	/* popped while still current (RETURN_GENERATOR pops the frame it
+	 * copied into the generator before it makes the caller current) */
+	if (frame == s->top || frame_ends_at(p, fs, s, frame, code, s->top))
 		return 1;
 	if (frame_sizes__get(fs, pyproc__pid(p), o, pyproc__code_type(p), code, 0, &bytes, NULL))
 		return 0;

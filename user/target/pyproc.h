@@ -180,8 +180,11 @@ struct py_walk_cache {
 	 * copy of the chunks and the chain's shape held (frame_sizes.h). */
 	int exact;
 	/* Copies of the chunks the walks may still make before they give up
-	 * on a thread that keeps moving (-EAGAIN); set by the caller. */
+	 * on a thread that keeps moving (-EAGAIN); set by the caller, who
+	 * keeps the share of the thread's recent reads given up in
+	 * torn_share (a moving average, in 1/65536ths). */
 	unsigned int copy_budget;
+	uint32_t torn_share;
 	bool stopped;		/* the thread holds still (thread_stop.h) */
 	/* The last walk's current frame, and the frame where its copy's chain
 	 * did not hold (1: at its end; 0: it held, or broke as a torn copy

@@ -32,18 +32,38 @@ static bool same_stack(const struct py_rawframe *a, const struct py_rawframe *b,
 	return true;
 }
 
+/* Copies for the next read of the thread of @c, by how many of its
+ * recent reads were given up (stack_read.h). */
+static unsigned int copies_for(const struct py_walk_cache *c)
+{
+	const uint32_t busy = (uint32_t)(STACK_READ_BUSY * 65536);
+
+	return c->torn_share < busy ? STACK_READ_COPIES :
+	       c->torn_share < 4 * busy ? STACK_READ_COPIES_BUSY : STACK_READ_COPIES_MIN;
+}
+
+/* The thread of @c was read (@torn: given up): its moving average, over
+ * ~32 reads. */
+static void count_read(struct py_walk_cache *c, bool torn)
+{
+	int64_t share = c->torn_share;
+
+	share += (((int64_t)torn << 16) - share) / 32;
+	c->torn_share = (uint32_t)share;
+}
+
 int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		       struct py_walk_cache *c, bool stopped)
 {
 	uint64_t bad = 0, top = 0, sig = 0;
 	size_t n2;
-	int rc = 0, t2, same = 0;
+	int rc = 0, t2, same = 0, pairs = 0;
 
 	r->n = 0;
 	r->truncated = 0;
 	r->torn = false;
 	if (c) {
-		c->copy_budget = STACK_READ_COPIES;
+		c->copy_budget = copies_for(c);
 		c->stopped = stopped;
 		c->max_py = r->max;
 	}
@@ -71,8 +91,11 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 				return r->truncated == PY_WALK_LOOPED ? 0 : -EFAULT;
 			}
 		}
-		if (r->torn)
+		if (r->torn) {
+			if (c && !c->copy_budget)
+				break;	/* every copy allowed was made */
 			continue;
+		}
 		/* One copy of the chunks, of one instant and in shape, or a
 		 * thread that holds still: one walk. */
 		if (rc || stopped || (c && c->exact))
@@ -84,11 +107,11 @@ int stack_read__thread(struct stack_read *r, struct pyproc *p, uint64_t tstate,
 		 * agree with it. */
 		rc = pyproc__walk_cached(p, tstate, c, r->check, r->room, &n2, &t2);
 		r->torn = rc == -EAGAIN || (!rc && !(n2 == r->n && same_stack(r->frames, r->check, n2)));
-		if (rc && rc != -EAGAIN)
-			break;
-		if (!r->torn)
+		if ((rc && rc != -EAGAIN) || !r->torn || ++pairs == STACK_READ_PAIRS)
 			break;
 	}
+	if (c && !stopped)
+		count_read(c, r->torn);
 	if (r->torn)
 		rc = 0;		/* r->frames: the last walk, as far as it went */
 	return rc;

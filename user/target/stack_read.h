@@ -23,14 +23,27 @@
 #include <stdint.h>
 #include "target/pyproc.h"
 
-#define STACK_READ_TRIES 8
-/* Copies of a thread's chunks per read, at most (3-6 us each): a thread
- * that moves during all of them is given up as torn. Reads of one that
- * moves in long spells need many: on docutils_sections.py, 84 reads in
- * 3,317 took 33-64 copies, 35 took 65-128 and 23 were given up at 128;
- * twice as many halve those. (STACK_READ_TRIES walks of up to 32 copies
- * each: frame_walk.c.) */
-#define STACK_READ_COPIES 256
+/* Walks per read, at most (each of up to 32 copies while the thread moves,
+ * or one whose chain did not hold: frame_walk.c); where no copy can be
+ * had, pairs of walks frame by frame. */
+#define STACK_READ_TRIES 64
+#define STACK_READ_PAIRS 8
+/*
+ * Copies of a thread's chunks per read, at most (3-8 us each): a thread
+ * that moves during all of them is given up as torn. A thread that moves
+ * in long spells needs many: on docutils_sections.py with each copy made
+ * slower (an extra 16-64 KB read inside it, as a slower machine would),
+ * 128 copies gave up 1.1-1.4% of the samples, 256 0.46-0.69%, 1,024
+ * 0.05-0.28%, at the same CPU per sample (give-ups are rare). A thread
+ * that gives up often (one that calls and returns every few nanoseconds, as
+ * alternating.py does) would cost a reader 1,024 copies a tick for little:
+ * past STACK_READ_BUSY of its recent reads given up it gets
+ * STACK_READ_COPIES_BUSY, past 4x that STACK_READ_COPIES_MIN.
+ */
+#define STACK_READ_COPIES 1024
+#define STACK_READ_COPIES_BUSY 256
+#define STACK_READ_COPIES_MIN 128
+#define STACK_READ_BUSY 0.03
 /* Copies in shape but for the same link of the same chain, running, with
  * the same bytes there (frame_walk.c), that make it a corrupt chain rather
  * than a torn one. */
