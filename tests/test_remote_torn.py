@@ -70,12 +70,33 @@ cache, user/sampling/frame_cache.h); -v counts what it did:
   as a racy profiler would (alternating.py --hostile), SECS_HOSTILE s:
   still no mixed stack, and every [truncated] one a refused splice.
 
+Issue #38 item 3: tests/targets/docutils_sections.py, docutils rendering one
+60-section document again and again on sid's 3.15 (Debian's
+python3-docutils), the workload on which the remote backend gave up whole
+stacks ([read-fault] alone) for 2-4.5% of its samples and said "7 samples
+had more than 2048 Python frames" of stacks 6-22 deep. The causes: a thread
+holding still between two instructions of a call or return (the data
+stack's top moved past the current frame, the frame above it not written
+or its code already cleared) was judged a corrupt chain; a frame cache
+mismatch (a co_version read as 0 past an interpreter link) was delivered
+[truncated]. test_docutils_sections_remote, quiet and with a CPU hog
+started beside it (DOC_LOADS), DOC_SECS s at 999 Hz each: fewer than
+DOC_GIVEUP_MAX of the samples given up, no [truncated] stack and no "more
+than N Python frames" line (docutils is never 2,048 frames deep), every
+give-up counted by the summary as a torn read or an error.
+
+Why it fails a correct build less than once in 1,000 runs: see
+DOC_GIVEUP_MAX below, with the measured rates.
+
 Run as root from the repository root:
     /usr/bin/python3 -m pytest -v -p no:cacheprovider tests/test_remote_torn.py </dev/null
 """
 import os
 import re
+import select
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -83,6 +104,7 @@ from lib import pyenvs
 from lib.tool import binary
 from lib.interps import by_label
 from lib.frame_cache import CHAIN, collapsed_stacks, frame_name
+from lib.procs import START_TIMEOUT, TARGETS, stage_unique
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -269,3 +291,100 @@ def test_alternating_hostile_remote(target):  # noqa: F811
     _, _, truncated, fc = recorded(t, SECS_HOSTILE, "hostile", HOSTILE_UNREAD_MAX)
     # Never a guess: every stack whole and right, or truncated.
     assert truncated <= fc["mismatched"], (truncated, fc)
+
+
+# Issue #38 item 3 (see the top): docutils_sections.py under the remote backend.
+DOC_LABEL = "sid-3.15"
+DOC_SECS = 6
+DOC_LOADS = ("quiet", "loaded")
+# Why this fails a correct build less than once in 1,000 runs. Give-ups are
+# not independent: they come in spells in which the thread never holds still
+# for a copy, and their rate depends on the machine's state more than on
+# chance. Measured with this test's 6 s runs (~5,300-5,900 samples) on the
+# 2-CPU VM it was written on: 0-0.3% in ~50 runs at loads from 1.5 to 13,
+# most 0-0.1%; in one 5-minute spell of the quiet machine, with 256 copies
+# a read, 0.64-1.09% (one run failed), which copies made slower on purpose
+# (an extra 16-64 KB read inside each) reproduce: 0.44-0.79% at 256, and
+# 0.03-0.36% at up to 1,024 (stack_read.h: what the reader allows now). At
+# that worst rate a run expects ~21 give-ups against the 59 that fail; taking
+# spells of ~3 samples (variance ~3x the mean), the threshold is 4.8
+# standard deviations away (under 1 in 10^6), and at the usual 0-0.1% over
+# 9. A machine whose copies are slower still than that spell's is the case
+# this cannot vouch for: the message gives the counts to judge by.
+DOC_GIVEUP_MAX = 0.01
+DOC_MIN_SAMPLES = 1500
+
+
+def start_docutils(py, procs, tmp_path):
+    """docutils_sections.py running on @py, after its "ready" and a second
+    of warm-up (its first document imports the writer)."""
+    script = stage_unique(py, os.path.join(TARGETS, "docutils_sections.py"), procs)
+    err_path = str(tmp_path / "docutils.stderr")
+    with open(err_path, "wb") as err:
+        p = subprocess.Popen(py.argv([script, str(DOC_SECS + 60)]), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    procs.items.append(p)
+    line, deadline = b"", time.monotonic() + START_TIMEOUT
+    while not line.endswith(b"\n") and time.monotonic() < deadline and p.poll() is None:
+        if select.select([p.stdout], [], [], 0.2)[0]:
+            ch = os.read(p.stdout.fileno(), 1)
+            if not ch:
+                break
+            line += ch
+    if line != b"ready\n":
+        with open(err_path, "rb") as f:
+            pytest.fail(f"docutils_sections.py did not print ready ({line!r}, exit "
+                        f"{p.poll()}): {f.read().decode(errors='replace')[-2000:]}")
+    time.sleep(1)
+    return p
+
+
+def tally_docutils(path, period_ns):
+    """(samples, given up, [truncated] stacks, deepest Python stack, an
+    example of each bad kind) of a collapsed file."""
+    total = giveups = truncated = deepest = 0
+    examples = {}
+    for frames, n in collapsed_stacks(path, period_ns):
+        py_frames = sum(f.startswith("py::") for f in frames)
+        total += n
+        deepest = max(deepest, py_frames)
+        if "[read-fault]" in frames and not py_frames:
+            giveups += n
+            examples.setdefault("given up", ";".join(frames))
+        if "[truncated]" in frames:
+            truncated += n
+            examples.setdefault("truncated", ";".join(frames))
+    return total, giveups, truncated, deepest, examples
+
+
+@pytest.mark.parametrize("load", DOC_LOADS)
+def test_docutils_sections_remote(load, procs, tmp_path):
+    py = by_label(DOC_LABEL)
+    p = start_docutils(py, procs, tmp_path)
+    if load == "loaded":
+        # another CPU-bound process beside the target (killed with procs)
+        procs.start([sys.executable, "-c", "while 1: pass"], str(tmp_path / "hog.stderr"))
+    out = str(tmp_path / "out.folded")
+    cmd = [binary(), "record", "-p", str(p.pid), "--backend", "remote", "-F", str(HZ),
+           "-d", str(DOC_SECS), "--format", "collapsed", "-o", out, "-v"]
+    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=DOC_SECS + 60)
+    assert r.returncode == 0, f"{cmd} exited {r.returncode}: {r.stderr}"
+    assert p.poll() is None, "docutils_sections.py ended during the recording"
+    total, giveups, truncated, deepest, ex = tally_docutils(out, 10**9 // HZ)
+    m = re.search(r"(\d+) samples are \[read-fault\]: their thread moved", r.stderr)
+    torn = int(m.group(1)) if m else 0
+    m = re.search(r"(\d+) samples in [\d.]+ s .*?(\d+) truncated, (\d+) errors", r.stderr)
+    errors = int(m.group(3)) if m else -1
+    what = (f"{load}: {total} samples, {giveups} given up ({giveups / max(total, 1):.2%}), "
+            f"{torn} counted torn, {errors} errors, {truncated} [truncated], deepest "
+            f"{deepest} Python frames")
+    print(what)
+    assert total >= DOC_MIN_SAMPLES, f"{what}\n{r.stderr}"
+    assert giveups < total * DOC_GIVEUP_MAX, f"{what}; e.g. {ex.get('given up')}\n{r.stderr}"
+    # No stack that deep here: nothing cut for its depth, nothing said so.
+    assert deepest < 2048 and not truncated, f"{what}; e.g. {ex.get('truncated')}"
+    assert "Python frames: their outermost" not in r.stderr, f"{what}\n{r.stderr}"
+    # Every give-up counted: as a torn read, or (a chain that broke at the
+    # same place in every copy) an error.
+    assert torn <= giveups <= errors, f"{what}\n{r.stderr}"

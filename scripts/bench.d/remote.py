@@ -6,10 +6,14 @@ after the other on the same running programs (`scripts/bench --remote-only
 
 The programs: tests/targets/real_sympy.py, real_docutils.py and
 real_stdlib.py (tests/test_real_programs.py's programs whose stacks move
-fastest: the ones its --blocking cases run), each on the sid root's python3.15
-(Debian's python3-sympy, python3-docutils), started as that test starts them
-(the script staged into the root's /tmp, `chroot ROOT python3.15 SCRIPT
-SECONDS`, "ready" on stdout when its loop starts), but in a private mount
+fastest: the ones its --blocking cases run), and docutils_sections.py
+("docutils-sections": docutils rendering one 60-section document, a bullet
+list and a note in each section, again and again: issue #38 item 3's
+workload, on which the remote backend gave up 2-4.5% of its stacks; its
+tree walks nest generators as deep as the document), each on the sid
+root's python3.15 (Debian's python3-sympy, python3-docutils), started as
+that test starts them (the script staged into the root's /tmp, `chroot ROOT
+python3.15 SCRIPT SECONDS`, "ready" on stdout when its loop starts), but in a private mount
 namespace with /proc mounted inside the root (as tests/test_views_callgraph.py's
 start(mount_proc=True) and async_chains.py do), so that CPython's profiler,
 run in the root through `nsenter --mount --target=PID`, sees the same pids.
@@ -78,7 +82,10 @@ BENCH_DIR = os.path.join(CACHE, "bench")
 SID = os.path.join(CACHE, "sid")
 PYTHON = "/usr/bin/python3.15"
 HZ = 999
-PROGRAMS = ("sympy", "docutils", "stdlib")
+# program -> its script in tests/targets
+SCRIPTS = {"sympy": "real_sympy.py", "docutils": "real_docutils.py", "stdlib": "real_stdlib.py",
+           "docutils-sections": "docutils_sections.py"}
+PROGRAMS = tuple(SCRIPTS)
 # (key, label, argv after the binary (ours) or after `attach` (CPython))
 RUNS = (
     ("remote", "pyprof-bpf --backend remote", ["--backend", "remote"]),
@@ -143,7 +150,7 @@ class Bench:
 
     def start(self, prog):
         self.prog = prog
-        script = "real_%s.py" % prog
+        script = SCRIPTS[prog]
         shutil.copy(os.path.join(TARGETS, script), self.host(script))
         # it outlives every window: the unprofiled one, five profiled ones
         # and CPython's `-d 0` run, with their start-ups
@@ -162,10 +169,10 @@ class Bench:
             if re.search(r"^ready$", text, re.M):
                 break
             if self.target.poll() is not None:
-                raise Error("real_%s.py exited (%s) before ready: %s" % (
-                    prog, self.target.returncode, text.strip()[-600:]))
+                raise Error("%s exited (%s) before ready: %s" % (
+                    script, self.target.returncode, text.strip()[-600:]))
             if time.monotonic() > deadline:
-                raise Error("real_%s.py did not print ready in %d s" % (prog, READY_TIMEOUT))
+                raise Error("%s did not print ready in %d s" % (script, READY_TIMEOUT))
             time.sleep(0.05)
         with open("/proc/%d/comm" % self.target.pid) as f:
             if not f.read().startswith("python"):
@@ -179,8 +186,8 @@ class Bench:
 
     def alive(self):
         if self.target.poll() is not None:
-            raise Error("real_%s.py exited (%s) during the run" % (self.prog,
-                                                                   self.target.returncode))
+            raise Error("%s exited (%s) during the run" % (SCRIPTS[self.prog],
+                                                      self.target.returncode))
 
     # ----------------------------------------------------------------------
     # one profiler run
@@ -360,7 +367,7 @@ class Bench:
             with procstat.BpfStats() as stats:
                 res["bpf_stats"] = stats.how
                 for prog in self.programs:
-                    log("remote: real_%s.py: starting" % prog)
+                    log("remote: %s: starting" % SCRIPTS[prog])
                     self.start(prog)
                     try:
                         d0_cpu, d0_wall = self.cpython_startup()
