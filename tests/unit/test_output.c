@@ -384,8 +384,8 @@ static void test_selection_errors(void **state)
 	assert_null(o);
 	assert_non_null(strstr(err, "\"flame\""));
 	assert_non_null(strstr(err, output__format_names()));
-	assert_non_null(strstr(err, "perf-script, collapsed, speedscope, pprof, flamegraph, pstats, "
-				"callgrind, top"));
+	assert_non_null(strstr(err, "perf-script, collapsed, speedscope, pprof, otlp, flamegraph, "
+				"pstats, callgrind, top"));
 	assert_int_equal(output__new(NULL, "/nonexistent-dir/x.txt", NULL, &o, err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent-dir/x.txt"));
