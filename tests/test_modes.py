@@ -484,14 +484,21 @@ def truth_reasons(t):
 def tolerance(t, w, denom):
     """3 points, plus twice the polls' error (a share of the window w) where
     the truth rests on them, as a share of denom; plus the machine's steal
-    time where the truth's runnable/blocked split counts it (modes_truth)."""
+    time where the truth's runnable/blocked split counts it (modes_truth); plus
+    the polls' disagreement with schedstat's run_delay on [runnable] and [GIL
+    wait]."""
     e = 2 * (t["_err"] + t.get("_fsync_err", 0)) * w / denom
     # steal spread evenly over the CPUs and the window, met by the thread
     # in its time in R, twice over
     st = 2 * t["_steal"] / (os.cpu_count() * w) * (t["cpu"] + t["[runnable]"]) / denom
+    # the truth's runnable time, polled, against the kernel's own run_delay:
+    # where they disagree (CI under load: spin 0.425 s polled, 0.397 s
+    # run_delay, no steal) the truth is known only that well, and the time
+    # moves between [runnable] and [GIL wait]
+    rd = abs(t["[runnable]"] - t["_run_delay"]) / denom
     return collections.defaultdict(lambda: SHARE_TOL, {
-        "[runnable]": SHARE_TOL + 2 * t["_err"] * w / denom + st,
-        "[GIL wait]": SHARE_TOL + e + st, "[syscall] fsync": SHARE_TOL + e,
+        "[runnable]": SHARE_TOL + 2 * t["_err"] * w / denom + st + rd,
+        "[GIL wait]": SHARE_TOL + e + st + rd, "[syscall] fsync": SHARE_TOL + e,
         "cpu": SHARE_TOL + st})
 
 

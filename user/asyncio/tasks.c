@@ -531,7 +531,7 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 	const struct asyncio_offsets *ao = w->ao;
 	unsigned char tb[MAX_TASK_BYTES], nb[NAME_READ];
 	size_t nlv = 0, nraw = 0;
-	int cut = 0, rc = 0, ok = 0, name_failed = 0;
+	int cut = 0, rc = 0, ok = 0, name_gone = 0, name_big = 0;
 
 	memset(t, 0, sizeof(*t));
 	t->addr = addr;
@@ -570,8 +570,9 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 		 * reads has ended. But a str too long to read (a task named with
 		 * 100 MB) is alive: its task is shown, named "[unread]", as
 		 * record does, when the rest of it holds (the recheck below). */
-		name_failed = rc != 0;
-		if (name_failed && rc != -EMSGSIZE)
+		name_big = rc == -EMSGSIZE;
+		name_gone = rc && !name_big;
+		if (name_gone)
 			continue;
 		nlv = 0;
 		cut = 0;
@@ -610,9 +611,11 @@ static int task__read(struct walk *w, const struct thread_ctx *th, const struct 
 			return rc;
 		ok = 1;
 	}
-	if (name_failed && !ok)
+	/* A name too long to read says nothing of the task's end: one that
+	 * never held still is shown torn, as any other task. */
+	if (name_gone && !ok)
 		return 1;	/* its name never read: it ended, left out */
-	if (name_failed && !t->name && !(t->name = strdup("[unread]")))
+	if (name_big && !t->name && !(t->name = strdup("[unread]")))
 		return -ENOMEM;
 	return task__finish(w, t, ok, cut, nlv, nraw);
 }
