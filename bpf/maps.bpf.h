@@ -176,6 +176,10 @@ struct scratch {
 	struct memo memo[PYPROF_VERSION_MEMO];
 	__u32 gen;			/* samples taken on this CPU */
 	__u32 tp_hits[PYPROF_MAX_EVENTS];	/* each tracepoint's hits of the target, tp_period's count */
+	/* Set while a sample is taken on this CPU: a program that
+	 * interrupts another (a tick's hrtimer or NMI inside a tracepoint's
+	 * hit) would overwrite the walk under it. */
+	__u32 busy;
 	/* The sampled process's configured entry, copied (its tgid and
 	 * procs_epoch then say which): its configuration and address space. */
 	struct pyprof_config cfg;

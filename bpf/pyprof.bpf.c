@@ -272,25 +272,15 @@ static __always_inline int submit_sample(struct scratch *sc, bool switch_out)
  * was sent without a walk (PYPROF_SF_REUSE), else 0. Every record sent
  * says in its status why its frames are what they are.
  */
-static __always_inline int take_sample(bool switch_out, __u64 period, __u32 event)
+static __always_inline int sample_current(struct scratch *sc, __u32 tgid, __u32 tid, __u32 cpu,
+					  bool switch_out, __u64 period, __u32 event)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, tgid = id >> 32;
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct tstate_view *tv;
 	struct task_struct *task;
 	struct pyprof_thread *th;
-	struct scratch *sc;
 	__u64 tstate, born;
 	bool exiting;
 
-	if (only_tgid && tgid != only_tgid) {
-		count(PYPROF_CNT_FOREIGN);
-		return 0;
-	}
-	sc = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!sc)
-		return 0;
 	task = current_task();
 	if (!sampled_process(sc, tgid, (__u64)TASK_READ(task, mm), switch_out))
 		return 0;
@@ -322,6 +312,35 @@ static __always_inline int take_sample(bool switch_out, __u64 period, __u32 even
 	else
 		read_stack(sc, th, tv, tstate, switch_out);
 	return submit_sample(sc, switch_out);
+}
+
+/* sample_current() on this CPU's scratch space, unless a sample is being
+ * taken on it already: the kernel runs one program inside another (a
+ * tick's interrupt inside a tracepoint's hit) and the inner one would
+ * overwrite the walk of the outer. The inner sample is counted, not taken. */
+static __always_inline int take_sample(bool switch_out, __u64 period, __u32 event)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *sc;
+	int sent;
+
+	if (only_tgid && tgid != only_tgid) {
+		count(PYPROF_CNT_FOREIGN);
+		return 0;
+	}
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc)
+		return 0;
+	if (sc->busy) {
+		count(PYPROF_CNT_NESTED);
+		return 0;
+	}
+	*(volatile __u32 *)&sc->busy = 1;
+	sent = sample_current(sc, tgid, tid, cpu, switch_out, period, event);
+	*(volatile __u32 *)&sc->busy = 0;
+	return sent;
 }
 
 /* Which -e event fired: its link's cookie, with several (the program that

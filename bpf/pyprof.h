@@ -188,6 +188,10 @@ enum pyprof_counter {
 	 * (about 1 in 2,000 here, cause not found): closed then, its end
 	 * inferred from the CPU time the thread ran since. */
 	PYPROF_CNT_SWITCH_IN_INFERRED,
+	/* Samples not taken: they fired while this CPU was taking another
+	 * (an interrupt inside a tracepoint's program; seen on 7.2), whose
+	 * scratch space they would have overwritten. */
+	PYPROF_CNT_NESTED,
 	PYPROF_CNT_NR,
 };
 

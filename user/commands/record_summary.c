@@ -151,6 +151,10 @@ static void print_losses(const struct recording *rec, const struct resolver_stat
 		fprintf(stderr, "pyprof-bpf: %llu off-CPU intervals lost (their stack's record "
 			"did not reach us: the ring was full)\n",
 			(unsigned long long)d.lost_intervals);
+	if (d.nested)
+		fprintf(stderr, "pyprof-bpf: %llu samples not taken: each fired while its CPU "
+			"was taking another (an interrupt inside a tracepoint's hit), whose walk it "
+			"would have torn\n", (unsigned long long)d.nested);
 }
 
 void recording__print_summary(struct recording *rec, const struct sampler_stats *st, int rc)

@@ -135,6 +135,7 @@ static void bpf_detail(const void *b, struct sampler_detail *d)
 	d->reused = bd.reused;
 	d->inferred = bd.inferred;
 	d->lost_intervals = bpf_sampler__lost_intervals(bs);
+	d->nested = bd.nested;
 	d->program = bpf_sampler__program(bs);
 }
 

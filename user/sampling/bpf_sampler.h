@@ -205,6 +205,9 @@ struct bpf_sampler_detail {
 	uint64_t reused;		/* switch-outs that stood on their thread's last walk */
 	uint64_t inferred;		/* intervals closed by inference (the kernel's) */
 	uint64_t lost_intervals;	/* as bpf_sampler__lost_intervals() */
+	/* Samples not taken: they fired inside another sample's program on
+	 * their CPU (PYPROF_CNT_NESTED). */
+	uint64_t nested;
 };
 void bpf_sampler__detail(const struct bpf_sampler *s, struct bpf_sampler_detail *d);
 

@@ -171,6 +171,9 @@ struct sampler_detail {
 	uint64_t inferred;		/* intervals closed by inference (the kernel's) */
 	/* Off-CPU intervals whose stack never reached us (ring full), not delivered. */
 	uint64_t lost_intervals;
+	/* Samples not taken: they fired while the same CPU was taking another
+	 * (a tick's interrupt inside a tracepoint's program). */
+	uint64_t nested;
 	/* The BPF backend: the program it loaded and the verifier's figures
 	 * (one line, the sampler's; NULL for other backends). */
 	const char *program;

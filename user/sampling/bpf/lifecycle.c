@@ -705,6 +705,7 @@ void bpf_sampler__detail(const struct bpf_sampler *s, struct bpf_sampler_detail 
 		d->inferred = bpf_lifecycle__counter(s, PYPROF_CNT_SWITCH_IN_INFERRED);
 		d->lost_intervals = s->lost_intervals;
 	}
+	d->nested = bpf_lifecycle__counter(s, PYPROF_CNT_NESTED);
 }
 
 bool bpf_sampler__execed(const struct bpf_sampler *s)
