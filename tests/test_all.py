@@ -9,9 +9,9 @@ and during it; one that exits during it; a shell that execs Python during
 it; two non-Python busy processes (a shell loop, perl). `-a -F 499 -d 8 --format collapsed`:
 - every Python process of ours has samples under its own root
   (`COMM (pid N)`, host pid), >= 70% of its weight exactly its frames
-  (<module> at the call, spin() in its loop), the rest the interpreter's own
-  start-up code (those started during the recording), never another
-  program's frames;
+  (<module> at the call, spin() in its loop) once the interpreter's own
+  start-up code (site, importlib) is set aside, never another program's
+  frames;
 - the non-Python processes have no root at all (Python processes that are
   not ours, such as other tests', may have theirs);
 - the summary lists ours as Python processes with their versions and counts
@@ -156,7 +156,7 @@ def test_all_processes(procs, tmp_path):
         if pid not in got:
             missing.append((pid, label))
             continue
-        exact = total = 0
+        exact = total = own = 0
         for comm, frames, w in got[pid]:
             py = [f for f in frames if isinstance(f, tuple)]
             total += w
@@ -166,8 +166,16 @@ def test_all_processes(procs, tmp_path):
                 exact += w
             elif not startup_or_shutdown(py, script):
                 wrong.append((pid, label, frames))
-        if exact < 0.7 * total:
-            wrong.append((pid, label, f"{exact / total:.0%} of its weight in spin()"))
+            elif any(f[1] != script for f in py):
+                own += w
+        # The interpreter's own start-up code (site, importlib: named as
+        # such) costs a fixed CPU time, a large share of a process's few
+        # samples on a loaded machine (rehearsal: one 3.11 process 58% in
+        # spin()); the rest, frameless and <module>-only samples included,
+        # is spin()'s to hold.
+        if exact < 0.7 * (total - own):
+            wrong.append((pid, label, f"{exact / total:.0%} of its weight in spin(), "
+                                      f"{own / total:.0%} in the interpreter's start-up"))
     for b in busy:
         assert b.pid not in got, f"a non-Python process has a root: {got[b.pid][:2]}"
     print(f"\nALL processes={len(ours)} found={len(ours) - len(missing)} roots={len(got)}")

@@ -236,6 +236,7 @@ def opens_and_closes(procs, tmp_path, pid, expr, name):
 OPENAT, CLOSE = "syscalls:sys_enter_openat", "syscalls:sys_enter_close"
 
 
+@pytest.mark.slow  # ~14 s: make test only (make check's 5-minute budget)
 def test_filters(procs, tmp_path):
     """--filter's kernel syntax, evaluated by the BPF program on the hit's
     record: numbers, a user string pointer (the filename) exact, as prefix
@@ -366,6 +367,7 @@ def grow_share(folded):
     return mine / max(total, 1)
 
 
+@pytest.mark.slow  # ~14 s: make test only (make check's 5-minute budget)
 def test_several_events(procs, tmp_path, node_env):
     interp = PARAMS[-1].values[0]
     p, pid, host = target(interp, procs, tmp_path, "faults")

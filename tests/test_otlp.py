@@ -172,6 +172,7 @@ def test_agent_three_processes(procs, tmp_path, sink, collector):
     agent.check_log()
 
 
+@pytest.mark.slow  # ~14 s: make test only (make check's 5-minute budget)
 def test_collector_restart(procs, tmp_path, sink, collector):
     b = Burner(by_label("system-3.11"), procs, tmp_path, "burn", env={"OTEL_SERVICE_NAME": "svc"})
     b.wait_ready()
