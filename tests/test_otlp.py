@@ -114,6 +114,7 @@ def self_by_function(prof):
     return otelcol.leaf_totals([prof])
 
 
+@pytest.mark.slow  # ~8 s: make test only (make check's 5-minute budget)
 def test_agent_three_processes(procs, tmp_path, sink, collector):
     setups = [("system-3.11", {"OTEL_SERVICE_NAME": "checkout"}, "checkout", {}),
               ("sid-3.14", {"OTEL_RESOURCE_ATTRIBUTES":

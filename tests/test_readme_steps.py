@@ -155,6 +155,7 @@ def check_in_chromium(res, outdir):
     assert widest["compute"] > widest["render"] > 0, widest
 
 
+@pytest.mark.slow  # ~10 s: make test only (make check's 5-minute budget)
 def test_readme_first_profile(node_env, tmp_path, procs):
     """Both forms at once (a recording attached with -p, one that starts the
     program with --), then both pages in Chromium at once: the test's time is
