@@ -303,12 +303,14 @@ test: test-deps
 
 # The edit-build-check loop (under 5 minutes here): the build, the unit tests, and the
 # end-to-end tests not marked slow, each on one interpreter of each kind (pyenv, system,
-# sid: PYPROF_CHECK in tests/conftest.py). `make test` runs everything.
+# sid: CHECK_INTERPS, for the unit tests' live native unwinding too). `make test` runs
+# everything.
+CHECK_INTERPS ?= pyenv-3.12.1,system-3.11,sid-3.15
 check: test-deps
 	$(MAKE) -j$(NPROC) all unit-build
-	$(MAKE) unit
-	PYPROF_CHECK=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=20 \
-		-m 'not slow' tests
+	NATIVE_LIVE_ONLY=$(CHECK_INTERPS) $(MAKE) unit
+	PYPROF_CHECK=1 PYPROF_CHECK_INTERPS=$(CHECK_INTERPS) /usr/bin/python3 -m pytest -q \
+		-p no:cacheprovider --durations=20 -m 'not slow' tests
 
 # The kernel matrix alone (issue #33): tests/test_kernels.py, every check in a QEMU
 # guest of each of Debian's kernels (KERNELS="bullseye bookworm trixie sid" by default).
