@@ -92,7 +92,7 @@ $(VMLINUX):
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/pyprof.h bpf/pyprof_events.h $(wildcard bpf/*.bpf.h) $(VMLINUX) | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/pyprof.h bpf/pyprof_events.h bpf/pyprof_counters.h $(wildcard bpf/*.bpf.h) $(VMLINUX) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 		-Ivmlinux/$(ARCH) -Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@
@@ -108,7 +108,7 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 # same maps, programs and globals at the same places: all but the embedded
 # object's bytes must be the same text, or the build stops.
 SKEL_LAYOUT = sed '/^static inline const void \*pyprof_bpf__elf_bytes(size_t \*sz)$$/,/^}$$/d'
-$(OUTPUT)/pyprof_noloop.bpf.o: bpf/pyprof.bpf.c bpf/pyprof.h bpf/pyprof_events.h $(wildcard bpf/*.bpf.h) $(VMLINUX) | $(OUTPUT)
+$(OUTPUT)/pyprof_noloop.bpf.o: bpf/pyprof.bpf.c bpf/pyprof.h bpf/pyprof_events.h bpf/pyprof_counters.h $(wildcard bpf/*.bpf.h) $(VMLINUX) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -DPYPROF_NO_BPF_LOOP \
 		-Ivmlinux/$(ARCH) -Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@
